@@ -1,0 +1,33 @@
+"""Build the configured embedder once, at start-up."""
+
+from __future__ import annotations
+
+from zapomni_core.embedders.base import Embedder
+from zapomni_core.errors import ConfigurationError
+from zapomni_core.settings import Settings
+
+
+async def build_embedder(settings: Settings) -> Embedder:
+    if settings.embedder == "onnx":
+        from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
+
+        if settings.effective_embedding_model != "all-MiniLM-L6-v2":
+            raise ConfigurationError(
+                "the onnx embedder ships all-MiniLM-L6-v2 only; unset EMBEDDING_MODEL or use ZAPOMNI_EMBEDDER=ollama"
+            )
+        return OnnxMiniLMEmbedder(batch_size=settings.embedding_batch_size, threads=settings.embedding_threads)
+    from zapomni_core.embedders.ollama import OllamaEmbedder
+
+    embedder = OllamaEmbedder(
+        host=settings.ollama_host,
+        model=settings.effective_embedding_model,
+        batch_size=settings.embedding_batch_size,
+        timeout_s=settings.ollama_timeout_s,
+        retries=settings.ollama_retries,
+    )
+    try:
+        await embedder.start()
+    except BaseException:
+        await embedder.aclose()
+        raise
+    return embedder

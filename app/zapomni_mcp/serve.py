@@ -1,0 +1,64 @@
+"""`zapomni serve`: the stdio MCP server with graceful shutdown on EOF, SIGINT and SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Any
+
+import anyio
+import structlog
+
+from zapomni_core import RuntimeInfo, Settings, open_core
+from zapomni_mcp.server import build_server, package_version
+from zapomni_mcp.tools import build_registry
+from zapomni_mcp.transport import stdio_transport
+
+log = structlog.get_logger(__name__)
+
+
+async def serve(settings: Settings) -> None:
+    log.info("server.config", **settings.masked())
+    async with open_core(settings) as (core, info):
+        server = build_server(build_registry(core))
+        announce(info)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_stop_on_signal, tasks.cancel_scope)
+            async with stdio_transport() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            log.info("server.stopping", reason="stdin closed")
+            tasks.cancel_scope.cancel()
+        # Leaving open_core drains in-flight writes, then the database saves and is released.
+    log.info("server.stopped")
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            log.info("server.stopping", reason=signal.Signals(signum).name)
+            scope.cancel()
+            return
+
+
+def announce(info: RuntimeInfo) -> None:
+    fields: dict[str, Any] = {
+        "version": package_version(),
+        "data": info.data_location,
+        "embedder": info.embedder,
+        "dimension": info.dimension,
+        "started_database": info.started_database,
+        "startup_s": info.startup_s,
+    }
+    log.info("server.ready", **fields)
+    if sys.stdin.isatty():
+        print(
+            f"\nZapomni {fields['version']} is ready and waiting for an MCP client on stdin.\n"
+            f"  data:      {info.data_location}\n"
+            f"  embedder:  {info.embedder} ({info.dimension}-d)\n"
+            "  connect:   add this server to your client, e.g. for Claude Code:\n"
+            "             claude mcp add zapomni -- zapomni serve\n"
+            "             (Claude Desktop: see README, 'Connect a client')\n"
+            "  stop:      Ctrl-C or Ctrl-D\n",
+            file=sys.stderr,
+            flush=True,
+        )

@@ -1,0 +1,90 @@
+"""The MCP server: the tool registry behind the SDK's low-level server, with error mapping."""
+
+from __future__ import annotations
+
+import time
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import mcp_types as types
+import structlog
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from zapomni_core import ZapomniError
+from zapomni_mcp.errors import describe_validation_error
+from zapomni_mcp.registry import ToolRegistry
+
+log = structlog.get_logger(__name__)
+
+INSTRUCTIONS = (
+    "Zapomni is your long-term memory on this machine. Use add_memory to keep facts, decisions and "
+    "context worth recalling later; use search_memory before answering questions that may depend on "
+    "earlier conversations; get_stats shows what is stored."
+)
+
+
+def package_version() -> str:
+    try:
+        return version("zapomni")
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
+def build_server(registry: ToolRegistry) -> Server[Any]:
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=registry.definitions())
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = registry.get(params.name)
+        if tool is None:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"Unknown tool {params.name!r}; available tools: {', '.join(registry.names())}",
+            )
+        request_id = str(ctx.request_id)
+        with structlog.contextvars.bound_contextvars(request_id=request_id, tool=tool.name):
+            started = time.perf_counter()
+            result = await _run(tool, params.arguments or {}, request_id)
+            log.info(
+                "tool.called",
+                ok=not result.is_error,
+                duration_ms=round((time.perf_counter() - started) * 1000, 2),
+            )
+            return result
+
+    return Server(
+        "zapomni",
+        version=package_version(),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def _run(tool: Any, arguments: dict[str, Any], request_id: str) -> types.CallToolResult:
+    try:
+        validated = tool.input_model.model_validate(arguments)
+    except ValidationError as exc:
+        return error_result(describe_validation_error(tool.name, tool.input_model, exc))
+    try:
+        output = await tool.execute(validated)
+    except ZapomniError as exc:
+        log.warning("tool.refused", error=type(exc).__name__, reason=str(exc))
+        return error_result(str(exc))
+    except Exception:
+        # The client gets no paths, hosts or traces; the log line has all of them.
+        log.exception("tool.failed")
+        return error_result(
+            f"Internal error while running {tool.name} (request {request_id}). "
+            "The server log (stderr) has the details."
+        )
+    return types.CallToolResult(
+        content=[types.TextContent(text=tool.render(output))],
+        structured_content=output.model_dump(mode="json"),
+    )
+
+
+def error_result(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)

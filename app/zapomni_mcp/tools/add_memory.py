@@ -1,0 +1,29 @@
+"""add_memory: store text (with optional metadata) as a searchable memory."""
+
+from __future__ import annotations
+
+import mcp_types as types
+
+from zapomni_core.models import AddMemoryRequest, AddMemoryResult
+from zapomni_mcp.registry import Tool
+
+
+class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
+    name = "add_memory"
+    description = (
+        "Remember a piece of text for later. The text is chunked, embedded locally and stored; "
+        "find it again with search_memory. Optional metadata: tags (list of strings), source "
+        "(string), date (ISO 8601), and any other flat string/number/boolean keys."
+    )
+    input_model = AddMemoryRequest
+    output_model = AddMemoryResult
+    annotations = types.ToolAnnotations(title="Add memory", read_only_hint=False, destructive_hint=False)
+
+    async def execute(self, arguments: AddMemoryRequest) -> AddMemoryResult:
+        return await self.core.add_memory(arguments)
+
+    def render(self, result: AddMemoryResult) -> str:
+        return (
+            f"Stored memory {result.memory_id} in {result.chunks_created} chunk(s): "
+            f"{result.text_preview}"
+        )

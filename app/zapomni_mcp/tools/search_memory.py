@@ -1,0 +1,33 @@
+"""search_memory: find stored memories by meaning, optionally filtered."""
+
+from __future__ import annotations
+
+import mcp_types as types
+
+from zapomni_core.models import SearchRequest, SearchResult
+from zapomni_mcp.registry import Tool
+
+
+class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
+    name = "search_memory"
+    description = (
+        "Search stored memories by meaning. Returns the best-matching chunks with a "
+        "similarity_score in [0, 1]. Filters: tags (matches any), source (exact), "
+        "date_from / date_to (ISO 8601, inclusive)."
+    )
+    input_model = SearchRequest
+    output_model = SearchResult
+    annotations = types.ToolAnnotations(title="Search memory", read_only_hint=True, idempotent_hint=True)
+
+    async def execute(self, arguments: SearchRequest) -> SearchResult:
+        return await self.core.search(arguments)
+
+    def render(self, result: SearchResult) -> str:
+        if not result.results:
+            return "No memories matched."
+        lines = [f"{result.count} result(s):"]
+        for rank, hit in enumerate(result.results, start=1):
+            labels = ", ".join(filter(None, [hit.source, *hit.tags]))
+            suffix = f" [{labels}]" if labels else ""
+            lines.append(f"{rank}. ({hit.similarity_score:.3f}) {hit.text}{suffix} — memory {hit.memory_id}")
+        return "\n".join(lines)
