@@ -24,6 +24,9 @@ _SPLITTERS: list[tuple[int, re.Pattern[str]]] = [
 ]
 # A chunk this full may close early at a line or paragraph break instead of mid-paragraph.
 _SOFT_BREAK_FILL = 0.75
+# WordPiece reads any "word" over 100 characters as one [UNK] token, so a base64 blob would pass
+# a token budget whole; a character cap (English averages ~4.5 characters a token) keeps it honest.
+_MAX_CHARS_PER_TOKEN = 6
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Chunker:
         self._count = count_tokens
         self.max_tokens = max_tokens
         self.overlap_tokens = overlap_tokens
+        self.max_chars = max_tokens * _MAX_CHARS_PER_TOKEN
 
     def split(self, text: str) -> list[str]:
         units = self._units(text, level=0, boundary=PARAGRAPH)
@@ -63,7 +67,7 @@ class Chunker:
         units: list[_Unit] = []
         for i, (part, tokens) in enumerate(zip(parts, counts, strict=True)):
             first_boundary = boundary if i == 0 else strength
-            if tokens <= self.max_tokens:
+            if tokens <= self.max_tokens and len(part) <= self.max_chars:
                 units.append(_Unit(part, tokens, first_boundary))
             else:
                 units.extend(self._units(part, level + 1, first_boundary))
@@ -81,18 +85,20 @@ class Chunker:
     def _pack(self, units: list[_Unit]) -> list[str]:
         chunks: list[str] = []
         current: list[_Unit] = []
-        tokens = 0
+        tokens = chars = 0
         fresh = 0  # units in `current` that no earlier chunk has emitted
         for unit in units:
-            overflow = tokens + unit.tokens > self.max_tokens
+            overflow = tokens + unit.tokens > self.max_tokens or chars + len(unit.text) > self.max_chars
             soft_break = unit.boundary >= LINE and tokens >= _SOFT_BREAK_FILL * self.max_tokens
             if current and fresh and (overflow or soft_break):
                 chunks.append("".join(u.text for u in current).strip())
                 current = self._overlap_tail(current, room=self.max_tokens - unit.tokens)
                 tokens = sum(u.tokens for u in current)
+                chars = sum(len(u.text) for u in current)
                 fresh = 0
             current.append(unit)
             tokens += unit.tokens
+            chars += len(unit.text)
             fresh += 1
         if fresh:
             chunks.append("".join(u.text for u in current).strip())

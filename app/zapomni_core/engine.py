@@ -14,6 +14,7 @@ import structlog
 
 from zapomni_core.chunking import Chunker
 from zapomni_core.embedders import Embedder
+from zapomni_core.errors import ShuttingDown
 from zapomni_core.models import (
     PREVIEW_CHARS,
     AddMemoryRequest,
@@ -29,6 +30,9 @@ from zapomni_core.search import Candidate, RetrievalQuery, SearchPipeline
 from zapomni_db import ChunkRow, MemoryRecord, MemoryRepository, SearchFilter
 
 log = structlog.get_logger(__name__)
+
+# Chunks embedded between two checks of the shutdown deadline (a few seconds of work at most).
+EMBED_SLICE = 64
 
 
 class _LatencyMeter:
@@ -69,13 +73,22 @@ class ZapomniCore:
         self._writes_in_flight = 0
         self._writes_done = asyncio.Event()
         self._writes_done.set()
+        self._shutdown_deadline: float | None = None
 
     @property
     def embedder(self) -> Embedder:
         return self._embedder
 
     async def add_memory(self, request: AddMemoryRequest) -> AddMemoryResult:
-        """Chunk, embed and store one memory. Once started, the write finishes even if the caller goes away."""
+        """Chunk, embed and store one memory.
+
+        Once started, the add runs to the end even if its caller is cancelled (a client that
+        went away, a shutdown), unless a shutdown's grace period runs out while it is still
+        embedding: then it stops before writing anything. The database write itself is
+        never interrupted, so a memory is stored whole or not at all.
+        """
+        if self._shutdown_deadline is not None:
+            raise ShuttingDown("the server is shutting down; nothing was stored, retry after it restarts")
         self._writes_in_flight += 1
         self._writes_done.clear()
         try:
@@ -90,7 +103,7 @@ class ZapomniCore:
     async def _add(self, request: AddMemoryRequest) -> AddMemoryResult:
         started = time.perf_counter()
         pieces = await asyncio.to_thread(self._chunker.split, request.text)
-        vectors = await self._embedder.embed_documents(pieces)
+        vectors = await self._embed_until_deadline(pieces)
         memory = self._memory_record(request)
         chunks = [
             ChunkRow(id=str(uuid.uuid4()), index=i, text=piece, embedding=vector)
@@ -107,6 +120,15 @@ class ZapomniCore:
         return AddMemoryResult(
             memory_id=memory.id, chunks_created=len(chunks), text_preview=_preview(request.text)
         )
+
+    async def _embed_until_deadline(self, pieces: list[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(pieces), EMBED_SLICE):
+            if self._shutdown_deadline is not None and time.monotonic() > self._shutdown_deadline:
+                log.warning("memory.add_abandoned", reason="shutdown grace period over", chunks=len(pieces))
+                raise ShuttingDown("the server shut down before this memory was embedded; nothing was stored")
+            vectors.extend(await self._embedder.embed_documents(pieces[start : start + EMBED_SLICE]))
+        return vectors
 
     def _memory_record(self, request: AddMemoryRequest) -> MemoryRecord:
         metadata = request.metadata
@@ -151,8 +173,14 @@ class ZapomniCore:
             uptime_s=round(time.monotonic() - self._started, 3),
         )
 
+    def begin_shutdown(self, grace_s: float) -> None:
+        """Refuse new writes; let the ones in flight finish within `grace_s` seconds."""
+        if self._shutdown_deadline is None:
+            self._shutdown_deadline = time.monotonic() + grace_s
+            log.info("core.shutting_down", writes_in_flight=self._writes_in_flight, grace_s=grace_s)
+
     async def drain(self) -> None:
-        """Wait until every write already started has been stored."""
+        """Wait until every write already started has been stored or abandoned."""
         await self._writes_done.wait()
 
 

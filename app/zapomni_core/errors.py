@@ -22,3 +22,7 @@ class EmbedderUnavailable(ZapomniError):
 
 class ConfigurationError(ZapomniError):
     """The configuration cannot work as given (e.g. the data was built with another embedder)."""
+
+
+class ShuttingDown(ZapomniError):
+    """The server is stopping; the write was not stored and can be retried after a restart."""

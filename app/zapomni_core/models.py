@@ -61,10 +61,10 @@ class MemoryMetadata(BaseModel):
     def _bounded(self) -> MemoryMetadata:
         for key in self.model_extra or {}:
             if not key or len(key) > 64:
-                raise ValueError("metadata keys must be 1 to 64 characters long")
+                raise ValueError("keys must be 1 to 64 characters long")
         size = len(json.dumps(self.model_dump(exclude_none=True)).encode())
         if size > MAX_METADATA_BYTES:
-            raise ValueError(f"metadata must be at most {MAX_METADATA_BYTES} bytes as JSON (got {size})")
+            raise ValueError(f"must be at most {MAX_METADATA_BYTES} bytes as JSON (got {size})")
         return self
 
     def extra(self) -> dict[str, Any]:

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     chunk_max_tokens: int = Field(0, alias="ZAPOMNI_CHUNK_MAX_TOKENS", ge=0, le=8192)
     chunk_overlap: float = Field(0.15, alias="ZAPOMNI_CHUNK_OVERLAP", ge=0.0, le=0.5)
 
+    # Shutdown: how long in-flight writes may take to finish once a stop is requested
+    shutdown_grace_s: float = Field(30.0, alias="ZAPOMNI_SHUTDOWN_GRACE_S", ge=0, le=3600)
+
     # Logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="LOG_LEVEL")
 

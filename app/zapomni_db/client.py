@@ -19,6 +19,10 @@ log = structlog.get_logger(__name__)
 
 Row = list[Any]
 _EMPTY_GRAPH = "empty key"
+# A hung server becomes an error instead of a request that never returns; generous, because a
+# 10 MB memory's insert is one long query.
+_SOCKET_TIMEOUT_S = 300.0
+_CONNECT_TIMEOUT_S = 5.0
 
 
 class GraphClient:
@@ -50,6 +54,8 @@ class GraphClient:
             path=path,
             max_connections=max_connections,
             timeout=30,
+            socket_timeout=_SOCKET_TIMEOUT_S,
+            socket_connect_timeout=_CONNECT_TIMEOUT_S,
         )
         return cls(pool, graph_name)
 
@@ -64,7 +70,13 @@ class GraphClient:
         max_connections: int = 16,
     ) -> GraphClient:
         pool = aioredis.BlockingConnectionPool(
-            host=host, port=port, password=password or None, max_connections=max_connections, timeout=30
+            host=host,
+            port=port,
+            password=password or None,
+            max_connections=max_connections,
+            timeout=30,
+            socket_timeout=_SOCKET_TIMEOUT_S,
+            socket_connect_timeout=_CONNECT_TIMEOUT_S,
         )
         return cls(pool, graph_name)
 

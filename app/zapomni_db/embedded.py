@@ -111,17 +111,6 @@ def ping(socket: Path, timeout_s: float = 1.0) -> bool:
         client.close()
 
 
-def shutdown(socket: Path, timeout_s: float = 60.0) -> None:
-    """Ask the server to save and exit, then wait until the socket stops answering."""
-    client = _direct_client(socket, timeout_s)
-    with contextlib.suppress(RedisConnectionError, OSError):
-        client.execute_command("SHUTDOWN", "SAVE")
-    client.close()
-    deadline = time.monotonic() + timeout_s
-    while ping(socket) and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
 class EmbeddedDatabase:
     """Starts or attaches to the FalkorDB that serves one data directory."""
 

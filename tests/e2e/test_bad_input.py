@@ -1,0 +1,117 @@
+"""Bad input: the right kind of error, nothing stored, and the server keeps serving."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.e2e.conftest import RawServer, call, mcp_session
+from tests.helpers import server_pids, wait_for
+from zapomni_db.embedded import EmbeddedPaths
+
+pytestmark = pytest.mark.anyio
+
+TEN_MB = 10 * 1024 * 1024
+
+BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
+    ("add_memory", {"text": ""}, "text"),
+    ("add_memory", {"text": "   \n\t "}, "text: must contain something other than whitespace"),
+    ("add_memory", {"text": "a" * (TEN_MB + 1)}, "text: must be at most 10485760 bytes"),
+    ("add_memory", {"text": 12345}, "text: input should be a valid string"),
+    ("add_memory", {"text": "ok", "colour": "blue"}, "colour: unknown argument"),
+    ("add_memory", {"text": "ok", "metadata": {"owner": {"name": "x"}}}, "metadata.owner: must be a string"),
+    ("add_memory", {"text": "ok", "metadata": {"date": "31/12/2024"}}, "metadata.date: must be an ISO 8601"),
+    ("add_memory", {"text": "ok", "metadata": {"tags": "solo"}}, "metadata.tags: input should be a valid list"),
+    ("search_memory", {"query": "x", "limit": 0}, "limit: input should be greater than or equal to 1"),
+    ("search_memory", {"query": "x", "limit": 101}, "limit: input should be less than or equal to 100"),
+    ("search_memory", {"query": "x", "limit": "ten"}, "limit: input should be a valid integer"),
+    ("search_memory", {"query": "q" * 1001}, "query: string should have at most 1000 characters"),
+    ("search_memory", {"query": "x", "filters": {"date_from": "not-a-date"}}, "filters.date_from: must be an ISO"),
+    ("search_memory", {}, "query: is required"),
+    ("get_stats", {"verbose": True}, "verbose: unknown argument"),
+]
+
+
+async def test_each_bad_call_is_refused_and_changes_nothing(data_dir: Path) -> None:
+    async with mcp_session(data_dir) as session:
+        await call(session, "add_memory", {"text": "A memory that must stay the only one."})
+        for tool, arguments, expected in BAD_CALLS:
+            result = await session.call_tool(tool, arguments)
+            text = result.content[0].text
+            assert result.is_error, (tool, arguments)
+            assert expected in text, (expected, text)
+            assert "Allowed arguments:" in text
+            # The server answers the next valid request, and nothing was stored.
+            stats = await call(session, "get_stats")
+            assert (stats["total_memories"], stats["total_chunks"]) == (1, 1), (tool, arguments)
+
+
+async def test_an_unknown_tool_is_a_protocol_error(data_dir: Path) -> None:
+    async with mcp_session(data_dir) as session:
+        with pytest.raises(MCPError) as caught:
+            await session.call_tool("forget_everything", {})
+        assert caught.value.code == types.INVALID_PARAMS
+        assert "add_memory" in caught.value.message  # it says what exists
+        assert (await call(session, "get_stats"))["total_memories"] == 0
+
+
+def test_raw_protocol_errors_are_answered_and_stdout_stays_clean(raw_server: Any) -> None:
+    server: RawServer = raw_server()
+    before_init = server.request(0, "tools/list")
+    assert before_init["id"] == 0 and "error" in before_init
+
+    server.send_line("{this is not json")
+    parse_error = server.receive()
+    assert parse_error == {"jsonrpc": "2.0", "id": None, "error": parse_error["error"]}
+    assert parse_error["error"]["code"] == types.PARSE_ERROR
+
+    server.send_line('{"jsonrpc": "2.0", "id": 9, "params": {}}')
+    invalid = server.receive()
+    assert (invalid["id"], invalid["error"]["code"]) == (9, types.INVALID_REQUEST)
+
+    assert "result" in server.initialize()
+    unknown_method = server.request(3, "memories/forget")
+    assert unknown_method["error"]["code"] == types.METHOD_NOT_FOUND
+    unknown_tool = server.request(4, "tools/call", {"name": "nope", "arguments": {}})
+    assert unknown_tool["error"]["code"] == types.INVALID_PARAMS
+    bad_args = server.request(5, "tools/call", {"name": "add_memory", "arguments": {"text": 5}})
+    assert bad_args["result"]["isError"] is True
+    stats = server.request(6, "tools/call", {"name": "get_stats", "arguments": {}})
+    assert stats["result"]["structuredContent"]["total_memories"] == 0
+    assert server.request(7, "ping") == {"jsonrpc": "2.0", "id": 7, "result": {}}
+
+    server.close_stdin()
+    assert server.wait() == 0
+    for line in server.stdout_lines:  # nothing but JSON-RPC ever reached stdout
+        assert line.endswith("\n")
+        assert json.loads(line)["jsonrpc"] == "2.0"
+
+
+async def test_an_internal_failure_is_sanitised_and_the_server_keeps_serving(data_dir: Path, tmp_path: Path) -> None:
+    stderr = tmp_path / "server.log"
+    with stderr.open("w") as errlog:
+        async with mcp_session(data_dir, errlog=errlog) as session:
+            await call(session, "add_memory", {"text": "Stored before the database went away."})
+            # Take the database away for real: its keeper dies, and redis-server with it.
+            os.kill(int(EmbeddedPaths(data_dir).keeper_pid.read_text()), signal.SIGKILL)
+            assert wait_for(lambda: not server_pids(data_dir))
+
+            result = await session.call_tool("search_memory", {"query": "anything"})
+            assert result.is_error
+            text = result.content[0].text
+            assert text.startswith("Internal error while running search_memory (request ")
+            assert str(data_dir) not in text and "Traceback" not in text and "sock" not in text
+            # Still serving: the protocol answers, tools answer (with the same clean error).
+            assert len((await session.list_tools()).tools) == 3
+            assert (await session.call_tool("get_stats", {})).is_error
+    failures = [json.loads(line) for line in stderr.read_text().splitlines() if '"tool.failed"' in line]
+    assert failures and failures[0]["tool"] == "search_memory"
+    assert failures[0]["request_id"] in text
+    assert "Traceback" in failures[0]["exception"]

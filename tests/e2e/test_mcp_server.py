@@ -1,0 +1,99 @@
+"""End to end: `zapomni serve` driven by the official MCP SDK client over stdio."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.e2e.conftest import call, mcp_session
+
+pytestmark = pytest.mark.anyio
+
+MEMORIES = [
+    ("Our production Kubernetes cluster runs in the Frankfurt region.", {"tags": ["infra"], "source": "wiki"}),
+    ("Maria's birthday is on the 14th of March; she likes orchids.", {"tags": ["personal"], "date": "2024-03-14"}),
+    ("The billing service retries failed card payments three times.", {"tags": ["infra", "billing"]}),
+]
+
+
+async def test_tools_are_listed_with_strict_schemas(data_dir: Path) -> None:
+    async with mcp_session(data_dir) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert set(tools) == {"add_memory", "search_memory", "get_stats"}
+    for tool in tools.values():
+        assert tool.description
+        assert tool.input_schema["type"] == "object"
+        assert tool.input_schema["additionalProperties"] is False
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+    assert tools["add_memory"].input_schema["required"] == ["text"]
+    assert tools["search_memory"].input_schema["properties"]["limit"]["maximum"] == 100
+    assert tools["search_memory"].annotations is not None and tools["search_memory"].annotations.read_only_hint
+
+
+async def test_store_search_filter_and_count(data_dir: Path, tmp_path: Path) -> None:
+    stderr = tmp_path / "server.log"
+    with stderr.open("w") as errlog:
+        async with mcp_session(data_dir, errlog=errlog) as session:
+            ids = [(await call(session, "add_memory", {"text": t, "metadata": m}))["memory_id"] for t, m in MEMORIES]
+            assert len(set(ids)) == 3
+
+            found = await call(session, "search_memory", {"query": "which cloud region hosts our cluster?"})
+            assert found["results"][0]["memory_id"] == ids[0]
+            assert found["results"][0]["source"] == "wiki"
+            assert 0.0 <= found["results"][0]["similarity_score"] <= 1.0
+
+            result = await session.call_tool("search_memory", {"query": "flowers for a birthday"})
+            assert result.structured_content["results"][0]["memory_id"] == ids[1]
+            assert "orchids" in result.content[0].text  # the readable block says the same
+
+            infra = await call(session, "search_memory", {"query": "birthday", "filters": {"tags": ["infra"]}})
+            assert {r["memory_id"] for r in infra["results"]} == {ids[0], ids[2]}
+            dated = await call(session, "search_memory", {"query": "x", "filters": {"date_to": "2024-12-31"}})
+            assert [r["memory_id"] for r in dated["results"]] == [ids[1]]
+            limited = await call(session, "search_memory", {"query": "infrastructure", "limit": 1})
+            assert limited["count"] == 1
+
+            stats = await call(session, "get_stats")
+            assert (stats["total_memories"], stats["total_chunks"]) == (3, 3)
+            assert stats["embedder"] == "onnx:all-MiniLM-L6-v2-int8"
+            assert stats["avg_query_latency_ms"] > 0
+    # Logs are JSON lines on stderr and never carry the text of a memory.
+    lines = [json.loads(line) for line in stderr.read_text().splitlines() if line.startswith("{")]
+    events = {line["event"] for line in lines}
+    assert {"server.config", "server.ready", "tool.called", "memory.added"} <= events
+    assert "orchids" not in stderr.read_text()
+
+
+async def test_memories_survive_a_server_restart(data_dir: Path) -> None:
+    async with mcp_session(data_dir) as session:
+        memory_id = (await call(session, "add_memory", {"text": MEMORIES[1][0]}))["memory_id"]
+    async with mcp_session(data_dir) as session:
+        found = await call(session, "search_memory", {"query": "when is Maria's birthday?"})
+        assert found["results"][0]["memory_id"] == memory_id
+        assert (await call(session, "get_stats"))["total_memories"] == 1
+
+
+async def test_two_servers_on_one_data_dir_see_each_others_writes(data_dir: Path) -> None:
+    async with mcp_session(data_dir) as first, mcp_session(data_dir) as second:
+        a = (await call(first, "add_memory", {"text": MEMORIES[0][0]}))["memory_id"]
+        b = (await call(second, "add_memory", {"text": MEMORIES[2][0]}))["memory_id"]
+        assert (await call(second, "search_memory", {"query": "Kubernetes region"}))["results"][0]["memory_id"] == a
+        assert (await call(first, "search_memory", {"query": "card payment retries"}))["results"][0]["memory_id"] == b
+        assert (await call(first, "get_stats"))["total_memories"] == 2
+
+
+async def test_concurrent_calls_are_all_answered(data_dir: Path) -> None:
+    async with mcp_session(data_dir) as session:
+        results: list[dict] = []
+
+        async def add(i: int) -> None:
+            results.append(await call(session, "add_memory", {"text": f"Concurrent fact number {i}."}))
+
+        async with anyio.create_task_group() as tasks:
+            for i in range(12):
+                tasks.start_soon(add, i)
+        assert len({r["memory_id"] for r in results}) == 12
+        assert (await call(session, "get_stats"))["total_memories"] == 12

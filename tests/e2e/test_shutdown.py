@@ -1,0 +1,105 @@
+"""Graceful shutdown on EOF, SIGINT and SIGTERM: in-flight writes land, the database is released."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import RawServer, mcp_session
+from tests.helpers import server_pids, wait_for
+from zapomni_core import Settings, open_core
+
+pytestmark = pytest.mark.anyio
+
+
+def add_call(request_id: int, text: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "add_memory", "arguments": {"text": text}},
+    }
+
+
+async def stored_memories(data_dir: Path) -> int:
+    async with open_core(Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
+        return (await core.stats()).total_memories
+
+
+def long_text(paragraphs: int) -> str:
+    return "\n\n".join(
+        " ".join(f"Paragraph {p} sentence {s} records a detail worth keeping." for s in range(20))
+        for p in range(paragraphs)
+    )
+
+
+def shutdown_event(stderr: Path) -> dict[str, Any]:
+    events = [json.loads(line) for line in stderr.read_text().splitlines() if line.startswith("{")]
+    return next(e for e in events if e["event"] == "core.shutting_down")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_a_signal_lets_the_write_in_flight_finish(data_dir: Path, tmp_path: Path, signum: int) -> None:
+    server = RawServer(data_dir, tmp_path / "stderr.log")
+    try:
+        server.initialize()
+        server.send(add_call(2, long_text(60)))  # a few seconds of embedding
+        time.sleep(1.0)
+        server.process.send_signal(signum)
+        assert server.wait() == 0
+    finally:
+        server.kill()
+    assert shutdown_event(tmp_path / "stderr.log")["writes_in_flight"] == 1, "the signal came too late to test"
+    assert wait_for(lambda: not server_pids(data_dir)), "the database must be stopped with the last client"
+    assert await stored_memories(data_dir) == 1
+
+
+async def test_end_of_input_stops_cleanly_and_keeps_the_data(raw_server: Any, data_dir: Path) -> None:
+    server: RawServer = raw_server()
+    server.initialize()
+    reply = server.request(2, "tools/call", {"name": "add_memory", "arguments": {"text": "Acknowledged fact."}})
+    assert reply["result"]["isError"] is False
+    server.close_stdin()
+    assert server.wait() == 0
+    assert wait_for(lambda: not server_pids(data_dir))
+    assert await stored_memories(data_dir) == 1
+
+
+async def test_a_write_still_embedding_after_the_grace_period_is_dropped_whole(
+    raw_server: Any, data_dir: Path, tmp_path: Path
+) -> None:
+    server = RawServer(data_dir, tmp_path / "stderr.log", extra_env={"ZAPOMNI_SHUTDOWN_GRACE_S": "0"})
+    try:
+        server.initialize()
+        server.send(add_call(2, long_text(200)))  # several embedding slices
+        time.sleep(1.0)
+        server.process.send_signal(signal.SIGTERM)
+        assert server.wait() == 0
+    finally:
+        server.kill()
+    assert shutdown_event(tmp_path / "stderr.log")["writes_in_flight"] == 1
+    assert "memory.add_abandoned" in (tmp_path / "stderr.log").read_text()
+    assert await stored_memories(data_dir) == 0
+
+
+async def test_a_killed_server_loses_no_acknowledged_write(data_dir: Path) -> None:
+    """kill -9 of one client: the other keeps serving, and everything acknowledged is there after."""
+    async with mcp_session(data_dir) as survivor:
+        victim = RawServer(data_dir, data_dir.parent / f"{data_dir.name}-victim.log")
+        try:
+            victim.initialize()
+            reply = victim.request(2, "tools/call", {"name": "add_memory", "arguments": {"text": "Written by the victim."}})
+            assert reply["result"]["isError"] is False
+            victim.process.send_signal(signal.SIGKILL)
+            victim.process.wait()
+        finally:
+            victim.kill()
+        result = await survivor.call_tool("search_memory", {"query": "who wrote this?"})
+        assert result.structured_content["count"] == 1
+    assert wait_for(lambda: not server_pids(data_dir))
+    assert await stored_memories(data_dir) == 1

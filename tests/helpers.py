@@ -1,0 +1,31 @@
+"""Small helpers shared by the integration and end-to-end tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def server_pids(data_dir: Path) -> list[int]:
+    """PIDs of redis-server processes serving `data_dir` (read from /proc, no ps needed)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            # redis-server retitles itself "<path>/redis-server unixsocket:<socket>".
+            if cmdline and b"redis-server" in cmdline[0] and str(data_dir).encode() in cmdline[0]:
+                pids.append(int(entry.name))
+    return pids

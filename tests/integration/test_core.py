@@ -1,0 +1,193 @@
+"""ZapomniCore against a real embedded FalkorDB and the real ONNX embedder."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from zapomni_core import Settings, ZapomniCore, open_core
+from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_db import GraphClient, SchemaSettings, migrate
+from zapomni_db.repository import WRITE_BATCH
+from zapomni_db.schema import current_version, latest_version
+
+pytestmark = pytest.mark.anyio
+
+FACTS = {
+    "paris": ("The Eiffel Tower in Paris was finished in 1889 for the World's Fair.", ["travel"], "wiki", "2023-06-01"),
+    "python": ("Python's asyncio runs coroutines on a single-threaded event loop.", ["code"], "docs", "2024-01-15"),
+    "dentist": ("My dentist appointment is next Tuesday at 3pm.", ["personal"], "calendar", "2024-03-10"),
+}
+
+
+async def add(core: ZapomniCore, text: str, **metadata: object) -> str:
+    result = await core.add_memory(AddMemoryRequest.model_validate({"text": text, "metadata": metadata or None}))
+    return result.memory_id
+
+
+async def search(core: ZapomniCore, query: str, limit: int = 10, **filters: object) -> list[str]:
+    request = SearchRequest.model_validate({"query": query, "limit": limit, "filters": filters or None})
+    return [hit.memory_id for hit in (await core.search(request)).results]
+
+
+@pytest.fixture
+async def facts(core: ZapomniCore) -> dict[str, str]:
+    ids = {}
+    for key, (text, tags, source, date) in FACTS.items():
+        ids[key] = await add(core, text, tags=tags, source=source, date=date)
+    return ids
+
+
+async def test_search_finds_the_right_memory_first(core: ZapomniCore, facts: dict[str, str]) -> None:
+    assert (await search(core, "when was the tower in France built?"))[0] == facts["paris"]
+    assert (await search(core, "how does async Python schedule work?"))[0] == facts["python"]
+    assert (await search(core, "when do I see the dentist"))[0] == facts["dentist"]
+
+
+async def test_results_carry_scores_and_metadata(core: ZapomniCore, facts: dict[str, str]) -> None:
+    result = await core.search(SearchRequest(query="Eiffel Tower", limit=3))
+    top = result.results[0]
+    assert top.memory_id == facts["paris"]
+    assert top.text == FACTS["paris"][0]
+    assert (top.tags, top.source, top.date) == (["travel"], "wiki", "2023-06-01T00:00:00+00:00")
+    scores = [hit.similarity_score for hit in result.results]
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert top.similarity_score > 0.5 > scores[-1]
+
+
+async def test_filters_narrow_the_results(core: ZapomniCore, facts: dict[str, str]) -> None:
+    assert await search(core, "anything", tags=["code", "personal"]) == await search(
+        core, "anything", tags=["personal", "code"]
+    )
+    assert set(await search(core, "anything", tags=["code", "personal"])) == {facts["python"], facts["dentist"]}
+    assert await search(core, "Eiffel Tower", source="calendar") == [facts["dentist"]]
+    assert set(await search(core, "x", date_from="2024-01-01")) == {facts["python"], facts["dentist"]}
+    assert await search(core, "x", date_to="2024-01-15") == await search(core, "x", date_to="2024-01-15T23:00:00")
+    assert set(await search(core, "x", date_from="2024-01-15", date_to="2024-01-15")) == {facts["python"]}
+    assert await search(core, "x", tags=["nope"]) == []
+
+
+async def test_a_selective_filter_still_fills_the_limit(core: ZapomniCore) -> None:
+    """Far-away matches must come back even when hundreds of nearer chunks fail the filter."""
+    for i in range(150):
+        await add(core, f"Note {i} about cooking pasta with tomato sauce and basil.", tags=["food"])
+    rare = {await add(core, f"Quantum chromodynamics lecture {i}.", tags=["physics"]) for i in range(3)}
+    found = await search(core, "cooking pasta with tomato sauce", limit=3, tags=["physics"])
+    assert set(found) == rare
+
+
+async def test_stats_count_memories_and_chunks(core: ZapomniCore, facts: dict[str, str]) -> None:
+    before = await core.stats()
+    assert (before.total_memories, before.total_chunks) == (3, 3)
+    await core.search(SearchRequest(query="x"))
+    stats = await core.stats()
+    assert stats.embedder == "onnx:all-MiniLM-L6-v2-int8" and stats.embedding_dimension == 384
+    assert stats.avg_query_latency_ms is not None and stats.avg_query_latency_ms > 0
+    assert stats.cache_hit_rate is None
+    assert stats.database_size_mb > 0
+    assert stats.graph_name == "zapomni"
+
+
+async def test_a_long_text_is_chunked_and_every_part_is_findable(core: ZapomniCore) -> None:
+    paragraphs = [
+        f"Paragraph {i}. " + " ".join(f"Filler sentence {i}.{j} about nothing in particular." for j in range(12))
+        for i in range(20)
+    ]
+    paragraphs[13] = "The secret launch code for project Bluebird is 7-alpha-niner."
+    result = await core.add_memory(AddMemoryRequest(text="\n\n".join(paragraphs)))
+    assert result.chunks_created > 5
+    assert result.text_preview.startswith("Paragraph 0.")
+    hits = (await core.search(SearchRequest(query="launch code for project Bluebird", limit=1))).results
+    assert hits[0].memory_id == result.memory_id
+    assert "7-alpha-niner" in hits[0].text
+
+
+async def test_a_memory_bigger_than_one_write_batch_is_stored_whole(data_dir: Path) -> None:
+    # Small chunks keep this quick: the point is the number of chunks, not their size.
+    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_CHUNK_MAX_TOKENS=16, LOG_LEVEL="WARNING")
+    text = " ".join(f"Item {i} is number {i}." for i in range(WRITE_BATCH * 3))
+    async with open_core(settings) as (core, _info):
+        result = await core.add_memory(AddMemoryRequest(text=text))
+        assert result.chunks_created > WRITE_BATCH
+        stats = await core.stats()
+        assert (stats.total_memories, stats.total_chunks) == (1, result.chunks_created)
+        hits = (await core.search(SearchRequest(query="Item 1234 is number 1234.", limit=1))).results
+        assert hits[0].memory_id == result.memory_id
+        assert "Item 1234 is number 1234." in hits[0].text
+
+
+async def test_memories_survive_a_restart(settings: Settings) -> None:
+    async with open_core(settings) as (core, info):
+        assert info.started_database
+        memory_id = await add(core, "Remember that the staging database password rotates monthly.")
+    async with open_core(settings) as (core, _info):
+        assert (await search(core, "how often does the staging password change?"))[0] == memory_id
+        assert (await core.stats()).total_memories == 1
+
+
+async def test_two_engines_on_one_data_dir_share_one_database(settings: Settings) -> None:
+    async with open_core(settings) as (first, first_info), open_core(settings) as (second, second_info):
+        assert first_info.started_database and not second_info.started_database
+        memory_id = await add(first, "Alice prefers tea over coffee.")
+        assert (await search(second, "what does Alice drink?"))[0] == memory_id
+        other_id = await add(second, "Bob is allergic to peanuts.")
+        assert (await search(first, "food allergy"))[0] == other_id
+
+
+async def test_migrations_are_idempotent(core: ZapomniCore, data_dir: Path) -> None:
+    from zapomni_db.embedded import EmbeddedPaths
+
+    client = GraphClient.over_unix_socket(str(EmbeddedPaths(data_dir).socket), "zapomni")
+    try:
+        settings = SchemaSettings(dimension=384)
+        assert await current_version(client) == latest_version(settings)
+        assert await migrate(client, settings) == []
+        assert await migrate(client, settings, dry_run=True) == []
+    finally:
+        await client.close()
+
+
+async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> None:
+    from zapomni_db import EmbeddedDatabase
+
+    db = EmbeddedDatabase(data_dir)
+    db.open()
+    client = GraphClient.over_unix_socket(str(db.socket), "fresh")
+    try:
+        settings = SchemaSettings(dimension=8)
+        assert await current_version(client) == 0
+        due = await migrate(client, settings, dry_run=True)
+        assert [m.version for m in due] == [1]
+        assert await current_version(client) == 0, "a dry run changes nothing"
+        assert [m.version for m in await migrate(client, settings)] == [1]
+        indexes = await client.ro_query("CALL db.indexes() YIELD label, properties RETURN label, properties")
+        indexed = {(label, prop) for label, props in indexes for prop in props}
+        assert {("Chunk", "embedding"), ("Chunk", "id"), ("Memory", "id")} <= indexed
+        assert await migrate(client, settings) == []
+    finally:
+        await client.close()
+        db.close()
+
+
+async def test_orphan_chunks_from_an_interrupted_write_are_removed(settings: Settings, data_dir: Path) -> None:
+    from zapomni_db.embedded import EmbeddedPaths
+
+    async with open_core(settings) as (core, _info):
+        await add(core, "A complete memory.")
+        client = GraphClient.over_unix_socket(str(EmbeddedPaths(data_dir).socket), "zapomni")
+        # What a crash between chunk batches and the final link leaves behind.
+        await client.query(
+            "CREATE (:Chunk {id: 'orphan', memory_id: 'gone', text: 'half written', created_at: $t})",
+            {"t": time.time() - 7200},
+        )
+        await client.close()
+        assert (await core.stats()).total_chunks == 1, "unlinked chunks are not counted"
+        assert await search(core, "half written") != []  # the complete memory, never the orphan
+    async with open_core(settings) as (core, _info):
+        client = GraphClient.over_unix_socket(str(EmbeddedPaths(data_dir).socket), "zapomni")
+        rows = await client.ro_query("MATCH (c:Chunk) RETURN c.id")
+        await client.close()
+        assert "orphan" not in [r[0] for r in rows]

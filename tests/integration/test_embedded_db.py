@@ -1,0 +1,146 @@
+"""The embedded FalkorDB's life cycle: one server per data directory, shared, never orphaned, durable."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from falkordb import FalkorDB
+
+from tests.helpers import server_pids, wait_for
+from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths, ping
+
+HOLD_OPEN = """
+import sys, time
+from pathlib import Path
+import structlog
+structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+from zapomni_db.embedded import EmbeddedDatabase
+db = EmbeddedDatabase(Path(sys.argv[1]))
+db.open()
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+@pytest.fixture
+def client_process(data_dir: Path) -> Iterator[Callable[[], subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+
+    def start() -> subprocess.Popen[str]:
+        process = subprocess.Popen(
+            [sys.executable, "-c", HOLD_OPEN, str(data_dir)], stdout=subprocess.PIPE, text=True
+        )
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+    wait_for(lambda: not server_pids(data_dir))
+
+
+def write(socket: Path, key: str, value: str) -> None:
+    FalkorDB(unix_socket_path=str(socket)).select_graph("t").query("CREATE (:N {k: $k, v: $v})", {"k": key, "v": value})
+
+
+def read(socket: Path) -> dict[str, str]:
+    rows = FalkorDB(unix_socket_path=str(socket)).select_graph("t").ro_query("MATCH (n:N) RETURN n.k, n.v").result_set
+    return {k: v for k, v in rows}
+
+
+def test_second_client_attaches_and_last_one_out_stops_the_server(data_dir: Path) -> None:
+    first, second = EmbeddedDatabase(data_dir), EmbeddedDatabase(data_dir)
+    first.open()
+    second.open()
+    assert first.started_here and not second.started_here
+    assert first.socket == second.socket
+    assert len(server_pids(data_dir)) == 1
+
+    first.close()
+    assert ping(second.socket), "the server must outlive a client while another is attached"
+    second.close()
+    assert not ping(second.socket)
+    assert wait_for(lambda: not server_pids(data_dir))
+
+
+def test_data_survives_a_restart(data_dir: Path) -> None:
+    db = EmbeddedDatabase(data_dir)
+    db.open()
+    write(db.socket, "a", "1")
+    db.close()
+    db = EmbeddedDatabase(data_dir)
+    db.open()
+    assert db.started_here
+    assert read(db.socket) == {"a": "1"}
+    db.close()
+
+
+def test_a_killed_client_leaves_the_server_to_the_others(
+    data_dir: Path, client_process: Callable[[], subprocess.Popen[str]]
+) -> None:
+    victim = client_process()
+    survivor = EmbeddedDatabase(data_dir)
+    survivor.open()
+    assert not survivor.started_here
+    victim.kill()
+    victim.wait()
+    time.sleep(2)  # longer than the keeper's idle check: it must not stop a server still in use
+    assert ping(survivor.socket)
+    survivor.close()
+    assert wait_for(lambda: not server_pids(data_dir))
+
+
+def test_no_orphan_when_the_last_client_is_killed(
+    data_dir: Path, client_process: Callable[[], subprocess.Popen[str]]
+) -> None:
+    only = client_process()
+    paths = EmbeddedPaths(data_dir)
+    write(paths.socket, "k", "v")
+    only.kill()
+    only.wait()
+    assert wait_for(lambda: not server_pids(data_dir)), "the keeper must stop a server nobody uses"
+    db = EmbeddedDatabase(data_dir)
+    db.open()
+    assert read(db.socket) == {"k": "v"}
+    db.close()
+
+
+def test_a_crashed_server_is_restarted_without_losing_acknowledged_writes(data_dir: Path) -> None:
+    db = EmbeddedDatabase(data_dir)
+    db.open()
+    write(db.socket, "before", "crash")
+    (pid,) = server_pids(data_dir)
+    os.kill(pid, signal.SIGKILL)
+    assert wait_for(lambda: ping(db.socket) and server_pids(data_dir) != [pid])
+    assert read(db.socket) == {"before": "crash"}
+    db.close()
+
+
+def test_the_server_dies_with_a_killed_keeper_and_the_data_survives(data_dir: Path) -> None:
+    db = EmbeddedDatabase(data_dir)
+    db.open()
+    write(db.socket, "keeper", "killed")
+    keeper = int(EmbeddedPaths(data_dir).keeper_pid.read_text())
+    os.kill(keeper, signal.SIGKILL)
+    assert wait_for(lambda: not server_pids(data_dir)), "no orphan redis-server without its keeper"
+    db.close()
+    db = EmbeddedDatabase(data_dir)
+    db.open()
+    assert read(db.socket) == {"keeper": "killed"}
+    db.close()
+
+
+def test_a_long_data_dir_gets_a_short_socket_path(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    paths = EmbeddedPaths(deep)
+    assert len(str(paths.socket)) <= 100
+    assert paths.socket != EmbeddedPaths(tmp_path / "other").socket
