@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: help install run test bench clean
+.PHONY: help install run test lint bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -22,8 +22,12 @@ install: $(STAMP)  ## create .venv and install the pinned dependencies
 run: $(STAMP)  ## start the MCP server on stdin/stdout (embedded FalkorDB + ONNX embedder)
 	@exec $(BIN)/zapomni serve
 
-test: $(STAMP)  ## run the whole test suite
+test: lint  ## lint, then run the whole test suite
 	$(BIN)/python -m pytest
+
+lint: $(STAMP)  ## static checks (ruff)
+	$(BIN)/ruff check app tests bench
+	$(BIN)/ruff format --check app tests bench
 
 clean:  ## remove the virtualenv and caches (never your data)
 	rm -rf $(VENV) .pytest_cache build *.egg-info app/*.egg-info

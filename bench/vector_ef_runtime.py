@@ -65,10 +65,7 @@ WARMUP_QUERIES = 10
 PUBLISHED_NDCG10 = 0.645
 
 INSERT = "UNWIND $rows AS r CREATE (:Chunk {id: r.id, embedding: vecf32(r.v)})"
-QUERY = (
-    "CALL db.idx.vector.queryNodes('Chunk','embedding',$k,vecf32($q)) YIELD node, score "
-    "RETURN node.id, score"
-)
+QUERY = "CALL db.idx.vector.queryNodes('Chunk','embedding',$k,vecf32($q)) YIELD node, score RETURN node.id, score"
 
 
 # ---------------------------------------------------------------- data
@@ -245,9 +242,7 @@ async def load_graph(client: GraphClient, ef_runtime: int, doc_ids: Sequence[str
     return time.perf_counter() - started
 
 
-async def run_queries(
-    client: GraphClient, query_vectors: np.ndarray, k: int
-) -> tuple[list[list[str]], list[float]]:
+async def run_queries(client: GraphClient, query_vectors: np.ndarray, k: int) -> tuple[list[list[str]], list[float]]:
     """Every query once, sequentially: ranked doc ids (nearest first) and per-query latency in s."""
     as_lists = [q.tolist() for q in query_vectors]
     for q in as_lists[:WARMUP_QUERIES]:
@@ -318,24 +313,28 @@ async def measure_all(
 # ---------------------------------------------------------------- report
 
 
-def recommend(results: Sequence[EfResult], target: float = 0.99) -> str:
-    passing = [r for r in results if r.recall10 >= target]
+def recommend(results: Sequence[EfResult], target: float = 0.98) -> str:
+    """Judge on recall@50: Zapomni's vector leg always asks the index for at least 50 neighbours,
+    and FalkorDB searches with max(efRuntime, k), so recall at k=10 flatters small values."""
+    passing = [r for r in results if r.recall50 >= target]
     if passing:
         best = min(passing, key=lambda r: r.ef_runtime)
         return (
-            f"Recommendation: efRuntime = {best.ef_runtime}, the smallest value whose recall@10 "
-            f"({best.recall10:.4f}) is ≥ {target}, at p95 {best.p95_k10:.2f} ms for k=10."
+            f"Recommendation: efRuntime = {best.ef_runtime}, the smallest value whose recall@50 "
+            f"({best.recall50:.4f}) is ≥ {target} (recall@10 {best.recall10:.4f}), "
+            f"at p95 {best.p95_k50:.2f} ms for k=50."
         )
-    best = max(results, key=lambda r: (r.recall10, -r.ef_runtime))
+    best = max(results, key=lambda r: (r.recall50, -r.ef_runtime))
     return (
-        f"Recommendation: efRuntime = {best.ef_runtime}; no value reached recall@10 ≥ {target}, "
-        f"this one came closest ({best.recall10:.4f})."
+        f"Recommendation: efRuntime = {best.ef_runtime}; no value reached recall@50 ≥ {target}, "
+        f"this one came closest ({best.recall50:.4f})."
     )
 
 
 def render_table(results: Sequence[EfResult], exact_ndcg: float) -> str:
     lines = [
-        "| efRuntime | recall@10 | recall@50 | nDCG@10 | p50 ms (k=10) | p95 ms (k=10) | p50 ms (k=50) | p95 ms (k=50) |",
+        "| efRuntime | recall@10 | recall@50 | nDCG@10 "
+        "| p50 ms (k=10) | p95 ms (k=10) | p50 ms (k=50) | p95 ms (k=50) |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
@@ -347,14 +346,12 @@ def render_table(results: Sequence[EfResult], exact_ndcg: float) -> str:
     return "\n".join(lines)
 
 
-def render_report(
-    results: Sequence[EfResult], exact_ndcg: float, data: SciFact, model: str, total_s: float
-) -> str:
+def render_report(results: Sequence[EfResult], exact_ndcg: float, data: SciFact, model: str, total_s: float) -> str:
     inserts = ", ".join(f"{r.ef_runtime}: {r.insert_s:.1f} s" for r in results)
     header = [
         "# Vector index efRuntime (HNSW) on BEIR SciFact",
         "",
-        f"- date: {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
         f"- machine: nproc {os.cpu_count()}, {platform.machine()}, Python {platform.python_version()}",
         f"- corpus: {len(data.doc_ids)} documents, {len(data.query_ids)} test queries",
         f"- embedder: {model} ({DIMENSION}-d); index: cosine, M 16, efConstruction 200",
@@ -380,7 +377,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "on BEIR SciFact with the project's ONNX MiniLM embedder.",
     )
     parser.add_argument(
-        "--limit-docs", type=int, default=None, metavar="N", help="use only the first N corpus documents (default: all)"
+        "--limit-docs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="use only the first N corpus documents (default: all)",
     )
     parser.add_argument(
         "--ef", type=int, nargs="+", default=list(DEFAULT_EF), metavar="EF",

@@ -34,5 +34,3 @@ def settings(data_dir: Path) -> Settings:
 async def core(settings: Settings) -> AsyncIterator[ZapomniCore]:
     async with open_core(settings) as (engine, _info):
         yield engine
-
-

@@ -117,9 +117,7 @@ class ZapomniCore:
             bytes=len(request.text.encode()),
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
-        return AddMemoryResult(
-            memory_id=memory.id, chunks_created=len(chunks), text_preview=_preview(request.text)
-        )
+        return AddMemoryResult(memory_id=memory.id, chunks_created=len(chunks), text_preview=_preview(request.text))
 
     async def _embed_until_deadline(self, pieces: list[str]) -> list[list[float]]:
         vectors: list[list[float]] = []

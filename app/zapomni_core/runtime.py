@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import AsyncExitStack, asynccontextmanager
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 import structlog
@@ -16,7 +16,14 @@ from zapomni_core.engine import ZapomniCore
 from zapomni_core.errors import ConfigurationError
 from zapomni_core.search import SearchPipeline, VectorRetriever
 from zapomni_core.settings import Settings
-from zapomni_db import EmbeddedDatabase, GraphClient, MemoryRepository, SchemaMismatch, SchemaSettings, migrate
+from zapomni_db import (
+    EmbeddedDatabase,
+    GraphClient,
+    MemoryRepository,
+    SchemaMismatch,
+    SchemaSettings,
+    migrate,
+)
 
 log = structlog.get_logger(__name__)
 

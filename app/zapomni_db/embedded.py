@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 import structlog
+from redis.backoff import NoBackoff
 from redis.exceptions import BusyLoadingError
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
 
 from zapomni_db import _locks
 from zapomni_db.errors import DatabaseUnavailable
@@ -209,7 +209,5 @@ class EmbeddedDatabase:
         deadline = time.monotonic() + self._start_timeout_s
         while not ping(self.socket):
             if time.monotonic() > deadline:
-                raise DatabaseUnavailable(
-                    f"the embedded FalkorDB did not become ready; see {self.paths.log_file}"
-                )
+                raise DatabaseUnavailable(f"the embedded FalkorDB did not become ready; see {self.paths.log_file}")
             time.sleep(0.05)

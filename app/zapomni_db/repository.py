@@ -123,13 +123,15 @@ class MemoryRepository:
         for start in range(0, len(rows), WRITE_BATCH):
             await self._client.query(
                 _CREATE_CHUNKS,
-                {"memory_id": memory.id, "created_at": memory.created_at, "chunks": rows[start : start + WRITE_BATCH]},
+                {
+                    "memory_id": memory.id,
+                    "created_at": memory.created_at,
+                    "chunks": rows[start : start + WRITE_BATCH],
+                },
             )
         await self._client.query(_LINK_CHUNKS, params)
 
-    async def vector_search(
-        self, vector: list[float], *, k: int, limit: int, filters: SearchFilter
-    ) -> list[VectorHit]:
+    async def vector_search(self, vector: list[float], *, k: int, limit: int, filters: SearchFilter) -> list[VectorHit]:
         """The `limit` nearest chunks among the `k` nearest in the index that pass `filters`."""
         rows = await self._client.ro_query(
             _VECTOR_SEARCH, {"vector": vector, "k": k, "limit": limit, **filters.as_params()}
@@ -165,8 +167,7 @@ class MemoryRepository:
     async def remove_orphan_chunks(self, older_than_ts: float) -> int:
         """Delete chunks no Memory links to, written before `older_than_ts` (a crashed large add)."""
         rows = await self._client.query(
-            "MATCH (c:Chunk) WHERE c.created_at < $cutoff AND NOT (c)<-[:HAS_CHUNK]-(:Memory) "
-            "DELETE c RETURN count(c)",
+            "MATCH (c:Chunk) WHERE c.created_at < $cutoff AND NOT (c)<-[:HAS_CHUNK]-(:Memory) DELETE c RETURN count(c)",
             {"cutoff": older_than_ts},
         )
         return int(rows[0][0]) if rows else 0

@@ -121,7 +121,12 @@ def _print(result: BaseModel, *, as_json: bool) -> None:
         for rank, hit in enumerate(result.results, start=1):
             text = hit.text if len(hit.text) <= 160 else hit.text[:159] + "…"
             table.add_row(
-                str(rank), f"{hit.similarity_score:.3f}", text, ", ".join(hit.tags), hit.source or "", hit.memory_id[:8]
+                str(rank),
+                f"{hit.similarity_score:.3f}",
+                text,
+                ", ".join(hit.tags),
+                hit.source or "",
+                hit.memory_id[:8],
             )
         console.print(table if result.results else "No memories matched.")
     elif isinstance(result, Stats):

@@ -77,8 +77,7 @@ async def _run(tool: Any, arguments: dict[str, Any], request_id: str) -> types.C
         # The client gets no paths, hosts or traces; the log line has all of them.
         log.exception("tool.failed")
         return error_result(
-            f"Internal error while running {tool.name} (request {request_id}). "
-            "The server log (stderr) has the details."
+            f"Internal error while running {tool.name} (request {request_id}). The server log (stderr) has the details."
         )
     return types.CallToolResult(
         content=[types.TextContent(text=tool.render(output))],

@@ -83,7 +83,9 @@ class _StdinLines:
 
 
 @asynccontextmanager
-async def stdio_transport(on_eof: Callable[[], None] | None = None) -> AsyncIterator[
+async def stdio_transport(
+    on_eof: Callable[[], None] | None = None,
+) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
     async with stdio_server(stdin=_StdinLines()) as (read_stream, write_stream):  # type: ignore[arg-type]

@@ -96,7 +96,11 @@ class RawServer:
         reply = self.request(
             1,
             "initialize",
-            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
         )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return reply

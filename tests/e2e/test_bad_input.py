@@ -11,9 +11,9 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
-
 from tests.e2e.conftest import RawServer, call, mcp_session
 from tests.helpers import server_pids, wait_for
+
 from zapomni_db.embedded import EmbeddedPaths
 
 pytestmark = pytest.mark.anyio
@@ -28,12 +28,20 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("add_memory", {"text": "ok", "colour": "blue"}, "colour: unknown argument"),
     ("add_memory", {"text": "ok", "metadata": {"owner": {"name": "x"}}}, "metadata.owner: must be a string"),
     ("add_memory", {"text": "ok", "metadata": {"date": "31/12/2024"}}, "metadata.date: must be an ISO 8601"),
-    ("add_memory", {"text": "ok", "metadata": {"tags": "solo"}}, "metadata.tags: input should be a valid list"),
+    (
+        "add_memory",
+        {"text": "ok", "metadata": {"tags": "solo"}},
+        "metadata.tags: input should be a valid list",
+    ),
     ("search_memory", {"query": "x", "limit": 0}, "limit: input should be greater than or equal to 1"),
     ("search_memory", {"query": "x", "limit": 101}, "limit: input should be less than or equal to 100"),
     ("search_memory", {"query": "x", "limit": "ten"}, "limit: input should be a valid integer"),
     ("search_memory", {"query": "q" * 1001}, "query: string should have at most 1000 characters"),
-    ("search_memory", {"query": "x", "filters": {"date_from": "not-a-date"}}, "filters.date_from: must be an ISO"),
+    (
+        "search_memory",
+        {"query": "x", "filters": {"date_from": "not-a-date"}},
+        "filters.date_from: must be an ISO",
+    ),
     ("search_memory", {}, "query: is required"),
     ("get_stats", {"verbose": True}, "verbose: unknown argument"),
 ]

@@ -7,14 +7,19 @@ from pathlib import Path
 
 import anyio
 import pytest
-
 from tests.e2e.conftest import call, mcp_session
 
 pytestmark = pytest.mark.anyio
 
 MEMORIES = [
-    ("Our production Kubernetes cluster runs in the Frankfurt region.", {"tags": ["infra"], "source": "wiki"}),
-    ("Maria's birthday is on the 14th of March; she likes orchids.", {"tags": ["personal"], "date": "2024-03-14"}),
+    (
+        "Our production Kubernetes cluster runs in the Frankfurt region.",
+        {"tags": ["infra"], "source": "wiki"},
+    ),
+    (
+        "Maria's birthday is on the 14th of March; she likes orchids.",
+        {"tags": ["personal"], "date": "2024-03-14"},
+    ),
     ("The billing service retries failed card payments three times.", {"tags": ["infra", "billing"]}),
 ]
 

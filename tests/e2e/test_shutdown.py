@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.e2e.conftest import RawServer, mcp_session
 from tests.helpers import server_pids, wait_for
+
 from zapomni_core import Settings, open_core
 
 pytestmark = pytest.mark.anyio
@@ -93,7 +93,9 @@ async def test_a_killed_server_loses_no_acknowledged_write(data_dir: Path) -> No
         victim = RawServer(data_dir, data_dir.parent / f"{data_dir.name}-victim.log")
         try:
             victim.initialize()
-            reply = victim.request(2, "tools/call", {"name": "add_memory", "arguments": {"text": "Written by the victim."}})
+            reply = victim.request(
+                2, "tools/call", {"name": "add_memory", "arguments": {"text": "Written by the victim."}}
+            )
             assert reply["result"]["isError"] is False
             victim.process.send_signal(signal.SIGKILL)
             victim.process.wait()

@@ -16,8 +16,18 @@ from zapomni_db.schema import current_version, latest_version
 pytestmark = pytest.mark.anyio
 
 FACTS = {
-    "paris": ("The Eiffel Tower in Paris was finished in 1889 for the World's Fair.", ["travel"], "wiki", "2023-06-01"),
-    "python": ("Python's asyncio runs coroutines on a single-threaded event loop.", ["code"], "docs", "2024-01-15"),
+    "paris": (
+        "The Eiffel Tower in Paris was finished in 1889 for the World's Fair.",
+        ["travel"],
+        "wiki",
+        "2023-06-01",
+    ),
+    "python": (
+        "Python's asyncio runs coroutines on a single-threaded event loop.",
+        ["code"],
+        "docs",
+        "2024-01-15",
+    ),
     "dentist": ("My dentist appointment is next Tuesday at 3pm.", ["personal"], "calendar", "2024-03-10"),
 }
 
@@ -62,7 +72,10 @@ async def test_filters_narrow_the_results(core: ZapomniCore, facts: dict[str, st
     assert await search(core, "anything", tags=["code", "personal"]) == await search(
         core, "anything", tags=["personal", "code"]
     )
-    assert set(await search(core, "anything", tags=["code", "personal"])) == {facts["python"], facts["dentist"]}
+    assert set(await search(core, "anything", tags=["code", "personal"])) == {
+        facts["python"],
+        facts["dentist"],
+    }
     assert await search(core, "Eiffel Tower", source="calendar") == [facts["dentist"]]
     assert set(await search(core, "x", date_from="2024-01-01")) == {facts["python"], facts["dentist"]}
     assert await search(core, "x", date_to="2024-01-15") == await search(core, "x", date_to="2024-01-15T23:00:00")

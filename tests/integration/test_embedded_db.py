@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from falkordb import FalkorDB
-
 from tests.helpers import server_pids, wait_for
+
 from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths, ping
 
 HOLD_OPEN = """
@@ -34,9 +34,7 @@ def client_process(data_dir: Path) -> Iterator[Callable[[], subprocess.Popen[str
     started: list[subprocess.Popen[str]] = []
 
     def start() -> subprocess.Popen[str]:
-        process = subprocess.Popen(
-            [sys.executable, "-c", HOLD_OPEN, str(data_dir)], stdout=subprocess.PIPE, text=True
-        )
+        process = subprocess.Popen([sys.executable, "-c", HOLD_OPEN, str(data_dir)], stdout=subprocess.PIPE, text=True)
         assert process.stdout is not None and process.stdout.readline().strip() == "ready"
         started.append(process)
         return process

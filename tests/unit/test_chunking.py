@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -13,7 +14,9 @@ COUNT = TokenCounter()
 
 
 def sentences(n: int, start: int = 0) -> list[str]:
-    return [f"Sentence number {i} talks about topic {i * 7 % 13} in a few plain words." for i in range(start, start + n)]
+    return [
+        f"Sentence number {i} talks about topic {i * 7 % 13} in a few plain words." for i in range(start, start + n)
+    ]
 
 
 def test_short_text_is_one_chunk_without_surrounding_whitespace() -> None:
@@ -44,7 +47,7 @@ def test_consecutive_chunks_overlap_by_at_most_the_budget() -> None:
     chunker = Chunker(COUNT, max_tokens=64, overlap_tokens=20)
     chunks = chunker.split(" ".join(sentences(30)))
     assert len(chunks) >= 3
-    for previous, following in zip(chunks, chunks[1:], strict=False):
+    for previous, following in itertools.pairwise(chunks):
         last_sentence = re.split(r"(?<=\.)\s+", previous)[-1]
         assert following.startswith(last_sentence), (previous, following)
         assert COUNT([last_sentence])[0] <= 20

@@ -31,9 +31,15 @@ def search_error(arguments: dict[str, Any]) -> str:
         ({"text": 42}, "- text: input should be a valid string"),
         ({}, "- text: is required"),
         ({"text": "a", "title": "x"}, "- title: unknown argument; allowed: text, metadata"),
-        ({"text": "a", "metadata": {"project": {"name": "x"}}}, "- metadata.project: must be a string, number or boolean"),
+        (
+            {"text": "a", "metadata": {"project": {"name": "x"}}},
+            "- metadata.project: must be a string, number or boolean",
+        ),
         ({"text": "a", "metadata": {"tags": "one"}}, "- metadata.tags: input should be a valid list"),
-        ({"text": "a", "metadata": {"tags": [""]}}, "- metadata.tags.0: string should have at least 1 character"),
+        (
+            {"text": "a", "metadata": {"tags": [""]}},
+            "- metadata.tags.0: string should have at least 1 character",
+        ),
         ({"text": "a", "metadata": {"date": "yesterday"}}, "- metadata.date: must be an ISO 8601 date"),
         ({"text": "a", "metadata": {"blob": "x" * 11_000}}, "- metadata: must be at most 10240 bytes"),
     ],
@@ -54,7 +60,10 @@ def test_text_limit_is_ten_megabytes_of_utf8() -> None:
 
 def test_metadata_keeps_flat_extras_and_normalises_the_date() -> None:
     request = AddMemoryRequest.model_validate(
-        {"text": "a", "metadata": {"tags": ["x"], "date": "2024-05-01", "priority": 2, "done": False, "who": "me"}}
+        {
+            "text": "a",
+            "metadata": {"tags": ["x"], "date": "2024-05-01", "priority": 2, "done": False, "who": "me"},
+        }
     )
     assert request.metadata is not None
     assert request.metadata.date == "2024-05-01T00:00:00+00:00"
@@ -89,7 +98,9 @@ def test_search_accepts_the_boundaries() -> None:
 
 
 def test_a_date_only_upper_bound_includes_the_whole_day() -> None:
-    request = SearchRequest.model_validate({"query": "x", "filters": {"date_from": "2024-05-01", "date_to": "2024-05-01"}})
+    request = SearchRequest.model_validate(
+        {"query": "x", "filters": {"date_from": "2024-05-01", "date_to": "2024-05-01"}}
+    )
     assert request.filters is not None
     assert request.filters.date_from == "2024-05-01T00:00:00+00:00"
     assert request.filters.date_to == "2024-05-01T23:59:59.999999+00:00"

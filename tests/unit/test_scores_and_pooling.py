@@ -9,9 +9,7 @@ from zapomni_core.embedders.onnx_minilm import DIMENSION, OnnxMiniLMEmbedder, me
 from zapomni_core.search import similarity_from_distance
 
 
-@pytest.mark.parametrize(
-    ("distance", "similarity"), [(0.0, 1.0), (0.25, 0.75), (1.0, 0.0), (1.7, 0.0), (-1e-7, 1.0)]
-)
+@pytest.mark.parametrize(("distance", "similarity"), [(0.0, 1.0), (0.25, 0.75), (1.0, 0.0), (1.7, 0.0), (-1e-7, 1.0)])
 def test_cosine_distance_becomes_similarity_in_unit_range(distance: float, similarity: float) -> None:
     assert similarity_from_distance(distance) == pytest.approx(similarity)
 
@@ -50,7 +48,11 @@ def test_batching_by_length_keeps_input_order(embedder: OnnxMiniLMEmbedder) -> N
 def test_paraphrases_are_closer_than_unrelated_text(embedder: OnnxMiniLMEmbedder) -> None:
     a, b, c = np.array(
         embedder.embed_sync(
-            ["The cat sat on the mat.", "A kitten was sitting on the rug.", "Quarterly revenue grew by four percent."]
+            [
+                "The cat sat on the mat.",
+                "A kitten was sitting on the rug.",
+                "Quarterly revenue grew by four percent.",
+            ]
         )
     )
     assert a @ b > a @ c + 0.2

@@ -44,7 +44,11 @@ def test_design_variable_names_are_read(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("ZAPOMNI_EMBEDDER", "ollama")
     monkeypatch.setenv("LOG_LEVEL", "debug")
     settings = Settings()
-    assert (settings.falkordb_host, settings.falkordb_port, settings.graph_name) == ("db.internal", 6380, "work")
+    assert (settings.falkordb_host, settings.falkordb_port, settings.graph_name) == (
+        "db.internal",
+        6380,
+        "work",
+    )
     assert settings.effective_embedding_model == "nomic-embed-text"
     assert settings.log_level == "DEBUG"
 
@@ -60,7 +64,12 @@ def test_the_password_never_appears_in_the_printed_configuration(monkeypatch: py
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("FALKORDB_PORT", "0"), ("GRAPH_NAME", "bad name!"), ("ZAPOMNI_EMBEDDER", "openai"), ("ZAPOMNI_DB_MODE", "x")],
+    [
+        ("FALKORDB_PORT", "0"),
+        ("GRAPH_NAME", "bad name!"),
+        ("ZAPOMNI_EMBEDDER", "openai"),
+        ("ZAPOMNI_DB_MODE", "x"),
+    ],
 )
 def test_impossible_values_are_refused_with_the_variable_named(
     monkeypatch: pytest.MonkeyPatch, name: str, value: str

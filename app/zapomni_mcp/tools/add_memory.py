@@ -23,7 +23,4 @@ class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
         return await self.core.add_memory(arguments)
 
     def render(self, result: AddMemoryResult) -> str:
-        return (
-            f"Stored memory {result.memory_id} in {result.chunks_created} chunk(s): "
-            f"{result.text_preview}"
-        )
+        return f"Stored memory {result.memory_id} in {result.chunks_created} chunk(s): {result.text_preview}"
