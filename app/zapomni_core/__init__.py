@@ -1,16 +1,23 @@
 """The engine: chunking, embedding, storage orchestration and search behind `ZapomniCore`."""
 
 from zapomni_core.engine import ZapomniCore
-from zapomni_core.errors import ConfigurationError, EmbedderUnavailable, InvalidInput, ZapomniError
+from zapomni_core.errors import (
+    ConfigurationError,
+    EmbedderUnavailable,
+    ShuttingDown,
+    StorageUnavailable,
+    ZapomniError,
+)
 from zapomni_core.runtime import RuntimeInfo, open_core
 from zapomni_core.settings import Settings
 
 __all__ = [
     "ConfigurationError",
     "EmbedderUnavailable",
-    "InvalidInput",
     "RuntimeInfo",
     "Settings",
+    "ShuttingDown",
+    "StorageUnavailable",
     "ZapomniCore",
     "ZapomniError",
     "open_core",

@@ -7,17 +7,12 @@ class ZapomniError(Exception):
     """Base class. `str(exc)` is written for the user: actionable, no paths or hosts unless configured."""
 
 
-class InvalidInput(ZapomniError):
-    """The caller sent something that breaks a documented constraint. Nothing was changed."""
-
-    def __init__(self, field: str, constraint: str) -> None:
-        super().__init__(f"{field}: {constraint}")
-        self.field = field
-        self.constraint = constraint
-
-
 class EmbedderUnavailable(ZapomniError):
     """The configured embedder cannot produce vectors (model missing, Ollama unreachable)."""
+
+
+class StorageUnavailable(ZapomniError):
+    """The database cannot be started or reached; the message says where to look."""
 
 
 class ConfigurationError(ZapomniError):

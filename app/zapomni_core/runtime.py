@@ -13,10 +13,11 @@ import structlog
 from zapomni_core.chunking import Chunker
 from zapomni_core.embedders import Embedder, build_embedder
 from zapomni_core.engine import ZapomniCore
-from zapomni_core.errors import ConfigurationError
+from zapomni_core.errors import ConfigurationError, StorageUnavailable
 from zapomni_core.search import SearchPipeline, VectorRetriever
 from zapomni_core.settings import Settings
 from zapomni_db import (
+    DatabaseUnavailable,
     EmbeddedDatabase,
     GraphClient,
     MemoryRepository,
@@ -91,6 +92,21 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
 
 
 async def _open_database(settings: Settings, stack: AsyncExitStack) -> tuple[GraphClient, str, bool]:
+    try:
+        client, location, started = await _connect(settings, stack)
+        await client.ping()
+    except DatabaseUnavailable as exc:
+        where = (
+            f"FalkorDB at FALKORDB_HOST={settings.falkordb_host} FALKORDB_PORT={settings.falkordb_port}"
+            if settings.db_mode == "server"
+            else f"the embedded FalkorDB in ZAPOMNI_DATA_DIR={settings.data_dir} (see db/redis.log there)"
+        )
+        cause = f": {exc.__cause__}" if exc.__cause__ else f": {exc}"
+        raise StorageUnavailable(f"cannot use {where}{cause}") from exc
+    return client, location, started
+
+
+async def _connect(settings: Settings, stack: AsyncExitStack) -> tuple[GraphClient, str, bool]:
     if settings.db_mode == "server":
         password = settings.falkordb_password.get_secret_value() if settings.falkordb_password else None
         client = GraphClient.over_tcp(

@@ -41,7 +41,11 @@ class GraphClient:
         loading_timeout_s: float = 120.0,
     ) -> None:
         self._pool = pool
-        self._db = FalkorDB(connection_pool=pool)
+        try:
+            # The client checks for cluster mode with one blocking INFO here, once, at start-up.
+            self._db = FalkorDB(connection_pool=pool)
+        except RedisConnectionError as exc:  # includes authentication failures
+            raise DatabaseUnavailable("the database connection failed") from exc
         self._graph = self._db.select_graph(graph_name)
         self._redis = aioredis.Redis(connection_pool=pool)
         self.graph_name = graph_name

@@ -11,9 +11,9 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
+
 from tests.e2e.conftest import RawServer, call, mcp_session
 from tests.helpers import server_pids, wait_for
-
 from zapomni_db.embedded import EmbeddedPaths
 
 pytestmark = pytest.mark.anyio

@@ -10,6 +10,7 @@ import anyio
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+
 from tests.e2e.conftest import call, mcp_session, server_env
 
 pytestmark = pytest.mark.anyio

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.e2e.conftest import RawServer, mcp_session
 from tests.helpers import server_pids, wait_for
-
 from zapomni_core import Settings, open_core
 
 pytestmark = pytest.mark.anyio

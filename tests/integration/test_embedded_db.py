@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from falkordb import FalkorDB
-from tests.helpers import server_pids, wait_for
 
+from tests.helpers import server_pids, wait_for
 from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths, ping
 
 HOLD_OPEN = """

