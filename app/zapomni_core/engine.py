@@ -6,7 +6,6 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 import anyio
@@ -60,24 +59,18 @@ class ZapomniCore:
         chunker: Chunker,
         search: SearchPipeline,
         graph_name: str,
-        clock: Callable[[], float] = time.time,
     ) -> None:
         self._repository = repository
         self._embedder = embedder
         self._chunker = chunker
         self._search = search
         self._graph_name = graph_name
-        self._clock = clock
         self._started = time.monotonic()
         self._latency = _LatencyMeter()
         self._writes_in_flight = 0
         self._writes_done = asyncio.Event()
         self._writes_done.set()
         self._shutdown_deadline: float | None = None
-
-    @property
-    def embedder(self) -> Embedder:
-        return self._embedder
 
     async def add_memory(self, request: AddMemoryRequest) -> AddMemoryResult:
         """Chunk, embed and store one memory.
@@ -130,7 +123,7 @@ class ZapomniCore:
 
     def _memory_record(self, request: AddMemoryRequest) -> MemoryRecord:
         metadata = request.metadata
-        now = self._clock()
+        now = time.time()
         date = metadata.date if metadata else None
         return MemoryRecord(
             id=str(uuid.uuid4()),

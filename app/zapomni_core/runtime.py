@@ -66,9 +66,9 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
             await repository.claim_embedder(embedder.name, embedder.dimension)
         except SchemaMismatch as exc:
             raise ConfigurationError(
-                f"{exc}. Use the embedder that built it (ZAPOMNI_EMBEDDER / EMBEDDING_MODEL), point "
-                "ZAPOMNI_DATA_DIR or GRAPH_NAME at a new store, or re-embed the data with the migration "
-                "tool (`zapomni migrate reembed`, planned with the appliance)."
+                f"{exc}. Use the embedder that built it (ZAPOMNI_EMBEDDER / EMBEDDING_MODEL), or point "
+                "ZAPOMNI_DATA_DIR or GRAPH_NAME at a new store; moving existing memories to another "
+                "embedder means re-embedding them (a `reembed` migration is planned)."
             ) from None
         removed = await repository.remove_orphan_chunks(time.time() - ORPHAN_GRACE_S)
         if removed:

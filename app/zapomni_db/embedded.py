@@ -131,15 +131,22 @@ class EmbeddedDatabase:
         self.paths.create()
         with _locks.exclusive(self.paths.startup_lock, self._start_timeout_s):
             self._register()
-            if ping(self.socket):
-                log.info("db.embedded.attached", socket=str(self.socket))
-                return
-            if not self._keeper_alive():
-                self._spawn_keeper()
-                self.started_here = True
-            # Wait inside the lock so a second client cannot mistake a loading server for none.
-            self._wait_ready()
+            try:
+                self._attach_or_start()
+            except BaseException:
+                self._unregister()
+                raise
         log.info("db.embedded.ready", socket=str(self.socket), started_here=self.started_here)
+
+    def _attach_or_start(self) -> None:
+        if ping(self.socket):
+            log.info("db.embedded.attached", socket=str(self.socket))
+            return
+        if not self._keeper_alive():
+            self._spawn_keeper()
+            self.started_here = True
+        # Wait inside the startup lock so a second client cannot mistake a loading server for none.
+        self._wait_ready()
 
     def close(self) -> None:
         """Detach; the last client out saves the data and stops the server."""

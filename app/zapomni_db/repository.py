@@ -160,10 +160,6 @@ class MemoryRepository:
         rows = await self._client.ro_query("MATCH (c:Chunk) RETURN count(c)")
         return int(rows[0][0])
 
-    async def memory_exists(self, memory_id: str) -> bool:
-        rows = await self._client.ro_query("MATCH (m:Memory {id: $id}) RETURN count(m)", {"id": memory_id})
-        return int(rows[0][0]) > 0
-
     async def remove_orphan_chunks(self, older_than_ts: float) -> int:
         """Delete chunks no Memory links to, written before `older_than_ts` (a crashed large add)."""
         rows = await self._client.query(

@@ -49,7 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    settings = Settings()
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        sys.exit(f"zapomni: invalid configuration in the environment:\n{exc}")
     configure_logging(settings.log_level if args.command == "serve" else "WARNING")
     if args.command == "serve":
         from zapomni_mcp.serve import serve

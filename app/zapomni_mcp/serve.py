@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -47,6 +48,12 @@ async def _stop_on_signal(scope: anyio.CancelScope, begin_shutdown: Callable[[],
             return
 
 
+def server_command() -> str:
+    """The absolute command a client should run to start this server."""
+    script = Path(sys.executable).parent / "zapomni"
+    return f"{script} serve" if script.exists() else f"{sys.executable} -m zapomni_mcp"
+
+
 def announce(info: RuntimeInfo) -> None:
     fields: dict[str, Any] = {
         "version": package_version(),
@@ -63,7 +70,7 @@ def announce(info: RuntimeInfo) -> None:
             f"  data:      {info.data_location}\n"
             f"  embedder:  {info.embedder} ({info.dimension}-d)\n"
             "  connect:   add this server to your client, e.g. for Claude Code:\n"
-            "             claude mcp add zapomni -- zapomni serve\n"
+            f"             claude mcp add zapomni -- {server_command()}\n"
             "             (Claude Desktop: see README, 'Connect a client')\n"
             "  stop:      Ctrl-C or Ctrl-D\n",
             file=sys.stderr,

@@ -1,8 +1,9 @@
-"""stdio transport that answers unreadable lines as JSON-RPC 2.0 requires.
+"""The SDK's stdio transport with two gaps closed (docs/decisions/0004-stdio-transport.md).
 
-The SDK's stdio transport hands a line it cannot parse to the session as an exception, and the
-session drops it silently. A client that sent it then waits forever, so this wrapper replies
-with Parse error (-32700) or Invalid Request (-32600) and passes everything else through.
+1. A line the SDK cannot parse reaches the session as an exception and is dropped silently, so
+   the client waits forever. Here it is answered with Parse error (-32700) or Invalid Request
+   (-32600), as JSON-RPC 2.0 requires; everything else passes through.
+2. stdin is read on a daemon thread, so a signal can stop the server while it waits for input.
 """
 
 from __future__ import annotations

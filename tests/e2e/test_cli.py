@@ -68,7 +68,7 @@ def test_serve_greets_a_person_at_a_terminal_on_stderr(data_dir: Path) -> None:
         assert "is ready and waiting for an MCP client on stdin" in text
         assert f"data:      {data_dir}" in text
         assert "onnx:all-MiniLM-L6-v2-int8 (384-d)" in text
-        assert "claude mcp add zapomni" in text
+        assert f"claude mcp add zapomni -- {ZAPOMNI} serve" in text
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == 0
         assert process.stdout is not None and process.stdout.read() == ""  # stdout stays protocol-only
