@@ -29,3 +29,16 @@ def server_pids(data_dir: Path) -> list[int]:
             if cmdline and b"redis-server" in cmdline[0] and str(data_dir).encode() in cmdline[0]:
                 pids.append(int(entry.name))
     return pids
+
+
+async def all_chunk_ids(data_dir: Path, graph: str = "zapomni") -> set[str]:
+    """Every chunk linked to a memory, read straight from the embedded database."""
+    from zapomni_db import GraphClient
+    from zapomni_db.embedded import EmbeddedPaths
+
+    client = GraphClient.over_unix_socket(str(EmbeddedPaths(data_dir).socket), graph)
+    try:
+        rows = await client.ro_query("MATCH (:Memory)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id")
+    finally:
+        await client.close()
+    return {row[0] for row in rows}

@@ -12,7 +12,7 @@ import anyio
 import structlog
 
 from zapomni_core.chunking import Chunker
-from zapomni_core.embedders import Embedder
+from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import ShuttingDown
 from zapomni_core.models import (
     PREVIEW_CHARS,
@@ -25,7 +25,7 @@ from zapomni_core.models import (
     Stats,
     parse_iso8601,
 )
-from zapomni_core.search import Candidate, RetrievalQuery, SearchPipeline
+from zapomni_core.search import Ranked, RetrievalQuery, SearchOptions, SearchPipeline
 from zapomni_db import ChunkRow, MemoryRecord, MemoryRepository, SearchFilter
 
 log = structlog.get_logger(__name__)
@@ -55,7 +55,7 @@ class ZapomniCore:
         self,
         *,
         repository: MemoryRepository,
-        embedder: Embedder,
+        embedder: CachedEmbedder,
         chunker: Chunker,
         search: SearchPipeline,
         graph_name: str,
@@ -139,14 +139,21 @@ class ZapomniCore:
     async def search(self, request: SearchRequest) -> SearchResult:
         started = time.perf_counter()
         vector = await self._embedder.embed_query(request.query)
-        query = RetrievalQuery(
-            text=request.query, vector=vector, filters=_search_filter(request.filters), limit=request.limit
+        query = RetrievalQuery(text=request.query, vector=vector, filters=_search_filter(request.filters))
+        options = SearchOptions(
+            limit=request.limit, mode=request.mode, min_score=request.min_score, all_chunks=request.all_chunks
         )
-        candidates = await self._search.run(query)
+        ranked = await self._search.run(query, options)
         elapsed_ms = (time.perf_counter() - started) * 1000
         self._latency.record(elapsed_ms)
-        log.info("memory.searched", results=len(candidates), limit=request.limit, duration_ms=round(elapsed_ms, 2))
-        hits = [_hit(c) for c in candidates]
+        log.info(
+            "memory.searched",
+            mode=request.mode,
+            results=len(ranked),
+            limit=request.limit,
+            duration_ms=round(elapsed_ms, 2),
+        )
+        hits = [_hit(r) for r in ranked]
         return SearchResult(results=hits, count=len(hits))
 
     async def stats(self) -> Stats:
@@ -160,7 +167,8 @@ class ZapomniCore:
             embedder=self._embedder.name,
             embedding_dimension=self._embedder.dimension,
             avg_query_latency_ms=self._latency.mean_ms,
-            cache_hit_rate=None,
+            cache_hit_rate=self._embedder.hit_rate,
+            cache_backend=self._embedder.cache.backend,
             uptime_s=round(time.monotonic() - self._started, 3),
         )
 
@@ -191,12 +199,15 @@ def _search_filter(filters: SearchFilters | None) -> SearchFilter:
     )
 
 
-def _hit(candidate: Candidate) -> SearchHit:
+def _hit(ranked: Ranked) -> SearchHit:
+    candidate = ranked.candidate
     return SearchHit(
         memory_id=candidate.memory_id,
         chunk_id=candidate.chunk_id,
         text=candidate.text,
-        similarity_score=round(candidate.similarity or 0.0, 6),
+        similarity_score=round(candidate.similarity, 6),
+        rank_score=ranked.rank_score,
+        matched_by=ranked.legs,
         tags=candidate.tags,
         source=candidate.source,
         timestamp=datetime.fromtimestamp(candidate.created_at, UTC).isoformat(),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -118,6 +118,17 @@ class SearchRequest(_Strict):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for (1-1000 characters).")
     limit: int = Field(10, ge=1, le=MAX_LIMIT, description="How many results (1-100).")
     filters: SearchFilters | None = Field(None, description="Narrow the search; all given filters must match.")
+    mode: Literal["hybrid", "vector", "keyword"] = Field(
+        "hybrid",
+        description="hybrid: meaning and exact words, fused (default); vector: meaning only; "
+        "keyword: exact words only (names, identifiers, error codes).",
+    )
+    min_score: float | None = Field(
+        None, ge=0.0, le=1.0, description="Drop results whose similarity_score is below this (0-1)."
+    )
+    all_chunks: bool = Field(
+        False, description="Return every matching chunk; by default only the best chunk of each memory."
+    )
 
     @field_validator("query")
     @classmethod
@@ -137,7 +148,9 @@ class SearchHit(BaseModel):
     memory_id: str
     chunk_id: str
     text: str = Field(description="The matching chunk.")
-    similarity_score: float = Field(ge=0.0, le=1.0, description="Cosine similarity mapped to [0, 1].")
+    similarity_score: float = Field(ge=0.0, le=1.0, description="Cosine similarity to the query, clamped to [0, 1].")
+    rank_score: float = Field(description="Reciprocal-rank-fusion score the results are ordered by.")
+    matched_by: list[Literal["vector", "keyword"]] = Field(description="Which retrieval legs found this chunk.")
     tags: list[str]
     source: str | None
     timestamp: str = Field(description="When the memory was added (ISO 8601, UTC).")
@@ -157,5 +170,6 @@ class Stats(BaseModel):
     embedder: str
     embedding_dimension: int
     avg_query_latency_ms: float | None = Field(description="Mean search latency in this process; null before any.")
-    cache_hit_rate: float | None = Field(description="Embedding cache hit rate; null while there is no cache.")
+    cache_hit_rate: float | None = Field(description="Embedding cache hits / lookups in this process; null before any.")
+    cache_backend: Literal["redis", "memory"] = Field(description="Where embeddings are cached.")
     uptime_s: float

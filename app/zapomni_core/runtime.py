@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import structlog
 
 from zapomni_core.chunking import Chunker
-from zapomni_core.embedders import Embedder, build_embedder
+from zapomni_core.embedders import CachedEmbedder, Embedder, build_cache, build_embedder
 from zapomni_core.engine import ZapomniCore
 from zapomni_core.errors import ConfigurationError, StorageUnavailable
-from zapomni_core.search import SearchPipeline, VectorRetriever
+from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetriever
 from zapomni_core.settings import Settings
 from zapomni_db import (
     DatabaseUnavailable,
@@ -24,6 +24,7 @@ from zapomni_db import (
     SchemaMismatch,
     SchemaSettings,
     migrate,
+    wait_for_indexes,
 )
 
 log = structlog.get_logger(__name__)
@@ -58,9 +59,10 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
     started = time.perf_counter()
     async with AsyncExitStack() as stack:
         client, location, started_db = await _open_database(settings, stack)
-        embedder = await build_embedder(settings)
+        embedder = CachedEmbedder(await build_embedder(settings), build_cache(settings))
         stack.push_async_callback(embedder.aclose)
         await migrate(client, SchemaSettings(dimension=embedder.dimension, ef_runtime=settings.vector_ef_runtime))
+        await wait_for_indexes(client)
         repository = MemoryRepository(client)
         try:
             await repository.claim_embedder(embedder.name, embedder.dimension)
@@ -77,7 +79,11 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
             repository=repository,
             embedder=embedder,
             chunker=chunker_for(embedder, settings),
-            search=SearchPipeline([VectorRetriever(repository)]),
+            search=SearchPipeline(
+                [VectorRetriever(repository), KeywordRetriever(repository)],
+                rrf_k=settings.rrf_k,
+                leg_depth=settings.search_leg_depth,
+            ),
             graph_name=settings.graph_name,
         )
         stack.push_async_callback(core.drain)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -41,6 +42,16 @@ class Settings(BaseSettings):
     ollama_retries: int = Field(3, alias="ZAPOMNI_OLLAMA_RETRIES", ge=0, le=10)
     llm_model: str = Field("llama3.1:8b", alias="LLM_MODEL")
 
+    # Embedding cache: Redis when REDIS_URL is set, else (and whenever Redis fails) in-process LRU
+    redis_url: SecretStr | None = Field(None, alias="REDIS_URL")
+    cache_max_entries: int = Field(20_000, alias="ZAPOMNI_CACHE_MAX_ENTRIES", ge=0, le=10_000_000)
+    redis_cache_max_entries: int = Field(500_000, alias="ZAPOMNI_REDIS_CACHE_MAX_ENTRIES", ge=1, le=100_000_000)
+    redis_cache_ttl_s: int = Field(7 * 24 * 3600, alias="ZAPOMNI_REDIS_CACHE_TTL_S", ge=1)
+
+    # Search
+    rrf_k: int = Field(60, alias="ZAPOMNI_RRF_K", ge=1, le=10_000)
+    search_leg_depth: int = Field(50, alias="ZAPOMNI_SEARCH_LEG_DEPTH", ge=10, le=1000)
+
     # Chunking
     chunk_max_tokens: int = Field(0, alias="ZAPOMNI_CHUNK_MAX_TOKENS", ge=0, le=8192)
     chunk_overlap: float = Field(0.15, alias="ZAPOMNI_CHUNK_OVERLAP", ge=0.0, le=0.5)
@@ -66,5 +77,15 @@ class Settings(BaseSettings):
         """The effective configuration with secrets hidden, for the start-up log line."""
         values = self.model_dump(mode="json")
         values["falkordb_password"] = "***" if self.falkordb_password else None
+        values["redis_url"] = _mask_url(self.redis_url.get_secret_value()) if self.redis_url else None
         values["embedding_model"] = self.effective_embedding_model
         return values
+
+
+def _mask_url(url: str) -> str:
+    """redis://user:secret@host:6379/0 -> redis://user:***@host:6379/0"""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))

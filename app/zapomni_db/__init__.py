@@ -6,10 +6,12 @@ Nothing here imports from `zapomni_core` or `zapomni_mcp`: the layers point one 
 from zapomni_db.client import GraphClient
 from zapomni_db.embedded import EmbeddedDatabase
 from zapomni_db.errors import DatabaseError, DatabaseUnavailable, SchemaMismatch
-from zapomni_db.repository import ChunkRow, Counts, MemoryRecord, MemoryRepository, SearchFilter, VectorHit
-from zapomni_db.schema import SchemaSettings, migrate
+from zapomni_db.fulltext import fulltext_query
+from zapomni_db.repository import ChunkHit, ChunkRow, Counts, MemoryRecord, MemoryRepository, SearchFilter
+from zapomni_db.schema import SchemaSettings, migrate, wait_for_indexes
 
 __all__ = [
+    "ChunkHit",
     "ChunkRow",
     "Counts",
     "DatabaseError",
@@ -21,6 +23,7 @@ __all__ = [
     "SchemaMismatch",
     "SchemaSettings",
     "SearchFilter",
-    "VectorHit",
+    "fulltext_query",
     "migrate",
+    "wait_for_indexes",
 ]

@@ -52,7 +52,9 @@ class SearchFilter:
 
 
 @dataclass(frozen=True)
-class VectorHit:
+class ChunkHit:
+    """A chunk found by either leg, with its cosine distance to the query vector."""
+
     memory_id: str
     chunk_id: str
     text: str
@@ -93,11 +95,19 @@ _FILTER = (
     "AND ($date_from IS NULL OR m.date_ts >= $date_from) "
     "AND ($date_to IS NULL OR m.date_ts <= $date_to)"
 )
+_HIT_FIELDS = "m.id, node.id, node.text, distance, m.tags, m.source, m.created_at, m.date"
 _VECTOR_SEARCH = (
     "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($vector)) YIELD node, score "
     f"MATCH (m:Memory)-[:HAS_CHUNK]->(node) WHERE {_FILTER} "
-    "RETURN m.id, node.id, node.text, score, m.tags, m.source, m.created_at, m.date "
-    "ORDER BY score ASC, node.id ASC LIMIT $limit"
+    f"WITH m, node, score AS distance RETURN {_HIT_FIELDS} "
+    "ORDER BY distance ASC, node.id ASC LIMIT $limit"
+)
+# Ranked by the full-text score; the cosine distance comes along so every hit has a similarity.
+_KEYWORD_SEARCH = (
+    "CALL db.idx.fulltext.queryNodes('Chunk', $query) YIELD node, score "
+    f"MATCH (m:Memory)-[:HAS_CHUNK]->(node) WHERE {_FILTER} "
+    "WITH m, node, score, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance "
+    f"RETURN {_HIT_FIELDS} ORDER BY score DESC, node.id ASC LIMIT $limit"
 )
 
 
@@ -131,24 +141,21 @@ class MemoryRepository:
             )
         await self._client.query(_LINK_CHUNKS, params)
 
-    async def vector_search(self, vector: list[float], *, k: int, limit: int, filters: SearchFilter) -> list[VectorHit]:
+    async def vector_search(self, vector: list[float], *, k: int, limit: int, filters: SearchFilter) -> list[ChunkHit]:
         """The `limit` nearest chunks among the `k` nearest in the index that pass `filters`."""
         rows = await self._client.ro_query(
             _VECTOR_SEARCH, {"vector": vector, "k": k, "limit": limit, **filters.as_params()}
         )
-        return [
-            VectorHit(
-                memory_id=r[0],
-                chunk_id=r[1],
-                text=r[2],
-                distance=float(r[3]),
-                tags=list(r[4] or []),
-                source=r[5],
-                created_at=float(r[6]),
-                date=r[7],
-            )
-            for r in rows
-        ]
+        return [_hit(row) for row in rows]
+
+    async def keyword_search(
+        self, query: str, vector: list[float], *, limit: int, filters: SearchFilter
+    ) -> list[ChunkHit]:
+        """The `limit` best full-text matches for `query` (see `fulltext.fulltext_query`) that pass `filters`."""
+        rows = await self._client.ro_query(
+            _KEYWORD_SEARCH, {"query": query, "vector": vector, "limit": limit, **filters.as_params()}
+        )
+        return [_hit(row) for row in rows]
 
     async def counts(self) -> Counts:
         memories = await self._client.ro_query("MATCH (m:Memory) RETURN count(m)")
@@ -204,3 +211,16 @@ class MemoryRepository:
     @staticmethod
     def _chunk_param(chunk: ChunkRow) -> dict[str, Any]:
         return {"id": chunk.id, "idx": chunk.index, "text": chunk.text, "embedding": chunk.embedding}
+
+
+def _hit(row: list[Any]) -> ChunkHit:
+    return ChunkHit(
+        memory_id=row[0],
+        chunk_id=row[1],
+        text=row[2],
+        distance=float(row[3]),
+        tags=list(row[4] or []),
+        source=row[5],
+        created_at=float(row[6]),
+        date=row[7],
+    )

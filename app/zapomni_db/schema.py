@@ -8,12 +8,16 @@ where it stopped. Index statements that find their index already there count as 
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 
 import structlog
 from redis.exceptions import ResponseError
 
 from zapomni_db.client import GraphClient
+from zapomni_db.errors import DatabaseUnavailable
+from zapomni_db.fulltext import STOPWORDS
 
 log = structlog.get_logger(__name__)
 
@@ -42,6 +46,11 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
         f"dimension: {int(settings.dimension)}, similarityFunction: 'cosine', M: {int(settings.m)}, "
         f"efConstruction: {int(settings.ef_construction)}, efRuntime: {int(settings.ef_runtime)}}}"
     )
+    fulltext_index = (
+        "CALL db.idx.fulltext.createNodeIndex({label: 'Chunk', language: 'english', stopwords: ["
+        + ", ".join(f"'{word}'" for word in sorted(STOPWORDS))
+        + "]}, 'text')"
+    )
     return [
         Migration(
             1,
@@ -55,6 +64,7 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
                 vector_index,
             ),
         ),
+        Migration(2, "full-text index on chunk text (keyword search)", (fulltext_index,)),
     ]
 
 
@@ -82,6 +92,20 @@ async def migrate(client: GraphClient, settings: SchemaSettings, *, dry_run: boo
         )
         log.info("db.migration.applied", version=migration.version, description=migration.description)
     return due
+
+
+async def wait_for_indexes(client: GraphClient, timeout_s: float = 600.0) -> None:
+    """Full-text and vector indexes build in the background: wait until every one is OPERATIONAL."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        rows = await client.ro_query("CALL db.indexes() YIELD label, status RETURN label, status")
+        pending = [label for label, status in rows if status != "OPERATIONAL"]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise DatabaseUnavailable(f"indexes on {sorted(set(pending))} did not finish building")
+        log.info("db.indexes_building", labels=sorted(set(pending)))
+        await asyncio.sleep(0.2)
 
 
 async def _apply(client: GraphClient, statement: str) -> None:

@@ -43,6 +43,9 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
         "filters.date_from: must be an ISO",
     ),
     ("search_memory", {}, "query: is required"),
+    ("search_memory", {"query": "x", "mode": "semantic"}, "mode: input should be 'hybrid', 'vector' or 'keyword'"),
+    ("search_memory", {"query": "x", "min_score": 1.5}, "min_score: input should be less than or equal to 1"),
+    ("search_memory", {"query": "x", "all_chunks": "yes"}, "all_chunks: input should be a valid boolean"),
     ("get_stats", {"verbose": True}, "verbose: unknown argument"),
 ]
 

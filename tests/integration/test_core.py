@@ -99,7 +99,8 @@ async def test_stats_count_memories_and_chunks(core: ZapomniCore, facts: dict[st
     stats = await core.stats()
     assert stats.embedder == "onnx:all-MiniLM-L6-v2-int8" and stats.embedding_dimension == 384
     assert stats.avg_query_latency_ms is not None and stats.avg_query_latency_ms > 0
-    assert stats.cache_hit_rate is None
+    assert stats.cache_backend == "memory"
+    assert stats.cache_hit_rate == 0.0  # three documents and one query, all new
     assert stats.database_size_mb > 0
     assert stats.graph_name == "zapomni"
 
@@ -173,12 +174,13 @@ async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> No
         settings = SchemaSettings(dimension=8)
         assert await current_version(client) == 0
         due = await migrate(client, settings, dry_run=True)
-        assert [m.version for m in due] == [1]
+        assert [m.version for m in due] == [1, 2]
         assert await current_version(client) == 0, "a dry run changes nothing"
-        assert [m.version for m in await migrate(client, settings)] == [1]
+        assert [m.version for m in await migrate(client, settings)] == [1, 2]
+        assert await current_version(client) == 2
         indexes = await client.ro_query("CALL db.indexes() YIELD label, properties RETURN label, properties")
         indexed = {(label, prop) for label, props in indexes for prop in props}
-        assert {("Chunk", "embedding"), ("Chunk", "id"), ("Memory", "id")} <= indexed
+        assert {("Chunk", "embedding"), ("Chunk", "id"), ("Chunk", "text"), ("Memory", "id")} <= indexed
         assert await migrate(client, settings) == []
     finally:
         await client.close()

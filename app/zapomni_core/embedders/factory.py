@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from zapomni_core.embedders.base import Embedder
+from zapomni_core.embedders.cache import EmbeddingCache, MemoryCache, RedisCache
 from zapomni_core.errors import ConfigurationError
 from zapomni_core.settings import Settings
 
@@ -31,3 +32,15 @@ async def build_embedder(settings: Settings) -> Embedder:
         await embedder.aclose()
         raise
     return embedder
+
+
+def build_cache(settings: Settings) -> EmbeddingCache:
+    memory = MemoryCache(settings.cache_max_entries)
+    if settings.redis_url is None:
+        return memory
+    return RedisCache(
+        settings.redis_url.get_secret_value(),
+        ttl_s=settings.redis_cache_ttl_s,
+        max_entries=settings.redis_cache_max_entries,
+        fallback=memory,
+    )

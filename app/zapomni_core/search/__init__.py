@@ -1,14 +1,22 @@
-"""Retrieval: each leg finds candidate chunks, the pipeline fuses them and applies the limit."""
+"""Retrieval: vector and keyword legs, fused with reciprocal rank fusion."""
 
-from zapomni_core.search.pipeline import SearchPipeline
-from zapomni_core.search.types import Candidate, RetrievalQuery, Retriever
-from zapomni_core.search.vector import VectorRetriever, similarity_from_distance
+from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion
+from zapomni_core.search.keyword import KeywordRetriever
+from zapomni_core.search.pipeline import Mode, SearchOptions, SearchPipeline
+from zapomni_core.search.types import Candidate, Ranked, RetrievalQuery, Retriever, similarity_from_distance
+from zapomni_core.search.vector import VectorRetriever
 
 __all__ = [
     "Candidate",
+    "KeywordRetriever",
+    "Mode",
+    "Ranked",
     "RetrievalQuery",
     "Retriever",
+    "SearchOptions",
     "SearchPipeline",
     "VectorRetriever",
+    "best_per_memory",
+    "reciprocal_rank_fusion",
     "similarity_from_distance",
 ]

@@ -1,37 +1,41 @@
-"""Runs the retrieval legs concurrently and merges what they return.
-
-With one leg the merge is that leg's order; the keyword leg and reciprocal rank fusion plug in
-here as another `Retriever` and another `fuse` without touching the callers.
-"""
+"""Runs the retrieval legs concurrently, fuses them with RRF, groups, filters and cuts to `limit`."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
-from zapomni_core.search.types import Candidate, RetrievalQuery, Retriever
+from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion
+from zapomni_core.search.types import LegName, Ranked, RetrievalQuery, Retriever
+
+Mode = Literal["hybrid", "vector", "keyword"]
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    limit: int
+    mode: Mode = "hybrid"
+    min_score: float | None = None  # on cosine similarity
+    all_chunks: bool = False
 
 
 class SearchPipeline:
-    def __init__(self, retrievers: Sequence[Retriever], *, leg_depth: int = 50) -> None:
-        if not retrievers:
-            raise ValueError("a search pipeline needs at least one retriever")
-        self._retrievers = list(retrievers)
+    def __init__(self, retrievers: Sequence[Retriever], *, rrf_k: int = 60, leg_depth: int = 50) -> None:
+        self._retrievers = {r.name: r for r in retrievers}
+        self._rrf_k = rrf_k
         self._leg_depth = leg_depth
 
-    async def run(self, query: RetrievalQuery) -> list[Candidate]:
-        k = query.limit if len(self._retrievers) == 1 else max(query.limit, self._leg_depth)
-        legs = await asyncio.gather(*(r.retrieve(query, k) for r in self._retrievers))
-        return fuse(legs)[: query.limit]
-
-
-def fuse(legs: Sequence[list[Candidate]]) -> list[Candidate]:
-    """Merge ranked lists, first occurrence wins. (Reciprocal rank fusion replaces this with the keyword leg.)"""
-    seen: set[str] = set()
-    merged: list[Candidate] = []
-    for leg in legs:
-        for candidate in leg:
-            if candidate.chunk_id not in seen:
-                seen.add(candidate.chunk_id)
-                merged.append(candidate)
-    return merged
+    async def run(self, query: RetrievalQuery, options: SearchOptions) -> list[Ranked]:
+        names: list[LegName] = ["vector", "keyword"] if options.mode == "hybrid" else [options.mode]
+        legs = [self._retrievers[name] for name in names if name in self._retrievers]
+        # Grouping by memory discards chunks, so the legs look deeper than the limit.
+        depth = max(self._leg_depth, options.limit if options.all_chunks else 2 * options.limit)
+        results = await asyncio.gather(*(leg.retrieve(query, depth) for leg in legs))
+        ranked = reciprocal_rank_fusion(dict(zip(names, results, strict=True)), k=self._rrf_k)
+        if not options.all_chunks:
+            ranked = best_per_memory(ranked)
+        if options.min_score is not None:
+            ranked = [r for r in ranked if r.candidate.similarity >= options.min_score]
+        return ranked[: options.limit]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
-from zapomni_db import SearchFilter
+from zapomni_db import ChunkHit, SearchFilter
+
+LegName = Literal["vector", "keyword"]
 
 
 @dataclass(frozen=True)
@@ -13,7 +15,6 @@ class RetrievalQuery:
     text: str
     vector: list[float]
     filters: SearchFilter
-    limit: int
 
 
 @dataclass(frozen=True)
@@ -25,11 +26,36 @@ class Candidate:
     source: str | None
     created_at: float
     date: str | None
-    similarity: float | None  # cosine similarity in [0, 1] when the vector leg scored it
+    similarity: float  # cosine similarity to the query, clamped to [0, 1]
+
+    @classmethod
+    def from_hit(cls, hit: ChunkHit) -> Candidate:
+        return cls(
+            memory_id=hit.memory_id,
+            chunk_id=hit.chunk_id,
+            text=hit.text,
+            tags=hit.tags,
+            source=hit.source,
+            created_at=hit.created_at,
+            date=hit.date,
+            similarity=similarity_from_distance(hit.distance),
+        )
+
+
+@dataclass(frozen=True)
+class Ranked:
+    candidate: Candidate
+    rank_score: float  # the fused (reciprocal rank) score
+    legs: list[LegName] = field(default_factory=list)  # which legs found it
 
 
 class Retriever(Protocol):
-    name: str
+    name: LegName
 
     async def retrieve(self, query: RetrievalQuery, k: int) -> list[Candidate]:
         """Up to `k` candidates that pass the query's filters, best first."""
+
+
+def similarity_from_distance(distance: float) -> float:
+    """FalkorDB reports cosine distance (1 - cos, in [0, 2]); users get cosine similarity in [0, 1]."""
+    return min(1.0, max(0.0, 1.0 - distance))

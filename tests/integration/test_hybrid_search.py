@@ -1,0 +1,109 @@
+"""Hybrid search on a real store: each leg finds what the other misses, and fusion finds both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import all_chunk_ids
+from zapomni_core import Settings, ZapomniCore, open_core
+from zapomni_core.models import AddMemoryRequest, SearchRequest
+
+pytestmark = pytest.mark.anyio
+
+# Near-identical texts that differ only in an identifier: embeddings blur these together.
+ERROR_CODES = [f"Deployment failed with error code E10{i} in the payment service." for i in range(40, 60)]
+CVES = [f"We patched CVE-2024-30{i} in the xz package on all build hosts." for i in range(10, 30)]
+TICKETS = [f"Ticket OPS-{i} tracks the flaky integration test in the billing pipeline." for i in range(4100, 4120)]
+PARAPHRASED = {
+    "The car would not start this morning because the battery was flat.": "automobile engine would not turn over",
+    "Our quarterly revenue grew four percent compared with last year.": "company income increased",
+    "Use kubectl rollout undo to revert a bad deployment.": "how can I roll back a release?",
+}
+
+
+async def rank_of(core: ZapomniCore, query: str, memory_id: str, mode: str) -> int | None:
+    results = (await core.search(SearchRequest(query=query, limit=10, mode=mode))).results
+    return next((i for i, hit in enumerate(results, start=1) if hit.memory_id == memory_id), None)
+
+
+@pytest.fixture
+async def store(core: ZapomniCore) -> dict[str, str]:
+    ids = {}
+    for text in [*ERROR_CODES, *CVES, *TICKETS, *PARAPHRASED]:
+        ids[text] = (await core.add_memory(AddMemoryRequest(text=text))).memory_id
+    return ids
+
+
+async def test_exact_identifiers_need_the_keyword_leg(core: ZapomniCore, store: dict[str, str]) -> None:
+    cases = {"E1053": ERROR_CODES[13], "CVE-2024-3017": CVES[7], "OPS-4111": TICKETS[11], "error E1047": ERROR_CODES[7]}
+    vector_hits = 0
+    for query, text in cases.items():
+        assert await rank_of(core, query, store[text], "keyword") == 1, query
+        assert await rank_of(core, query, store[text], "hybrid") == 1, query
+        vector_hits += await rank_of(core, query, store[text], "vector") == 1
+    assert vector_hits < len(cases), "vector search alone should not pin every identifier"
+
+
+async def test_paraphrases_need_the_vector_leg(core: ZapomniCore, store: dict[str, str]) -> None:
+    for text, query in PARAPHRASED.items():
+        assert await rank_of(core, query, store[text], "keyword") is None, query
+        assert await rank_of(core, query, store[text], "vector") == 1, query
+        assert await rank_of(core, query, store[text], "hybrid") == 1, query
+
+
+async def test_results_say_which_legs_found_them(core: ZapomniCore, store: dict[str, str]) -> None:
+    pinned = await core.add_memory(AddMemoryRequest(text="The pod was OOMKilled after the memory limit was reached."))
+    results = (await core.search(SearchRequest(query="pod OOMKilled memory limit", limit=5))).results
+    top = results[0]
+    assert top.memory_id == pinned.memory_id
+    assert top.matched_by == ["keyword", "vector"]
+    assert top.rank_score == pytest.approx(2 / 61)  # first in both legs
+    assert [r.rank_score for r in results] == sorted((r.rank_score for r in results), reverse=True)
+    vector_only = (await core.search(SearchRequest(query="payment service", mode="vector", limit=3))).results
+    assert all(r.matched_by == ["vector"] for r in vector_only)
+
+
+async def test_filters_apply_in_both_legs(core: ZapomniCore) -> None:
+    await core.add_memory(
+        AddMemoryRequest.model_validate({"text": "Runbook for E2001 on prod.", "metadata": {"tags": ["prod"]}})
+    )
+    staging = await core.add_memory(
+        AddMemoryRequest.model_validate({"text": "Runbook for E2001 on staging.", "metadata": {"tags": ["staging"]}})
+    )
+    for mode in ("keyword", "vector", "hybrid"):
+        request = SearchRequest.model_validate(
+            {"query": "E2001 runbook", "mode": mode, "filters": {"tags": ["staging"]}}
+        )
+        assert [r.memory_id for r in (await core.search(request)).results] == [staging.memory_id], mode
+
+
+async def test_min_score_and_best_chunk_per_memory(core: ZapomniCore) -> None:
+    long_memory = "\n\n".join(
+        f"Section {i}: the deployment checklist item {i} says to verify the canary before promoting." for i in range(60)
+    )
+    added = await core.add_memory(AddMemoryRequest(text=long_memory))
+    other = await core.add_memory(AddMemoryRequest(text="Verify the canary before promoting a deployment."))
+    assert added.chunks_created > 3
+    grouped = (await core.search(SearchRequest(query="verify the canary", limit=10))).results
+    assert sorted(r.memory_id for r in grouped) == sorted([added.memory_id, other.memory_id])
+    every = (await core.search(SearchRequest(query="verify the canary", limit=10, all_chunks=True))).results
+    assert sum(r.memory_id == added.memory_id for r in every) == added.chunks_created
+    strict = (await core.search(SearchRequest(query="verify the canary", limit=10, min_score=0.99))).results
+    assert strict == []
+    some = (await core.search(SearchRequest(query="verify the canary", limit=10, min_score=0.5))).results
+    assert some and all(r.similarity_score >= 0.5 for r in some)
+
+
+async def test_both_legs_see_the_same_chunks_after_adds_and_a_restart(settings: Settings, data_dir: Path) -> None:
+    async with open_core(settings) as (core, _info):
+        for i in range(30):
+            await core.add_memory(AddMemoryRequest(text=f"Shared marker zebra{i % 3} in note number {i}."))
+        before = await all_chunk_ids(data_dir)
+    async with open_core(settings) as (core, _info):
+        assert await all_chunk_ids(data_dir) == before
+        for mode in ("vector", "keyword"):
+            request = SearchRequest(query="zebra0 zebra1 zebra2 shared marker", limit=100, mode=mode, all_chunks=True)
+            found = {r.chunk_id for r in (await core.search(request)).results}
+            assert found == before, mode
