@@ -26,6 +26,7 @@ from zapomni_core.models import (
     parse_iso8601,
 )
 from zapomni_core.search import Ranked, RetrievalQuery, SearchOptions, SearchPipeline
+from zapomni_core.search.analyzer import Analyzer, TermCounts
 from zapomni_db import ChunkRow, MemoryRecord, MemoryRepository, SearchFilter
 
 log = structlog.get_logger(__name__)
@@ -58,12 +59,14 @@ class ZapomniCore:
         embedder: CachedEmbedder,
         chunker: Chunker,
         search: SearchPipeline,
+        analyzer: Analyzer,
         graph_name: str,
     ) -> None:
         self._repository = repository
         self._embedder = embedder
         self._chunker = chunker
         self._search = search
+        self._analyzer = analyzer
         self._graph_name = graph_name
         self._started = time.monotonic()
         self._latency = _LatencyMeter()
@@ -95,12 +98,20 @@ class ZapomniCore:
 
     async def _add(self, request: AddMemoryRequest) -> AddMemoryResult:
         started = time.perf_counter()
-        pieces = await asyncio.to_thread(self._chunker.split, request.text)
+        pieces, term_counts = await asyncio.to_thread(self._analyse, request.text)
         vectors = await self._embed_until_deadline(pieces)
         memory = self._memory_record(request)
         chunks = [
-            ChunkRow(id=str(uuid.uuid4()), index=i, text=piece, embedding=vector)
-            for i, (piece, vector) in enumerate(zip(pieces, vectors, strict=True))
+            ChunkRow(
+                id=str(uuid.uuid4()),
+                index=i,
+                text=piece,
+                embedding=vector,
+                terms=counts.terms,
+                counts=counts.counts,
+                length=counts.length,
+            )
+            for i, (piece, vector, counts) in enumerate(zip(pieces, vectors, term_counts, strict=True))
         ]
         await self._repository.insert(memory, chunks)
         log.info(
@@ -111,6 +122,10 @@ class ZapomniCore:
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
         return AddMemoryResult(memory_id=memory.id, chunks_created=len(chunks), text_preview=_preview(request.text))
+
+    def _analyse(self, text: str) -> tuple[list[str], list[TermCounts]]:
+        pieces = self._chunker.split(text)
+        return pieces, [self._analyzer.count(piece) for piece in pieces]
 
     async def _embed_until_deadline(self, pieces: list[str]) -> list[list[float]]:
         vectors: list[list[float]] = []

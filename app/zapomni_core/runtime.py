@@ -15,6 +15,8 @@ from zapomni_core.embedders import CachedEmbedder, Embedder, build_cache, build_
 from zapomni_core.engine import ZapomniCore
 from zapomni_core.errors import ConfigurationError, StorageUnavailable
 from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetriever
+from zapomni_core.search.analyzer import Analyzer
+from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_core.settings import Settings
 from zapomni_db import (
     DatabaseUnavailable,
@@ -75,15 +77,19 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
         removed = await repository.remove_orphan_chunks(time.time() - ORPHAN_GRACE_S)
         if removed:
             log.warning("db.orphans_removed", chunks=removed)
+        analyzer = Analyzer()
+        keyword_index = SyncedBm25Index(repository)
+        await keyword_index.sync()  # rebuild from the stored term counts before the first search
         core = ZapomniCore(
             repository=repository,
             embedder=embedder,
             chunker=chunker_for(embedder, settings),
             search=SearchPipeline(
-                [VectorRetriever(repository), KeywordRetriever(repository)],
+                [VectorRetriever(repository), KeywordRetriever(repository, keyword_index, analyzer)],
                 rrf_k=settings.rrf_k,
                 leg_depth=settings.search_leg_depth,
             ),
+            analyzer=analyzer,
             graph_name=settings.graph_name,
         )
         stack.push_async_callback(core.drain)

@@ -6,13 +6,13 @@ Nothing here imports from `zapomni_core` or `zapomni_mcp`: the layers point one 
 from zapomni_db.client import GraphClient
 from zapomni_db.embedded import EmbeddedDatabase
 from zapomni_db.errors import DatabaseError, DatabaseUnavailable, SchemaMismatch
-from zapomni_db.fulltext import fulltext_query
-from zapomni_db.repository import ChunkHit, ChunkRow, Counts, MemoryRecord, MemoryRepository, SearchFilter
+from zapomni_db.repository import ChunkHit, ChunkRow, ChunkTerms, Counts, MemoryRecord, MemoryRepository, SearchFilter
 from zapomni_db.schema import SchemaSettings, migrate, wait_for_indexes
 
 __all__ = [
     "ChunkHit",
     "ChunkRow",
+    "ChunkTerms",
     "Counts",
     "DatabaseError",
     "DatabaseUnavailable",
@@ -23,7 +23,6 @@ __all__ = [
     "SchemaMismatch",
     "SchemaSettings",
     "SearchFilter",
-    "fulltext_query",
     "migrate",
     "wait_for_indexes",
 ]

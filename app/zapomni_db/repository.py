@@ -20,6 +20,19 @@ class ChunkRow:
     index: int
     text: str
     embedding: list[float]
+    # Keyword-index statistics, computed once at write time: distinct terms, their counts, length.
+    terms: list[str] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    length: int = 0
+
+
+@dataclass(frozen=True)
+class ChunkTerms:
+    chunk_id: str
+    seq: int
+    terms: list[str]
+    counts: list[int]
+    length: int
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,12 @@ class SearchFilter:
     source: str | None = None
     date_from_ts: float | None = None
     date_to_ts: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return (
+            bool(self.tags) or self.source is not None or self.date_from_ts is not None or self.date_to_ts is not None
+        )
 
     def as_params(self) -> dict[str, Any]:
         return {
@@ -72,21 +91,26 @@ class Counts:
 
 
 _CHUNK_PROPERTIES = (
-    "{id: c.id, memory_id: $memory_id, idx: c.idx, text: c.text, "
-    "embedding: vecf32(c.embedding), created_at: $created_at}"
+    "{id: c.id, memory_id: $memory_id, idx: c.idx, text: c.text, embedding: vecf32(c.embedding), "
+    "created_at: $created_at, terms: c.terms, term_counts: c.counts, term_length: c.length}"
 )
+# FalkorDB runs write queries one at a time, so this counter orders memories by when they became
+# visible. The number goes on the Memory node, created in the query that makes it visible: setting
+# a property on a Chunk later would re-insert its vector into the HNSW index (a deleted copy stays
+# behind and vector queries return fewer than k nodes).
+_NEXT_SEQ = "MERGE (q:Sequence {id: 'chunks'}) SET q.value = coalesce(q.value, 0) + 1 WITH q.value AS seq "
 _MEMORY_PROPERTIES = (
     "{id: $memory_id, text: $text, created_at: $created_at, tags: $tags, source: $source, "
-    "date: $date, date_ts: $date_ts, metadata: $metadata, chunk_count: $chunk_count}"
+    "date: $date, date_ts: $date_ts, metadata: $metadata, chunk_count: $chunk_count, seq: seq}"
 )
 
 _CREATE_WHOLE = (
-    f"CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m UNWIND $chunks AS c "
+    f"{_NEXT_SEQ}CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m, seq UNWIND $chunks AS c "
     f"CREATE (m)-[:HAS_CHUNK]->(:Chunk {_CHUNK_PROPERTIES})"
 )
 _CREATE_CHUNKS = f"UNWIND $chunks AS c CREATE (:Chunk {_CHUNK_PROPERTIES})"
 _LINK_CHUNKS = (
-    f"CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m "
+    f"{_NEXT_SEQ}CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m, seq "
     "MATCH (c:Chunk {memory_id: $memory_id}) CREATE (m)-[:HAS_CHUNK]->(c)"
 )
 _FILTER = (
@@ -98,16 +122,16 @@ _FILTER = (
 _HIT_FIELDS = "m.id, node.id, node.text, distance, m.tags, m.source, m.created_at, m.date"
 _VECTOR_SEARCH = (
     "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($vector)) YIELD node, score "
-    f"MATCH (m:Memory)-[:HAS_CHUNK]->(node) WHERE {_FILTER} "
+    f"MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WHERE {_FILTER} "
     f"WITH m, node, score AS distance RETURN {_HIT_FIELDS} "
     "ORDER BY distance ASC, node.id ASC LIMIT $limit"
 )
-# Ranked by the full-text score; the cosine distance comes along so every hit has a similarity.
-_KEYWORD_SEARCH = (
-    "CALL db.idx.fulltext.queryNodes('Chunk', $query) YIELD node, score "
-    f"MATCH (m:Memory)-[:HAS_CHUNK]->(node) WHERE {_FILTER} "
-    "WITH m, node, score, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance "
-    f"RETURN {_HIT_FIELDS} ORDER BY score DESC, node.id ASC LIMIT $limit"
+# Keyword candidates come ranked from the in-process BM25 index; this applies the filters and
+# brings the cosine distance along so every hit has a similarity.
+_FETCH_CHUNKS = (
+    "UNWIND $ids AS cid MATCH (node:Chunk {id: cid}) WITH node MATCH (node)<-[:HAS_CHUNK]-(m:Memory) "
+    f"WHERE {_FILTER} WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance "
+    f"RETURN {_HIT_FIELDS}"
 )
 
 
@@ -148,14 +172,30 @@ class MemoryRepository:
         )
         return [_hit(row) for row in rows]
 
-    async def keyword_search(
-        self, query: str, vector: list[float], *, limit: int, filters: SearchFilter
-    ) -> list[ChunkHit]:
-        """The `limit` best full-text matches for `query` (see `fulltext.fulltext_query`) that pass `filters`."""
+    async def fetch_chunks(self, ids: Sequence[str], vector: list[float], *, filters: SearchFilter) -> list[ChunkHit]:
+        """The chunks among `ids` that pass `filters`, in the order of `ids`."""
+        rows = await self._client.ro_query(_FETCH_CHUNKS, {"ids": list(ids), "vector": vector, **filters.as_params()})
+        by_id = {row[1]: _hit(row) for row in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    async def chunk_sequence(self) -> int:
+        """The sequence number of the newest visible memory (0 for an empty store)."""
+        rows = await self._client.ro_query("MATCH (q:Sequence {id: 'chunks'}) RETURN q.value")
+        return int(rows[0][0]) if rows else 0
+
+    async def chunk_terms_between(self, after: int, upto: int) -> list[ChunkTerms]:
+        """Keyword statistics of the chunks with `after < seq <= upto`."""
         rows = await self._client.ro_query(
-            _KEYWORD_SEARCH, {"query": query, "vector": vector, "limit": limit, **filters.as_params()}
+            "MATCH (m:Memory) WHERE m.seq > $after AND m.seq <= $upto MATCH (m)-[:HAS_CHUNK]->(c:Chunk) "
+            "RETURN c.id, m.seq, c.terms, c.term_counts, c.term_length",
+            {"after": after, "upto": upto},
         )
-        return [_hit(row) for row in rows]
+        return [
+            ChunkTerms(
+                chunk_id=r[0], seq=int(r[1]), terms=list(r[2] or []), counts=list(r[3] or []), length=int(r[4] or 0)
+            )
+            for r in rows
+        ]
 
     async def counts(self) -> Counts:
         memories = await self._client.ro_query("MATCH (m:Memory) RETURN count(m)")
@@ -210,7 +250,15 @@ class MemoryRepository:
 
     @staticmethod
     def _chunk_param(chunk: ChunkRow) -> dict[str, Any]:
-        return {"id": chunk.id, "idx": chunk.index, "text": chunk.text, "embedding": chunk.embedding}
+        return {
+            "id": chunk.id,
+            "idx": chunk.index,
+            "text": chunk.text,
+            "embedding": chunk.embedding,
+            "terms": chunk.terms,
+            "counts": chunk.counts,
+            "length": chunk.length,
+        }
 
 
 def _hit(row: list[Any]) -> ChunkHit:

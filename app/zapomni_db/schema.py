@@ -17,7 +17,6 @@ from redis.exceptions import ResponseError
 
 from zapomni_db.client import GraphClient
 from zapomni_db.errors import DatabaseUnavailable
-from zapomni_db.fulltext import STOPWORDS
 
 log = structlog.get_logger(__name__)
 
@@ -46,11 +45,6 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
         f"dimension: {int(settings.dimension)}, similarityFunction: 'cosine', M: {int(settings.m)}, "
         f"efConstruction: {int(settings.ef_construction)}, efRuntime: {int(settings.ef_runtime)}}}"
     )
-    fulltext_index = (
-        "CALL db.idx.fulltext.createNodeIndex({label: 'Chunk', language: 'english', stopwords: ["
-        + ", ".join(f"'{word}'" for word in sorted(STOPWORDS))
-        + "]}, 'text')"
-    )
     return [
         Migration(
             1,
@@ -64,7 +58,11 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
                 vector_index,
             ),
         ),
-        Migration(2, "full-text index on chunk text (keyword search)", (fulltext_index,)),
+        Migration(
+            2,
+            "visibility sequence for the keyword index",
+            ("CREATE INDEX FOR (m:Memory) ON (m.seq)", "MERGE (q:Sequence {id: 'chunks'}) ON CREATE SET q.value = 0"),
+        ),
     ]
 
 
@@ -95,7 +93,7 @@ async def migrate(client: GraphClient, settings: SchemaSettings, *, dry_run: boo
 
 
 async def wait_for_indexes(client: GraphClient, timeout_s: float = 600.0) -> None:
-    """Full-text and vector indexes build in the background: wait until every one is OPERATIONAL."""
+    """Indexes build in the background: wait until every one is OPERATIONAL."""
     deadline = time.monotonic() + timeout_s
     while True:
         rows = await client.ro_query("CALL db.indexes() YIELD label, status RETURN label, status")

@@ -180,7 +180,7 @@ async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> No
         assert await current_version(client) == 2
         indexes = await client.ro_query("CALL db.indexes() YIELD label, properties RETURN label, properties")
         indexed = {(label, prop) for label, props in indexes for prop in props}
-        assert {("Chunk", "embedding"), ("Chunk", "id"), ("Chunk", "text"), ("Memory", "id")} <= indexed
+        assert {("Chunk", "embedding"), ("Chunk", "id"), ("Memory", "id"), ("Memory", "seq")} <= indexed
         assert await migrate(client, settings) == []
     finally:
         await client.close()

@@ -17,7 +17,7 @@ ERROR_CODES = [f"Deployment failed with error code E10{i} in the payment service
 CVES = [f"We patched CVE-2024-30{i} in the xz package on all build hosts." for i in range(10, 30)]
 TICKETS = [f"Ticket OPS-{i} tracks the flaky integration test in the billing pipeline." for i in range(4100, 4120)]
 PARAPHRASED = {
-    "The car would not start this morning because the battery was flat.": "automobile engine would not turn over",
+    "The car would not start this morning because the battery was flat.": "automobile engine refused to crank",
     "Our quarterly revenue grew four percent compared with last year.": "company income increased",
     "Use kubectl rollout undo to revert a bad deployment.": "how can I roll back a release?",
 }
@@ -59,7 +59,7 @@ async def test_results_say_which_legs_found_them(core: ZapomniCore, store: dict[
     top = results[0]
     assert top.memory_id == pinned.memory_id
     assert top.matched_by == ["keyword", "vector"]
-    assert top.rank_score == pytest.approx(2 / 61)  # first in both legs
+    assert top.rank_score > 1 / 61  # more than a first place in one leg alone can earn
     assert [r.rank_score for r in results] == sorted((r.rank_score for r in results), reverse=True)
     vector_only = (await core.search(SearchRequest(query="payment service", mode="vector", limit=3))).results
     assert all(r.matched_by == ["vector"] for r in vector_only)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from zapomni_core.search import Candidate, best_per_memory, reciprocal_rank_fusion
+from zapomni_core.search.fusion import fractional_ranks
 
 
-def cand(chunk: str, memory: str | None = None, similarity: float = 0.5) -> Candidate:
+def cand(chunk: str, memory: str | None = None, similarity: float = 0.5, score: float | None = None) -> Candidate:
     return Candidate(
         memory_id=memory or f"m-{chunk}",
         chunk_id=chunk,
@@ -17,13 +18,18 @@ def cand(chunk: str, memory: str | None = None, similarity: float = 0.5) -> Cand
         created_at=0.0,
         date=None,
         similarity=similarity,
+        # Distinct by default (derived from the name), so lists are strictly ranked unless a test says otherwise.
+        leg_score=score if score is not None else 1.0 / (1 + sum(map(ord, chunk))),
     )
+
+
+def leg(*chunks: str) -> list[Candidate]:
+    """A leg's ranked list with strictly decreasing scores."""
+    return [cand(c, score=1.0 / (i + 1)) for i, c in enumerate(chunks)]
 
 
 def test_a_chunk_found_by_both_legs_outranks_single_leg_winners() -> None:
-    fused = reciprocal_rank_fusion(
-        {"vector": [cand("a"), cand("shared")], "keyword": [cand("b"), cand("shared")]}, k=60
-    )
+    fused = reciprocal_rank_fusion({"vector": leg("a", "shared"), "keyword": leg("b", "shared")}, k=60)
     assert fused[0].candidate.chunk_id == "shared"
     assert fused[0].rank_score == pytest.approx(2 / 62)
     assert fused[0].legs == ["keyword", "vector"]
@@ -31,9 +37,9 @@ def test_a_chunk_found_by_both_legs_outranks_single_leg_winners() -> None:
 
 
 def test_scores_follow_the_formula_and_k_flattens_them() -> None:
-    fused = reciprocal_rank_fusion({"vector": [cand("x"), cand("y"), cand("z")]}, k=1)
+    fused = reciprocal_rank_fusion({"vector": leg("x", "y", "z")}, k=1)
     assert [r.rank_score for r in fused] == pytest.approx([1 / 2, 1 / 3, 1 / 4])
-    flat = reciprocal_rank_fusion({"vector": [cand("x"), cand("y")]}, k=1000)
+    flat = reciprocal_rank_fusion({"vector": leg("x", "y")}, k=1000)
     assert flat[0].rank_score / flat[1].rank_score < 1.001
 
 
@@ -46,21 +52,29 @@ def test_ties_break_on_similarity_then_chunk_id() -> None:
 
 
 def test_the_order_does_not_depend_on_leg_order() -> None:
-    legs = {"vector": [cand("a"), cand("b"), cand("c")], "keyword": [cand("c"), cand("d")]}
+    legs = {"vector": leg("a", "b", "c"), "keyword": leg("c", "d")}
     forward = [r.candidate.chunk_id for r in reciprocal_rank_fusion(legs)]
     backward = [r.candidate.chunk_id for r in reciprocal_rank_fusion(dict(reversed(list(legs.items()))))]
     assert forward == backward
 
 
 def test_one_empty_leg_leaves_the_other_in_its_order() -> None:
-    fused = reciprocal_rank_fusion({"vector": [], "keyword": [cand("k1"), cand("k2"), cand("k3")]})
+    fused = reciprocal_rank_fusion({"vector": [], "keyword": leg("k1", "k2", "k3")})
     assert [r.candidate.chunk_id for r in fused] == ["k1", "k2", "k3"]
     assert reciprocal_rank_fusion({"vector": [], "keyword": []}) == []
 
 
 def test_best_per_memory_keeps_each_memorys_top_chunk_in_order() -> None:
-    fused = reciprocal_rank_fusion(
-        {"vector": [cand("a1", "A"), cand("a2", "A"), cand("b1", "B"), cand("a3", "A"), cand("c1", "C")]}
-    )
+    chunks = [cand("a1", "A", score=5), cand("a2", "A", score=4), cand("b1", "B", score=3)]
+    fused = reciprocal_rank_fusion({"vector": [*chunks, cand("a3", "A", score=2), cand("c1", "C", score=1)]})
     grouped = best_per_memory(fused)
     assert [(r.candidate.memory_id, r.candidate.chunk_id) for r in grouped] == [("A", "a1"), ("B", "b1"), ("C", "c1")]
+
+
+def test_equal_leg_scores_share_the_mean_rank() -> None:
+    tied = [cand("top", score=9.0), *(cand(f"t{i}", score=1.0) for i in range(4))]
+    assert fractional_ranks(tied) == [1.0, 3.5, 3.5, 3.5, 3.5]
+    # The first of a tied block gains nothing over the rest of it in the fused order.
+    fused = reciprocal_rank_fusion({"keyword": tied, "vector": leg("t3", "top")}, k=60)
+    assert [r.candidate.chunk_id for r in fused][:2] == ["top", "t3"]
+    assert fused[1].rank_score == pytest.approx(1 / 63.5 + 1 / 61)

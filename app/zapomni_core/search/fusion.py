@@ -1,4 +1,9 @@
-"""Reciprocal rank fusion (Cormack et al., 2009): score = sum over legs of 1 / (k + rank)."""
+"""Reciprocal rank fusion (Cormack et al., 2009): score = sum over legs of 1 / (k + rank).
+
+Candidates a leg scored equally share one rank, the mean of the positions they occupy: BM25
+gives identical scores to chunks that match a query the same way, and the arbitrary order among
+them must not earn the first of them a better fused rank than the others.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +18,25 @@ def reciprocal_rank_fusion(legs: Mapping[LegName, list[Candidate]], k: int = 60)
     found_by: dict[str, list[LegName]] = {}
     candidates: dict[str, Candidate] = {}
     for leg, ranked in legs.items():
-        for rank, candidate in enumerate(ranked, start=1):
+        for rank, candidate in zip(fractional_ranks(ranked), ranked, strict=True):
             scores[candidate.chunk_id] = scores.get(candidate.chunk_id, 0.0) + 1.0 / (k + rank)
             found_by.setdefault(candidate.chunk_id, []).append(leg)
             candidates.setdefault(candidate.chunk_id, candidate)
     order = sorted(scores, key=lambda cid: (-scores[cid], -candidates[cid].similarity, cid))
     return [Ranked(candidates[cid], scores[cid], sorted(found_by[cid])) for cid in order]
+
+
+def fractional_ranks(ranked: list[Candidate]) -> list[float]:
+    """1-based ranks where a run of equal `leg_score`s shares the mean of its positions."""
+    ranks: list[float] = []
+    start = 0
+    while start < len(ranked):
+        end = start
+        while end + 1 < len(ranked) and ranked[end + 1].leg_score == ranked[start].leg_score:
+            end += 1
+        ranks.extend([(start + end) / 2 + 1] * (end - start + 1))
+        start = end + 1
+    return ranks
 
 
 def best_per_memory(ranked: list[Ranked]) -> list[Ranked]:

@@ -1,24 +1,37 @@
-"""The keyword leg: FalkorDB's full-text index (stemmed, stopwords removed), filtered.
+"""The keyword leg: BM25 over chunk terms, with the filters applied in the database.
 
-It finds what embeddings blur: identifiers, error codes, acronyms, rare names.
-See docs/decisions/0005-keyword-index.md for why this index and not an in-process BM25.
+It finds what embeddings blur: identifiers, error codes, acronyms, rare names. The index is
+in-process and incremental (see `bm25.py` and docs/decisions/0005-keyword-index.md).
 """
 
 from __future__ import annotations
 
+from zapomni_core.search.analyzer import Analyzer
+from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_core.search.types import Candidate, LegName, RetrievalQuery
-from zapomni_db import MemoryRepository, fulltext_query
+from zapomni_db import MemoryRepository
+
+# BM25 candidates fetched per wanted result before filters; widened when filters discard many.
+_OVERFETCH = 4
 
 
 class KeywordRetriever:
     name: LegName = "keyword"
 
-    def __init__(self, repository: MemoryRepository) -> None:
+    def __init__(self, repository: MemoryRepository, index: SyncedBm25Index, analyzer: Analyzer) -> None:
         self._repository = repository
+        self._index = index
+        self._analyzer = analyzer
 
     async def retrieve(self, query: RetrievalQuery, k: int) -> list[Candidate]:
-        text_query = fulltext_query(query.text)
-        if text_query is None:  # only stopwords or punctuation: nothing to match on
+        terms = self._analyzer.query_terms(query.text)
+        if not terms:  # only stopwords or punctuation: nothing to match on
             return []
-        hits = await self._repository.keyword_search(text_query, query.vector, limit=k, filters=query.filters)
-        return [Candidate.from_hit(h) for h in hits]
+        # Every indexed chunk is fetchable, so only filters can make the database drop candidates.
+        fetch = k * _OVERFETCH if query.filters.active else k
+        while True:
+            ranked = dict(await self._index.search(terms, fetch))
+            hits = await self._repository.fetch_chunks(list(ranked), query.vector, filters=query.filters)
+            if len(hits) >= k or len(ranked) < fetch:
+                return [Candidate.from_hit(hit, leg_score=ranked[hit.chunk_id]) for hit in hits[:k]]
+            fetch *= _OVERFETCH

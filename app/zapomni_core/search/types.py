@@ -27,9 +27,11 @@ class Candidate:
     created_at: float
     date: str | None
     similarity: float  # cosine similarity to the query, clamped to [0, 1]
+    leg_score: float = 0.0  # the score its leg ranked it by (cosine similarity, or BM25)
 
     @classmethod
-    def from_hit(cls, hit: ChunkHit) -> Candidate:
+    def from_hit(cls, hit: ChunkHit, leg_score: float | None = None) -> Candidate:
+        similarity = similarity_from_distance(hit.distance)
         return cls(
             memory_id=hit.memory_id,
             chunk_id=hit.chunk_id,
@@ -38,7 +40,8 @@ class Candidate:
             source=hit.source,
             created_at=hit.created_at,
             date=hit.date,
-            similarity=similarity_from_distance(hit.distance),
+            similarity=similarity,
+            leg_score=similarity if leg_score is None else leg_score,
         )
 
 

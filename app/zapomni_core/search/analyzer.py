@@ -1,0 +1,47 @@
+"""Text → index terms for the keyword leg: lowercase words, English stopwords out, Snowball stems.
+
+The same analysis runs when a chunk is stored (its terms and counts are saved with it) and when
+a query arrives, so both sides agree on what a "word" is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import Stemmer
+
+# Lucene's classic English stopword set (the one BM25 baselines on BEIR use).
+STOPWORDS: frozenset[str] = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there "
+    "these they this to was will with".split()
+)
+# Words of two or more letters/digits/underscores: keeps ERR_CONN_RESET, E1053, 7231 whole.
+_WORD = re.compile(r"\b\w\w+\b", re.UNICODE)
+MAX_QUERY_TERMS = 64
+
+
+@dataclass(frozen=True)
+class TermCounts:
+    terms: list[str]
+    counts: list[int]
+    length: int  # tokens after stopword removal: the document length BM25 normalises by
+
+
+class Analyzer:
+    def __init__(self) -> None:
+        self._stemmer = Stemmer.Stemmer("english")
+
+    def terms(self, text: str) -> list[str]:
+        words = [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+        return self._stemmer.stemWords(words)
+
+    def count(self, text: str) -> TermCounts:
+        terms = self.terms(text)
+        counts = Counter(terms)
+        return TermCounts(terms=list(counts), counts=list(counts.values()), length=len(terms))
+
+    def query_terms(self, text: str) -> list[str]:
+        """Distinct terms of a query, in order, capped so a pasted essay stays cheap."""
+        return list(dict.fromkeys(self.terms(text)))[:MAX_QUERY_TERMS]
