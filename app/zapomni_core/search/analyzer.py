@@ -12,10 +12,14 @@ from dataclasses import dataclass
 
 import Stemmer
 
-# Lucene's classic English stopword set (the one BM25 baselines on BEIR use).
+# Lucene's classic English stopword set (the one BM25 baselines on BEIR use), plus the pronouns,
+# auxiliaries and question words agents put in their queries ("when do we ...?"): on their own
+# they would let the keyword leg rank any chunk containing "when" above a real answer.
 STOPWORDS: frozenset[str] = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then there "
-    "these they this to was will with".split()
+    "these they this to was will with i me my we our us you your he him his she her its them what which "
+    "who whom whose when where why how do does did have has had been being am were from so than too very "
+    "can could should would just about".split()
 )
 # Words of two or more letters/digits/underscores: keeps ERR_CONN_RESET, E1053, 7231 whole.
 _WORD = re.compile(r"\b\w\w+\b", re.UNICODE)

@@ -24,8 +24,8 @@ from zapomni_db import MemoryRepository
 
 log = structlog.get_logger(__name__)
 
-# Lucene's defaults.
-K1 = 1.2
+# bm25s "lucene" defaults (the reference the keyword leg is checked against).
+K1 = 1.5
 B = 0.75
 # Sequence numbers read per round trip while catching up (one per memory, so pages stay whole).
 _SYNC_WINDOW = 2000
@@ -91,7 +91,8 @@ class Bm25Index:
             df = len(positions)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             norm = K1 * (1.0 - B + B * lengths[positions] / average)
-            scores[positions] += idf * tf * (K1 + 1.0) / (tf + norm)
+            # Lucene's form: the constant (k1 + 1) of the textbook numerator is left out.
+            scores[positions] += idf * tf / (tf + norm)
         matched = np.flatnonzero(scores)
         if len(matched) > k:
             matched = matched[np.argpartition(-scores[matched], k - 1)[:k]]

@@ -11,9 +11,10 @@ from zapomni_mcp.registry import Tool
 class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
     name = "search_memory"
     description = (
-        "Search stored memories by meaning. Returns the best-matching chunks with a "
-        "similarity_score in [0, 1]. Filters: tags (matches any), source (exact), "
-        "date_from / date_to (ISO 8601, inclusive)."
+        "Search stored memories by meaning and by exact words (names, identifiers, error codes), "
+        "fused with reciprocal rank fusion. Returns the best chunk of each matching memory with a "
+        "similarity_score in [0, 1] and the legs that found it. mode: hybrid (default), vector or "
+        "keyword. Filters: tags (matches any), source (exact), date_from / date_to (ISO 8601, inclusive)."
     )
     input_model = SearchRequest
     output_model = SearchResult
@@ -29,5 +30,6 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
         for rank, hit in enumerate(result.results, start=1):
             labels = ", ".join(filter(None, [hit.source, *hit.tags]))
             suffix = f" [{labels}]" if labels else ""
-            lines.append(f"{rank}. ({hit.similarity_score:.3f}) {hit.text}{suffix} — memory {hit.memory_id}")
+            found = "+".join(hit.matched_by)
+            lines.append(f"{rank}. ({hit.similarity_score:.3f}, {found}) {hit.text}{suffix} — memory {hit.memory_id}")
         return "\n".join(lines)

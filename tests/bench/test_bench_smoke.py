@@ -1,0 +1,69 @@
+"""The benchmarks run end to end on tiny inputs, so they cannot rot between `make bench` runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_module(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
+    )
+
+
+def write_beir(folder: Path) -> None:
+    """A tiny corpus in BEIR layout: each query has one relevant document sharing its key words."""
+    topics = ["volcano lava eruption", "insulin glucose diabetes", "tidal ocean moon", "neuron synapse brain"]
+    docs = [
+        {"_id": f"d{i}", "title": f"Study {i}", "text": f"A report on {topics[i % 4]} number {i}. More detail follows."}
+        for i in range(40)
+    ]
+    queries = [{"_id": f"q{i}", "text": f"what about {topics[i % 4]} number {i}"} for i in range(12)]
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in docs))
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
+    for split, ids in (("test", range(0, 8)), ("train", range(8, 12))):
+        rows = ["query-id\tcorpus-id\tscore", *(f"q{i}\td{i}\t1" for i in ids)]
+        (folder / "qrels" / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+
+
+def test_quality_bench_reports_every_mode_and_baseline(tmp_path: Path) -> None:
+    write_beir(tmp_path / "beir")
+    out = tmp_path / "quality.md"
+    done = run_module(
+        "bench.quality", "--data-dir", str(tmp_path / "beir"), "--output", str(out), "--json", str(tmp_path / "q.json")
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "q.json").read_text())
+    ndcg = report["quality"]["ndcg10"]
+    assert set(ndcg) == {"vector", "keyword", "hybrid"}
+    assert all(0.0 <= value <= 1.0 for value in ndcg.values())
+    assert ndcg["keyword"] > 0.5, "each query shares rare words with its document"
+    assert report["quality"]["ingestion"]["chunks"] >= 40
+    assert "baseline: bm25s" in out.read_text()
+
+
+def test_quality_bench_says_clearly_when_the_data_is_missing(tmp_path: Path) -> None:
+    done = run_module("bench.quality", "--data-dir", str(tmp_path / "nothing"))
+    assert done.returncode == 2
+    assert "not found" in done.stderr
+
+
+def test_scale_bench_measures_latency_overhead_and_memory(tmp_path: Path) -> None:
+    out = tmp_path / "scale.md"
+    done = run_module("bench.scale", "--sizes", "30", "60", "--queries", "6", "--output", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(out.with_suffix(".json").read_text())
+    assert list(results["sizes"]) == ["30", "60"]
+    small = results["sizes"]["30"]
+    assert small["chunks"] == 30
+    assert set(small["search_ms"]) == {"vector", "keyword", "hybrid"}
+    assert small["search_ms"]["hybrid"]["with_embedding"]["p95"] > 0
+    assert small["mcp"]["search_mcp_p50"] > 0
+    assert small["rss_mb"]["database"] > 0
+    assert out.with_suffix(".png").stat().st_size > 1000
