@@ -51,6 +51,7 @@ class Quality:
     rrf_on_train: dict[int, float] = field(default_factory=dict)
     chosen_rrf_k: int = 60
     test_queries: int = 0
+    date: str = field(default_factory=lambda: f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
 
 
 def recall_at_100(
@@ -193,7 +194,7 @@ def render(quality: Quality, baselines: dict[str, tuple[float, float]]) -> str:
     lines = [
         "# Retrieval quality — BEIR SciFact (test)",
         "",
-        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; CPUs: {os.cpu_count()}; "
+        f"- date: {quality.date}; CPUs: {os.cpu_count()}; "
         f"{quality.ingestion['documents']} documents, {quality.test_queries} test queries",
         f"- RRF k chosen on train claims: {quality.chosen_rrf_k} "
         f"(train nDCG@10 by k: {', '.join(f'{k}: {v}' for k, v in quality.rrf_on_train.items()) or 'n/a'})",
@@ -218,9 +219,33 @@ def render(quality: Quality, baselines: dict[str, tuple[float, float]]) -> str:
         f"{ing['raw_embedder_chunks_per_s']} chunks/s, so ingestion runs at "
         f"**{ing['share_of_raw'] * 100:.0f} %** of the embedder's ceiling.",
         "",
+        "![quality](quality.png)",
+        "",
         "Produced by `bench/quality.py`.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def chart(quality: Quality, baselines: dict[str, tuple[float, float]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [f"Zapomni {m}" for m in MODES] + [name.split(" (")[0].split(",")[0] for name in baselines]
+    ndcg = [quality.ndcg10[m] for m in MODES] + [v[0] for v in baselines.values()]
+    recall = [quality.recall100[m] for m in MODES] + [v[1] for v in baselines.values()]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    x = range(len(names))
+    ax.bar([i - 0.2 for i in x], ndcg, 0.4, label="nDCG@10")
+    ax.bar([i + 0.2 for i in x], recall, 0.4, label="Recall@100")
+    ax.axhline(0.70, color="red", linestyle="--", linewidth=1, label="target nDCG@10 0.70")
+    ax.set_xticks(list(x), names, rotation=15)
+    ax.set_ylim(0, 1)
+    ax.legend(loc="lower right")
+    ax.set_title("BEIR SciFact test")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -229,7 +254,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit-docs", type=int, default=None, help="first N documents only (smoke runs)")
     parser.add_argument("--output", type=Path, default=RESULTS / "quality.md")
     parser.add_argument("--json", type=Path, default=RESULTS / "quality.json")
+    parser.add_argument("--from-json", type=Path, help="only redraw the report and chart from a saved run")
     args = parser.parse_args(argv)
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        quality = Quality(
+            **{**saved["quality"], "rrf_on_train": {int(k): v for k, v in saved["quality"]["rrf_on_train"].items()}}
+        )
+        baselines = {name: tuple(values) for name, values in saved["baselines"].items()}
+        args.output.write_text(render(quality, baselines))
+        chart(quality, baselines, args.output.with_suffix(".png"))
+        return 0
     if not (args.data_dir / "corpus.jsonl").is_file():
         print(f"SciFact not found at {args.data_dir}: nothing to measure", file=sys.stderr)
         return 2
@@ -243,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(report)
     args.json.write_text(json.dumps({"quality": quality.__dict__, "baselines": baselines}, indent=2, default=str))
+    chart(quality, baselines, args.output.with_suffix(".png"))
     print(report)
     return 0
 

@@ -46,6 +46,7 @@ def test_quality_bench_reports_every_mode_and_baseline(tmp_path: Path) -> None:
     assert ndcg["keyword"] > 0.5, "each query shares rare words with its document"
     assert report["quality"]["ingestion"]["chunks"] >= 40
     assert "baseline: bm25s" in out.read_text()
+    assert out.with_suffix(".png").stat().st_size > 1000
 
 
 def test_quality_bench_says_clearly_when_the_data_is_missing(tmp_path: Path) -> None:
