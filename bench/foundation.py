@@ -18,18 +18,17 @@ import asyncio
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from bench.common import summary_ms, timed_ms
 from zapomni_core import Settings, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_core.models import AddMemoryRequest, SearchRequest
@@ -54,21 +53,6 @@ def load_texts(count: int) -> tuple[list[str], list[str], str]:
         for i in range(count)
     ]
     return texts, [f"observation about subject {i % 17}" for i in range(100)], "generated paragraphs"
-
-
-def percentiles(samples_ms: list[float]) -> dict[str, float]:
-    ordered = sorted(samples_ms)
-
-    def pick(q: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
-
-    return {"p50": pick(0.50), "p95": pick(0.95), "mean": round(statistics.fmean(ordered), 2)}
-
-
-async def timed(call: Callable[[], Awaitable[object]]) -> float:
-    started = time.perf_counter()
-    await call()
-    return (time.perf_counter() - started) * 1000
 
 
 def server_params(data_dir: Path) -> StdioServerParameters:
@@ -99,22 +83,22 @@ async def through_mcp(data_dir: Path, memories: list[str], queries: list[str]) -
         ):
             await session.initialize()
             for text in memories:
-                adds.append(await timed(lambda t=text: session.call_tool("add_memory", {"text": t})))
+                adds.append(await timed_ms(lambda t=text: session.call_tool("add_memory", {"text": t})))
             for query in queries:
-                searches.append(await timed(lambda q=query: session.call_tool("search_memory", {"query": q})))
+                searches.append(await timed_ms(lambda q=query: session.call_tool("search_memory", {"query": q})))
             stats = (await session.call_tool("get_stats", {})).structured_content
     assert stats["total_memories"] == len(memories), stats
-    return {"add_memory": percentiles(adds), "search_memory": percentiles(searches)}
+    return {"add_memory": summary_ms(adds), "search_memory": summary_ms(searches)}
 
 
 async def through_core(data_dir: Path, memories: list[str], queries: list[str]) -> dict[str, dict[str, float]]:
     adds, searches = [], []
     async with open_core(Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
         for text in memories:
-            adds.append(await timed(lambda t=text: core.add_memory(AddMemoryRequest(text=t))))
+            adds.append(await timed_ms(lambda t=text: core.add_memory(AddMemoryRequest(text=t))))
         for query in queries:
-            searches.append(await timed(lambda q=query: core.search(SearchRequest(query=q))))
-    return {"add_memory": percentiles(adds), "search_memory": percentiles(searches)}
+            searches.append(await timed_ms(lambda q=query: core.search(SearchRequest(query=q))))
+    return {"add_memory": summary_ms(adds), "search_memory": summary_ms(searches)}
 
 
 def venv_size_mb() -> float | None:
@@ -142,7 +126,10 @@ async def run(count: int, starts: int) -> dict[str, object]:
         "cpus": os.cpu_count(),
         "memories": f"{len(memories)} {origin}",
         "queries": len(queries),
-        "cold_start_ms": {"fresh_data_dir": percentiles(fresh), "existing_data_dir": percentiles(warm)},
+        "cold_start_ms": {
+            "fresh_data_dir": summary_ms(fresh),
+            "existing_data_dir": summary_ms(warm),
+        },
         "mcp": mcp,
         "core": core,
         "venv_mb": venv_size_mb(),

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.vector_ef_runtime import DATA_DIR, load_scifact, mean_ndcg, progress, read_jsonl, read_qrels
+from bench.common import DATA_DIR, load_scifact, mean_ndcg, progress, read_jsonl, read_qrels
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging

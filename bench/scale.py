@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ import numpy as np
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from bench.vector_ef_runtime import DATA_DIR, progress, read_jsonl
+from bench.common import DATA_DIR, progress, read_jsonl, summary_ms, timed_ms
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
@@ -81,21 +81,6 @@ def queries(data_dir: Path, pool: list[str], count: int) -> list[str]:
     return claims[:count]
 
 
-def pct(samples: Sequence[float], q: float) -> float:
-    ordered = sorted(samples)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
-
-
-def summary(samples_ms: Sequence[float]) -> dict[str, float]:
-    return {"p50": pct(samples_ms, 0.50), "p95": pct(samples_ms, 0.95), "p99": pct(samples_ms, 0.99)}
-
-
-async def timed(call: Callable[[], Awaitable[Any]]) -> float:
-    started = time.perf_counter()
-    await call()
-    return (time.perf_counter() - started) * 1000
-
-
 def peak_rss_mb(pid: int | str = "self") -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -136,9 +121,9 @@ async def search_latency(core: ZapomniCore, texts: list[str], tag: str) -> dict[
         # New text per mode and size, so the first pass always pays for the query embedding.
         fresh = [f"{t} ({mode} {tag})" for t in texts]
         requests = [SearchRequest(query=q[:1000], mode=mode) for q in fresh]
-        cold = [await timed(lambda r=r: core.search(r)) for r in requests]
-        warm = [await timed(lambda r=r: core.search(r)) for r in requests]
-        out[mode] = {"with_embedding": summary(cold), "cached_embedding": summary(warm)}
+        cold = [await timed_ms(lambda r=r: core.search(r)) for r in requests]
+        warm = [await timed_ms(lambda r=r: core.search(r)) for r in requests]
+        out[mode] = {"with_embedding": summary_ms(cold), "cached_embedding": summary_ms(warm)}
     return out
 
 
@@ -158,10 +143,10 @@ async def mcp_overhead(core: ZapomniCore, data_dir: Path, texts: list[str]) -> d
             # Interleaved, so a change in machine load hits both sides alike.
             via_mcp, direct, stats_mcp, stats_direct = [], [], [], []
             for q in texts:
-                via_mcp.append(await timed(lambda q=q: session.call_tool("search_memory", {"query": q})))
-                direct.append(await timed(lambda q=q: core.search(SearchRequest(query=q))))
-                stats_mcp.append(await timed(lambda: session.call_tool("get_stats", {})))
-                stats_direct.append(await timed(core.stats))
+                via_mcp.append(await timed_ms(lambda q=q: session.call_tool("search_memory", {"query": q})))
+                direct.append(await timed_ms(lambda q=q: core.search(SearchRequest(query=q))))
+                stats_mcp.append(await timed_ms(lambda: session.call_tool("get_stats", {})))
+                stats_direct.append(await timed_ms(core.stats))
     return {
         "search_mcp_p50": round(statistics.median(via_mcp), 2),
         "search_direct_p50": round(statistics.median(direct), 2),

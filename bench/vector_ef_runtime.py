@@ -29,23 +29,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import csv
 import datetime as dt
 import hashlib
-import json
-import math
 import os
 import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from bench.common import DATA_DIR, SciFact, load_scifact, mean_ndcg, progress
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
 from zapomni_db.client import GraphClient
@@ -53,7 +50,6 @@ from zapomni_db.embedded import EmbeddedDatabase
 from zapomni_db.schema import SchemaSettings, migrations
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = (REPO_ROOT / ".." / "shared" / "data" / "scifact").resolve()
 CACHE_DIR = REPO_ROOT / "bench" / ".cache"
 RESULTS_FILE = REPO_ROOT / "bench" / "results" / "ef_runtime.md"
 
@@ -71,51 +67,6 @@ QUERY = "CALL db.idx.vector.queryNodes('Chunk','embedding',$k,vecf32($q)) YIELD 
 # ---------------------------------------------------------------- data
 
 
-@dataclass(frozen=True)
-class SciFact:
-    doc_ids: list[str]
-    doc_texts: list[str]
-    query_ids: list[str]
-    query_texts: list[str]
-    qrels: dict[str, dict[str, int]]  # query id -> {doc id: graded relevance}
-
-
-def read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
-
-
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        next(reader)  # header: query-id, corpus-id, score
-        for row in reader:
-            if len(row) >= 3:
-                qrels.setdefault(row[0], {})[row[1]] = int(row[2])
-    return qrels
-
-
-def load_scifact(data_dir: Path, limit_docs: int | None) -> SciFact:
-    doc_ids: list[str] = []
-    doc_texts: list[str] = []
-    for doc in read_jsonl(data_dir / "corpus.jsonl"):
-        if limit_docs is not None and len(doc_ids) >= limit_docs:
-            break
-        doc_ids.append(str(doc["_id"]))
-        doc_texts.append(f"{doc.get('title', '')} {doc.get('text', '')}".strip())
-    qrels = read_qrels(data_dir / "qrels" / "test.tsv")
-    query_ids: list[str] = []
-    query_texts: list[str] = []
-    for query in read_jsonl(data_dir / "queries.jsonl"):
-        if str(query["_id"]) in qrels:
-            query_ids.append(str(query["_id"]))
-            query_texts.append(str(query["text"]))
-    return SciFact(doc_ids, doc_texts, query_ids, query_texts, qrels)
-
-
 # ---------------------------------------------------------------- embeddings
 
 
@@ -125,15 +76,6 @@ def cache_key(model: str, texts: Sequence[str]) -> str:
         digest.update(text.encode("utf-8"))
         digest.update(b"\0")
     return digest.hexdigest()[:16]
-
-
-def progress(total: int, desc: str) -> Any:
-    """A tqdm bar on stderr when tqdm is installed, else None."""
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=desc, unit="text", file=sys.stderr)
 
 
 def embed_texts(embedder: OnnxMiniLMEmbedder, texts: Sequence[str], desc: str) -> np.ndarray:
@@ -185,18 +127,6 @@ def recall_at_k(found: Sequence[Sequence[str]], truth: Sequence[Sequence[str]], 
     """Mean share of the exact top-k that the index returned in its top-k."""
     scores = [len(set(f[:k]) & set(t[:k])) / len(t[:k]) for f, t in zip(found, truth, strict=True) if t]
     return float(np.mean(scores)) if scores else float("nan")
-
-
-def ndcg_at_10(ranked: Sequence[str], relevant: dict[str, int]) -> float:
-    """nDCG@10 as trec_eval/BEIR compute it: linear graded gain, log2(rank + 1) discount."""
-    dcg = sum(relevant.get(doc, 0) / math.log2(rank + 2) for rank, doc in enumerate(ranked[:10]))
-    ideal = sorted(relevant.values(), reverse=True)[:10]
-    idcg = sum(gain / math.log2(rank + 2) for rank, gain in enumerate(ideal))
-    return dcg / idcg if idcg > 0 else 0.0
-
-
-def mean_ndcg(rankings: Sequence[Sequence[str]], query_ids: Sequence[str], qrels: dict[str, dict[str, int]]) -> float:
-    return float(np.mean([ndcg_at_10(r, qrels[q]) for r, q in zip(rankings, query_ids, strict=True)]))
 
 
 def percentile_ms(latencies_s: Sequence[float], pct: float) -> float:

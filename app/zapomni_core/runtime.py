@@ -47,9 +47,8 @@ class RuntimeInfo:
 
 
 def chunker_for(embedder: Embedder, settings: Settings) -> Chunker:
-    # 256–512 tokens, and never more than the model reads.
-    max_tokens = settings.chunk_max_tokens or min(512, max(256, embedder.max_tokens))
-    max_tokens = min(max_tokens, embedder.max_tokens)
+    # Up to 512 tokens, and never more than the model reads (256 for MiniLM).
+    max_tokens = min(settings.chunk_max_tokens or 512, embedder.max_tokens)
     return Chunker(
         embedder.count_tokens, max_tokens=max_tokens, overlap_tokens=int(max_tokens * settings.chunk_overlap)
     )

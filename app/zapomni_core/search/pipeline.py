@@ -28,8 +28,9 @@ class SearchPipeline:
         self._leg_depth = leg_depth
 
     async def run(self, query: RetrievalQuery, options: SearchOptions) -> list[Ranked]:
-        names: list[LegName] = ["vector", "keyword"] if options.mode == "hybrid" else [options.mode]
-        legs = [self._retrievers[name] for name in names if name in self._retrievers]
+        wanted: list[LegName] = ["vector", "keyword"] if options.mode == "hybrid" else [options.mode]
+        names = [name for name in wanted if name in self._retrievers]
+        legs = [self._retrievers[name] for name in names]
         # Grouping by memory discards chunks, so the legs look deeper than the limit.
         depth = max(self._leg_depth, options.limit if options.all_chunks else 2 * options.limit)
         results = await asyncio.gather(*(leg.retrieve(query, depth) for leg in legs))

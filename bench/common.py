@@ -1,0 +1,101 @@
+"""What the benchmarks share: the BEIR SciFact data, ranking metrics, timing and progress bars.
+
+Nothing here imports the application, so a broken `app/` cannot break data loading.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = (REPO_ROOT / ".." / "shared" / "data" / "scifact").resolve()
+
+
+@dataclass(frozen=True)
+class SciFact:
+    doc_ids: list[str]
+    doc_texts: list[str]
+    query_ids: list[str]
+    query_texts: list[str]
+    qrels: dict[str, dict[str, int]]  # query id -> {doc id: graded relevance}
+
+
+def read_jsonl(path: Path) -> Iterable[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    with path.open(encoding="utf-8") as handle:
+        reader = csv.reader(handle, delimiter="\t")
+        next(reader)  # header: query-id, corpus-id, score
+        for row in reader:
+            if len(row) >= 3:
+                qrels.setdefault(row[0], {})[row[1]] = int(row[2])
+    return qrels
+
+
+def load_scifact(data_dir: Path, limit_docs: int | None) -> SciFact:
+    doc_ids: list[str] = []
+    doc_texts: list[str] = []
+    for doc in read_jsonl(data_dir / "corpus.jsonl"):
+        if limit_docs is not None and len(doc_ids) >= limit_docs:
+            break
+        doc_ids.append(str(doc["_id"]))
+        doc_texts.append(f"{doc.get('title', '')} {doc.get('text', '')}".strip())
+    qrels = read_qrels(data_dir / "qrels" / "test.tsv")
+    query_ids: list[str] = []
+    query_texts: list[str] = []
+    for query in read_jsonl(data_dir / "queries.jsonl"):
+        if str(query["_id"]) in qrels:
+            query_ids.append(str(query["_id"]))
+            query_texts.append(str(query["text"]))
+    return SciFact(doc_ids, doc_texts, query_ids, query_texts, qrels)
+
+
+def progress(total: int, desc: str) -> Any:
+    """A tqdm bar on stderr when tqdm is installed, else None."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit="text", file=sys.stderr)
+
+
+def ndcg_at_10(ranked: Sequence[str], relevant: dict[str, int]) -> float:
+    """nDCG@10 as trec_eval/BEIR compute it: linear graded gain, log2(rank + 1) discount."""
+    dcg = sum(relevant.get(doc, 0) / math.log2(rank + 2) for rank, doc in enumerate(ranked[:10]))
+    ideal = sorted(relevant.values(), reverse=True)[:10]
+    idcg = sum(gain / math.log2(rank + 2) for rank, gain in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def mean_ndcg(rankings: Sequence[Sequence[str]], query_ids: Sequence[str], qrels: dict[str, dict[str, int]]) -> float:
+    return float(np.mean([ndcg_at_10(r, qrels[q]) for r, q in zip(rankings, query_ids, strict=True)]))
+
+
+def summary_ms(samples_ms: Sequence[float], quantiles: Sequence[float] = (0.50, 0.95, 0.99)) -> dict[str, float]:
+    """Nearest-rank percentiles (p50, p95, ...) and the mean of millisecond samples, rounded to 0.01."""
+    ordered = sorted(samples_ms)
+    out = {f"p{round(q * 100)}": round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2) for q in quantiles}
+    out["mean"] = round(float(np.mean(ordered)), 2)
+    return out
+
+
+async def timed_ms(call: Callable[[], Awaitable[Any]]) -> float:
+    started = time.perf_counter()
+    await call()
+    return (time.perf_counter() - started) * 1000
