@@ -5,10 +5,20 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: help install run test lint bench clean
+# Operator targets act on the Docker stack, or with RUNTIME=local on the native appliance of `make up-local`.
+RUNTIME ?= docker
+COMPOSE ?= docker compose
+ifeq ($(RUNTIME),local)
+OP := ops/local zapomni
+else
+OP := $(COMPOSE) exec -T zapomni zapomni
+endif
+
+.PHONY: help install run test lint bench clean up down logs ps backup restore migrate health up-local down-local
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@echo "  (backup, restore, migrate, health: add RUNTIME=local for the native appliance)"
 
 # Install output goes to stderr: stdout may already belong to an MCP client (`make -s run`).
 $(STAMP): pyproject.toml constraints.txt
@@ -39,3 +49,36 @@ bench: $(STAMP)  ## run the benchmarks (~40 min on 2 cores); results go to bench
 
 clean:  ## remove the virtualenv and caches (never your data)
 	rm -rf $(VENV) .pytest_cache build *.egg-info app/*.egg-info
+
+# --- the appliance ------------------------------------------------------------------------------
+
+up:  ## start the Docker stack (FalkorDB, Redis, Ollama + models, zapomni) and wait until healthy
+	$(COMPOSE) up -d --build --wait
+
+down:  ## stop the Docker stack (volumes, i.e. your data, are kept)
+	$(COMPOSE) down
+
+logs:  ## follow the Docker stack's logs
+	$(COMPOSE) logs -f --tail=200
+
+ps:  ## show the Docker stack's services and their health
+	$(COMPOSE) ps
+
+backup: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## snapshot the database, verify it, keep the last ZAPOMNI_BACKUP_KEEP
+	$(OP) backup
+
+restore: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## restore BACKUP=<dir> (verified; the current data is kept as a safety copy)
+	@test -n "$(BACKUP)" || { echo "usage: make restore BACKUP=<backup directory>" >&2; exit 2; }
+	$(if $(filter local,$(RUNTIME)),ops/restore-local "$(BACKUP)",ops/restore-docker "$(BACKUP)")
+
+migrate: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## apply pending schema migrations (zapomni migrate status|--dry-run for a look first)
+	$(OP) migrate apply
+
+health: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## run the readiness checks and print them
+	$(OP) doctor
+
+up-local: $(STAMP)  ## the appliance natively: supervisord runs FalkorDB, Redis and the health endpoint
+	ops/up-local
+
+down-local:  ## stop the native appliance (FalkorDB saves on the way down)
+	ops/down-local

@@ -31,6 +31,14 @@ class Settings(BaseSettings):
     appendfsync: Literal["always", "everysec"] = Field("always", alias="ZAPOMNI_APPENDFSYNC")
     db_pool_size: int = Field(16, alias="ZAPOMNI_DB_POOL_SIZE", ge=1, le=256)
     vector_ef_runtime: int = Field(100, alias="ZAPOMNI_VECTOR_EF_RUNTIME", ge=1, le=10_000)
+    # Server mode: where this process can read the server's files (backups copy them from there).
+    falkordb_data_dir: Path | None = Field(None, alias="FALKORDB_DATA_DIR")
+
+    # Operations
+    backup_dir: Path | None = Field(None, alias="ZAPOMNI_BACKUP_DIR")
+    backup_keep: int = Field(7, alias="ZAPOMNI_BACKUP_KEEP", ge=1, le=1000)
+    health_host: str = Field("127.0.0.1", alias="ZAPOMNI_HEALTH_HOST")
+    health_port: int = Field(8090, alias="ZAPOMNI_HEALTH_PORT", ge=1, le=65535)
 
     # Embeddings
     embedder: Literal["onnx", "ollama"] = Field("onnx", alias="ZAPOMNI_EMBEDDER")
@@ -72,6 +80,17 @@ class Settings(BaseSettings):
         if self.embedding_model:
             return self.embedding_model
         return "nomic-embed-text" if self.embedder == "ollama" else "all-MiniLM-L6-v2"
+
+    @property
+    def db_files_dir(self) -> Path | None:
+        """The directory holding the database's RDB and AOF files, when this process can see it."""
+        if self.db_mode == "embedded":
+            return self.data_dir / "db"
+        return self.falkordb_data_dir
+
+    @property
+    def backups_dir(self) -> Path:
+        return self.backup_dir or self.data_dir / "backups"
 
     def masked(self) -> dict[str, Any]:
         """The effective configuration with secrets hidden, for the start-up log line."""

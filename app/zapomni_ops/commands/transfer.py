@@ -1,0 +1,5 @@
+"""Placeholder until implemented."""
+
+
+def add_parser(commands: object) -> None:
+    return None
