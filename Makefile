@@ -14,11 +14,11 @@ else
 OP := $(COMPOSE) exec -T zapomni zapomni
 endif
 
-.PHONY: help install run test lint bench clean up down logs ps backup restore migrate health up-local down-local
+.PHONY: help install run test lint bench clean up down logs ps backup restore migrate export import health up-local down-local
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
-	@echo "  (backup, restore, migrate, health: add RUNTIME=local for the native appliance)"
+	@echo "  (backup, restore, migrate, export, import, health: add RUNTIME=local for the native appliance)"
 
 # Install output goes to stderr: stdout may already belong to an MCP client (`make -s run`).
 $(STAMP): pyproject.toml constraints.txt
@@ -39,8 +39,8 @@ test: lint  ## lint, then run the whole test suite
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)  ## static checks (ruff)
-	$(BIN)/ruff check app tests bench
-	$(BIN)/ruff format --check app tests bench
+	$(BIN)/ruff check app tests bench healthchecks/probe ops/image-smoke.py
+	$(BIN)/ruff format --check app tests bench healthchecks/probe ops/image-smoke.py
 
 bench: $(STAMP)  ## run the benchmarks (~40 min on 2 cores); results go to bench/results/
 	$(BIN)/python -m bench.quality
@@ -73,6 +73,14 @@ restore: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## restore BACKUP=<dir> (ver
 
 migrate: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## apply pending schema migrations (zapomni migrate status|--dry-run for a look first)
 	$(OP) migrate apply
+
+export: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## write every memory to OUT=<file.jsonl> (portable JSONL)
+	@test -n "$(OUT)" || { echo "usage: make export OUT=<file.jsonl>" >&2; exit 2; }
+	$(OP) export > "$(OUT).partial" && mv "$(OUT).partial" "$(OUT)"
+
+import: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## add the memories of FILE=<file.jsonl> (validated first; re-runs skip what is there)
+	@test -n "$(FILE)" || { echo "usage: make import FILE=<file.jsonl>" >&2; exit 2; }
+	$(OP) import - < "$(FILE)"
 
 health: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## run the readiness checks and print them
 	$(OP) doctor

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import BinaryIO, TextIO
 
 import anyio
 import structlog
 
+from zapomni_core import transfer
 from zapomni_core.chunking import Chunker
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import ShuttingDown
@@ -25,9 +26,10 @@ from zapomni_core.models import (
     Stats,
     parse_iso8601,
 )
+from zapomni_core.records import chunk_rows, memory_record
 from zapomni_core.search import Ranked, RetrievalQuery, SearchOptions, SearchPipeline
 from zapomni_core.search.analyzer import Analyzer, TermCounts
-from zapomni_db import ChunkRow, MemoryRecord, MemoryRepository, SearchFilter
+from zapomni_db import MemoryRepository, SearchFilter
 
 log = structlog.get_logger(__name__)
 
@@ -100,19 +102,8 @@ class ZapomniCore:
         started = time.perf_counter()
         pieces, term_counts = await asyncio.to_thread(self._analyse, request.text)
         vectors = await self._embed_until_deadline(pieces)
-        memory = self._memory_record(request)
-        chunks = [
-            ChunkRow(
-                id=str(uuid.uuid4()),
-                index=i,
-                text=piece,
-                embedding=vector,
-                terms=counts.terms,
-                counts=counts.counts,
-                length=counts.length,
-            )
-            for i, (piece, vector, counts) in enumerate(zip(pieces, vectors, term_counts, strict=True))
-        ]
+        memory = memory_record(str(uuid.uuid4()), request.text, time.time(), request.metadata)
+        chunks = chunk_rows(pieces, vectors, term_counts)
         await self._repository.insert(memory, chunks)
         log.info(
             "memory.added",
@@ -135,21 +126,6 @@ class ZapomniCore:
                 raise ShuttingDown("the server shut down before this memory was embedded; nothing was stored")
             vectors.extend(await self._embedder.embed_documents(pieces[start : start + EMBED_SLICE]))
         return vectors
-
-    def _memory_record(self, request: AddMemoryRequest) -> MemoryRecord:
-        metadata = request.metadata
-        now = time.time()
-        date = metadata.date if metadata else None
-        return MemoryRecord(
-            id=str(uuid.uuid4()),
-            text=request.text,
-            created_at=now,
-            tags=list(metadata.tags) if metadata else [],
-            source=metadata.source if metadata else None,
-            date=date,
-            date_ts=parse_iso8601(date).timestamp() if date else now,
-            metadata_json=json.dumps(metadata.extra() if metadata else {}, sort_keys=True),
-        )
 
     async def search(self, request: SearchRequest) -> SearchResult:
         started = time.perf_counter()
@@ -186,6 +162,18 @@ class ZapomniCore:
             cache_backend=self._embedder.cache.backend,
             uptime_s=round(time.monotonic() - self._started, 3),
         )
+
+    async def export_memories(self, out: TextIO, progress: transfer.ProgressFn | None = None) -> transfer.ExportReport:
+        """Write every memory to `out` as portable JSONL (`zapomni_core.transfer`, docs/export-format.md)."""
+        embedder = transfer.EmbedderInfo(self._embedder.name, self._embedder.dimension)
+        return await transfer.export_memories(self._repository, embedder, out, progress, graph_name=self._graph_name)
+
+    async def import_memories(
+        self, src: BinaryIO, progress: transfer.ProgressFn | None = None
+    ) -> transfer.ImportReport:
+        """Store the memories of a JSONL export that this store lacks; a bad file changes nothing."""
+        target = transfer.ImportTarget(self._repository, self._embedder, self._analyzer, self._analyse)
+        return await transfer.import_memories(target, src, progress)
 
     def begin_shutdown(self, grace_s: float) -> None:
         """Refuse new writes; let the ones in flight finish within `grace_s` seconds."""

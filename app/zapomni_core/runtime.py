@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -11,23 +10,16 @@ from dataclasses import dataclass
 import structlog
 
 from zapomni_core.chunking import Chunker
+from zapomni_core.database import open_database
 from zapomni_core.embedders import CachedEmbedder, Embedder, build_cache, build_embedder
 from zapomni_core.engine import ZapomniCore
-from zapomni_core.errors import ConfigurationError, StorageUnavailable
+from zapomni_core.errors import ConfigurationError
+from zapomni_core.reembed import in_progress_message
 from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetriever
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_core.settings import Settings
-from zapomni_db import (
-    DatabaseUnavailable,
-    EmbeddedDatabase,
-    GraphClient,
-    MemoryRepository,
-    SchemaMismatch,
-    SchemaSettings,
-    migrate,
-    wait_for_indexes,
-)
+from zapomni_db import MemoryRepository, SchemaMismatch, SchemaSettings, migrate, wait_for_indexes
 
 log = structlog.get_logger(__name__)
 
@@ -59,19 +51,27 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
     """Yield a ready engine; on exit drain writes, close the embedder and pool, release the database."""
     started = time.perf_counter()
     async with AsyncExitStack() as stack:
-        client, location, started_db = await _open_database(settings, stack)
+        database = await open_database(settings, stack)
+        client = database.client
+        repository = MemoryRepository(client)
+        # Mid re-embed the vector index is gone and the vectors come from two models: neither works.
+        reembed_state = await repository.reembed_state()
+        if reembed_state is not None:
+            raise ConfigurationError(in_progress_message(reembed_state))
         embedder = CachedEmbedder(await build_embedder(settings), build_cache(settings))
         stack.push_async_callback(embedder.aclose)
-        await migrate(client, SchemaSettings(dimension=embedder.dimension, ef_runtime=settings.vector_ef_runtime))
+        try:
+            await migrate(client, SchemaSettings(dimension=embedder.dimension, ef_runtime=settings.vector_ef_runtime))
+        except SchemaMismatch as exc:  # an old, unversioned graph whose vectors have another dimension
+            raise ConfigurationError(f"{exc} (`zapomni migrate status` shows what is stored)") from None
         await wait_for_indexes(client)
-        repository = MemoryRepository(client)
         try:
             await repository.claim_embedder(embedder.name, embedder.dimension)
         except SchemaMismatch as exc:
             raise ConfigurationError(
-                f"{exc}. Use the embedder that built it (ZAPOMNI_EMBEDDER / EMBEDDING_MODEL), or point "
-                "ZAPOMNI_DATA_DIR or GRAPH_NAME at a new store; moving existing memories to another "
-                "embedder means re-embedding them (a `reembed` migration is planned)."
+                f"{exc}. Use the embedder that built it (ZAPOMNI_EMBEDDER / EMBEDDING_MODEL), point "
+                "ZAPOMNI_DATA_DIR or GRAPH_NAME at a new store, or re-embed the stored memories with the "
+                "configured embedder: stop every Zapomni server on this store, then run `zapomni migrate reembed`."
             ) from None
         removed = await repository.remove_orphan_chunks(time.time() - ORPHAN_GRACE_S)
         if removed:
@@ -93,47 +93,10 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
         )
         stack.push_async_callback(core.drain)
         info = RuntimeInfo(
-            data_location=location,
+            data_location=database.location,
             embedder=embedder.name,
             dimension=embedder.dimension,
-            started_database=started_db,
+            started_database=database.started_here,
             startup_s=round(time.perf_counter() - started, 3),
         )
         yield core, info
-
-
-async def _open_database(settings: Settings, stack: AsyncExitStack) -> tuple[GraphClient, str, bool]:
-    try:
-        client, location, started = await _connect(settings, stack)
-        await client.ping()
-    except DatabaseUnavailable as exc:
-        where = (
-            f"FalkorDB at FALKORDB_HOST={settings.falkordb_host} FALKORDB_PORT={settings.falkordb_port}"
-            if settings.db_mode == "server"
-            else f"the embedded FalkorDB in ZAPOMNI_DATA_DIR={settings.data_dir} (see db/redis.log there)"
-        )
-        cause = f": {exc.__cause__}" if exc.__cause__ else f": {exc}"
-        raise StorageUnavailable(f"cannot use {where}{cause}") from exc
-    return client, location, started
-
-
-async def _connect(settings: Settings, stack: AsyncExitStack) -> tuple[GraphClient, str, bool]:
-    if settings.db_mode == "server":
-        password = settings.falkordb_password.get_secret_value() if settings.falkordb_password else None
-        client = GraphClient.over_tcp(
-            settings.falkordb_host,
-            settings.falkordb_port,
-            settings.graph_name,
-            password=password,
-            max_connections=settings.db_pool_size,
-        )
-        stack.push_async_callback(client.close)
-        return client, f"falkordb://{settings.falkordb_host}:{settings.falkordb_port}", False
-    database = EmbeddedDatabase(settings.data_dir, appendfsync=settings.appendfsync)
-    await asyncio.to_thread(database.open)
-    stack.push_async_callback(asyncio.to_thread, database.close)
-    client = GraphClient.over_unix_socket(
-        str(database.socket), settings.graph_name, max_connections=settings.db_pool_size
-    )
-    stack.push_async_callback(client.close)
-    return client, str(database.paths.data_dir), database.started_here

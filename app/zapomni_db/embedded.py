@@ -148,6 +148,10 @@ class EmbeddedDatabase:
         # Wait inside the startup lock so a second client cannot mistake a loading server for none.
         self._wait_ready()
 
+    def attached_clients(self) -> int:
+        """How many processes are attached to this data directory's server right now, this one included."""
+        return _locks.live_holders(self.paths.clients_dir)
+
     def close(self) -> None:
         """Detach; the last client out saves the data and stops the server."""
         if self._client_fd is None:

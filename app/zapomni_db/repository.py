@@ -8,6 +8,7 @@ from typing import Any
 
 from zapomni_db.client import GraphClient
 from zapomni_db.errors import SchemaMismatch
+from zapomni_db.schema import current_version
 
 # A single query this size stays well inside FalkorDB's comfortable parameter payload
 # (500 chunks x 384 floats); bigger memories are written in batches, then linked.
@@ -88,6 +89,30 @@ class ChunkHit:
 class Counts:
     memories: int
     chunks: int
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    """A memory as stored, without its chunks: what an export writes."""
+
+    id: str
+    seq: int
+    text: str
+    created_at: float
+    tags: list[str]
+    source: str | None
+    date: str | None
+    metadata_json: str
+    chunk_count: int
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    memory_id: str
+    id: str
+    index: int
+    text: str
+    embedding: list[float]
 
 
 _CHUNK_PROPERTIES = (
@@ -260,6 +285,163 @@ class MemoryRepository:
             "length": chunk.length,
         }
 
+    # -- The embedder claim and re-embedding (`zapomni migrate reembed`) ------------------------
+
+    async def stored_embedder(self) -> EmbedderClaim | None:
+        """The embedder this graph is claimed by, or None before the first start."""
+        rows = await self._client.ro_query("MATCH (e:EmbedderInfo {id: 'embedder'}) RETURN e.model, e.dimension")
+        return EmbedderClaim(model=rows[0][0], dimension=int(rows[0][1])) if rows else None
+
+    async def reembed_state(self) -> ReembedState | None:
+        """The re-embed in progress, if one started and has not finished; the engine must not open meanwhile."""
+        rows = await self._client.ro_query(
+            "MATCH (r:Reembed {id: 'reembed'}) RETURN r.model, r.dimension, r.started_at"
+        )
+        if not rows:
+            return None
+        model, dimension, started_at = rows[0]
+        return ReembedState(model=model, dimension=int(dimension), started_at=float(started_at))
+
+    async def begin_reembed(self, model: str, dimension: int, now: float) -> tuple[ReembedState, bool]:
+        """Mark a re-embed to `model` as in progress; the flag is True when none was before this call.
+
+        A run that resumes keeps its start time; one that resumes with another target model takes
+        that model (chunks are skipped only when they already carry the new one).
+        """
+        rows = await self._client.query(
+            "OPTIONAL MATCH (old:Reembed {id: 'reembed'}) WITH count(old) = 0 AS fresh "
+            "MERGE (r:Reembed {id: 'reembed'}) ON CREATE SET r.started_at = $now "
+            "SET r.model = $model, r.dimension = $dimension RETURN r.started_at, fresh",
+            {"model": model, "dimension": dimension, "now": now},
+        )
+        started_at, fresh = rows[0]
+        return ReembedState(model=model, dimension=dimension, started_at=float(started_at)), bool(fresh)
+
+    async def abandon_reembed(self) -> None:
+        """Remove the in-progress mark of a re-embed that never touched a chunk."""
+        await self._client.query("MATCH (r:Reembed {id: 'reembed'}) DELETE r")
+
+    async def stored_chunks(self) -> int:
+        """Every Chunk node, linked or not (0 for a graph that does not exist yet)."""
+        rows = await self._client.ro_query("MATCH (c:Chunk) RETURN count(c)")
+        return int(rows[0][0]) if rows else 0
+
+    async def reembedded_chunks(self, model: str) -> int:
+        """Chunks whose vector a re-embed to `model` has already written."""
+        rows = await self._client.ro_query(
+            "MATCH (c:Chunk) WHERE c.embedding_model = $model RETURN count(c)", {"model": model}
+        )
+        return int(rows[0][0]) if rows else 0
+
+    async def chunk_ids_to_reembed(self, model: str, *, after: str, limit: int) -> list[str]:
+        """Up to `limit` ids, in id order after `after`, of chunks whose vector is not from `model` yet."""
+        rows = await self._client.ro_query(
+            "MATCH (c:Chunk) WHERE c.id > $after AND (c.embedding_model IS NULL OR c.embedding_model <> $model) "
+            "RETURN c.id ORDER BY c.id LIMIT $limit",
+            {"model": model, "after": after, "limit": limit},
+        )
+        return [row[0] for row in rows]
+
+    async def chunk_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        rows = await self._client.ro_query(
+            "UNWIND $ids AS cid MATCH (c:Chunk {id: cid}) RETURN c.id, c.text", {"ids": list(ids)}
+        )
+        return {row[0]: row[1] for row in rows}
+
+    async def set_chunk_embeddings(self, model: str, vectors: dict[str, list[float]]) -> int:
+        """Replace chunk vectors and tag them with `model` in one SET; returns the chunks updated.
+
+        Only with the vector index dropped: a SET on an indexed Chunk re-inserts it into the HNSW
+        index and leaves a stale copy behind.
+        """
+        rows = await self._client.query(
+            "UNWIND $rows AS r MATCH (c:Chunk {id: r.id}) "
+            "SET c.embedding = vecf32(r.embedding), c.embedding_model = $model RETURN count(c)",
+            {"model": model, "rows": [{"id": cid, "embedding": vector} for cid, vector in vectors.items()]},
+        )
+        return int(rows[0][0]) if rows else 0
+
+    async def finish_reembed(self, model: str, dimension: int) -> None:
+        """Claim the graph for the new embedder and clear the in-progress mark, in one (atomic) query."""
+        await self._client.query(
+            "MERGE (e:EmbedderInfo {id: 'embedder'}) ON CREATE SET e.created_at = timestamp() "
+            "SET e.model = $model, e.dimension = $dimension, e.reembedded_at = timestamp() "
+            "WITH e OPTIONAL MATCH (r:Reembed {id: 'reembed'}) DELETE r",
+            {"model": model, "dimension": dimension},
+        )
+
+    # -- Export and import (`zapomni export` / `zapomni import`) ---------------------------------
+
+    async def memories_between(self, after: int, upto: int) -> list[StoredMemory]:
+        """Memories with `after < seq <= upto`, in `seq` order (the order they became visible)."""
+        rows = await self._client.ro_query(
+            "MATCH (m:Memory) WHERE m.seq > $after AND m.seq <= $upto "
+            "RETURN m.id, m.seq, m.text, m.created_at, m.tags, m.source, m.date, m.metadata, m.chunk_count "
+            "ORDER BY m.seq",
+            {"after": after, "upto": upto},
+        )
+        return [
+            StoredMemory(
+                id=r[0],
+                seq=int(r[1]),
+                text=r[2],
+                created_at=float(r[3]),
+                tags=list(r[4] or []),
+                source=r[5],
+                date=r[6],
+                metadata_json=r[7] or "{}",
+                chunk_count=int(r[8] or 0),
+            )
+            for r in rows
+        ]
+
+    async def chunks_of(self, memory_ids: Sequence[str]) -> list[StoredChunk]:
+        """Every chunk of `memory_ids` (with its vector), by memory id then idx."""
+        rows = await self._client.ro_query(
+            "UNWIND $ids AS mid MATCH (m:Memory {id: mid})-[:HAS_CHUNK]->(c:Chunk) "
+            "RETURN m.id, c.id, c.idx, c.text, c.embedding ORDER BY m.id, c.idx",
+            {"ids": list(memory_ids)},
+        )
+        return [_stored_chunk(row) for row in rows]
+
+    async def chunk_range(self, memory_id: str, from_index: int, to_index: int) -> list[StoredChunk]:
+        """The chunks of one memory with `from_index <= idx < to_index`, in idx order.
+
+        A query of its own: an optional bound (`$hi IS NULL OR ...`) made FalkorDB 5x slower here.
+        """
+        rows = await self._client.ro_query(
+            "MATCH (m:Memory {id: $id})-[:HAS_CHUNK]->(c:Chunk) WHERE c.idx >= $lo AND c.idx < $hi "
+            "RETURN m.id, c.id, c.idx, c.text, c.embedding ORDER BY c.idx",
+            {"id": memory_id, "lo": from_index, "hi": to_index},
+        )
+        return [_stored_chunk(row) for row in rows]
+
+    async def existing_memory_ids(self, ids: Sequence[str]) -> set[str]:
+        """Those of `ids` that name a stored memory."""
+        rows = await self._client.ro_query(
+            "UNWIND $ids AS mid MATCH (m:Memory {id: mid}) RETURN m.id", {"ids": list(ids)}
+        )
+        return {row[0] for row in rows}
+
+    async def linked_chunk_ids(self, ids: Sequence[str]) -> set[str]:
+        """Those of `ids` that name a chunk of a stored memory.
+
+        Unlinked chunks (left by a crashed large write) are not counted: they are invisible, and
+        the start-up sweep removes them.
+        """
+        rows = await self._client.ro_query(
+            "UNWIND $ids AS cid MATCH (c:Chunk {id: cid})<-[:HAS_CHUNK]-(:Memory) RETURN DISTINCT c.id",
+            {"ids": list(ids)},
+        )
+        return {row[0] for row in rows}
+
+    async def schema_version(self) -> int:
+        return await current_version(self._client)
+
+
+def _stored_chunk(row: list[Any]) -> StoredChunk:
+    return StoredChunk(memory_id=row[0], id=row[1], index=int(row[2]), text=row[3], embedding=list(row[4] or []))
+
 
 def _hit(row: list[Any]) -> ChunkHit:
     return ChunkHit(
@@ -272,3 +454,20 @@ def _hit(row: list[Any]) -> ChunkHit:
         created_at=float(row[6]),
         date=row[7],
     )
+
+
+@dataclass(frozen=True)
+class EmbedderClaim:
+    """The `(:EmbedderInfo)` record: which embedder's vectors the graph holds."""
+
+    model: str
+    dimension: int
+
+
+@dataclass(frozen=True)
+class ReembedState:
+    """The `(:Reembed)` record of a re-embed that started and has not finished."""
+
+    model: str
+    dimension: int
+    started_at: float

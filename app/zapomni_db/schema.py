@@ -4,6 +4,11 @@ A migration is a numbered list of Cypher statements. The database records the ve
 in a single `(:SchemaVersion {id: 'schema'})` node; `migrate` applies, in order, every migration
 above that version and bumps the version after each one, so a run that dies half way resumes
 where it stopped. Index statements that find their index already there count as done.
+
+Version 0 is a graph without that node: either a new one, or one written before versions were
+recorded (Memory and Chunk nodes with their properties and embeddings, but no indexes, no
+Sequence node and no `Memory.seq`). Migration 1 indexes such a graph and migration 2 numbers its
+memories, so it comes out exactly like a graph built at the latest version.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import structlog
 from redis.exceptions import ResponseError
 
 from zapomni_db.client import GraphClient
-from zapomni_db.errors import DatabaseUnavailable
+from zapomni_db.errors import DatabaseUnavailable, SchemaMismatch
 
 log = structlog.get_logger(__name__)
 
@@ -38,13 +43,33 @@ class Migration:
     statements: tuple[str, ...]
 
 
-def migrations(settings: SchemaSettings) -> list[Migration]:
+# Memories written before migration 2 have no `seq`, and the keyword index only sees memories by
+# `seq`: number them in a fixed order (creation time, then id) after every number already handed
+# out, and move the counter past them. Only memories without a number are touched, so running it
+# again changes nothing. Memory nodes are not in the vector index, so setting a property on them
+# is safe (on a Chunk it would leave a stale HNSW entry behind).
+_BACKFILL_SEQ = (
+    "MERGE (q:Sequence {id: 'chunks'}) ON CREATE SET q.value = 0 WITH q "
+    "OPTIONAL MATCH (s:Memory) WHERE s.seq IS NOT NULL WITH q, max(s.seq) AS top "
+    "WITH q, CASE WHEN top IS NULL OR top < q.value THEN q.value ELSE top END AS base "
+    "MATCH (m:Memory) WHERE m.seq IS NULL WITH q, base, m ORDER BY m.created_at, m.id "
+    "WITH q, base, collect(m) AS todo SET q.value = base + size(todo) "
+    "WITH base, todo UNWIND range(0, size(todo) - 1) AS i WITH todo[i] AS m, base + i + 1 AS seq "
+    "SET m.seq = seq"
+)
+
+
+def vector_index_statement(settings: SchemaSettings) -> str:
+    """The one definition of the chunk vector index: migration 1 creates it, a re-embed re-creates it."""
     # The index options are integers from our own configuration, never user input.
-    vector_index = (
+    return (
         "CREATE VECTOR INDEX FOR (c:Chunk) ON (c.embedding) OPTIONS {"
         f"dimension: {int(settings.dimension)}, similarityFunction: 'cosine', M: {int(settings.m)}, "
         f"efConstruction: {int(settings.ef_construction)}, efRuntime: {int(settings.ef_runtime)}}}"
     )
+
+
+def migrations(settings: SchemaSettings) -> list[Migration]:
     return [
         Migration(
             1,
@@ -55,13 +80,13 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
                 "CREATE INDEX FOR (m:Memory) ON (m.date_ts)",
                 "CREATE INDEX FOR (c:Chunk) ON (c.id)",
                 "CREATE INDEX FOR (c:Chunk) ON (c.memory_id)",
-                vector_index,
+                vector_index_statement(settings),
             ),
         ),
         Migration(
             2,
-            "visibility sequence for the keyword index",
-            ("CREATE INDEX FOR (m:Memory) ON (m.seq)", "MERGE (q:Sequence {id: 'chunks'}) ON CREATE SET q.value = 0"),
+            "visibility sequence for the keyword index (numbers memories that have none)",
+            ("CREATE INDEX FOR (m:Memory) ON (m.seq)", _BACKFILL_SEQ),
         ),
     ]
 
@@ -81,6 +106,8 @@ async def migrate(client: GraphClient, settings: SchemaSettings, *, dry_run: boo
     due = [m for m in migrations(settings) if m.version > version]
     if dry_run:
         return due
+    if any(m.version == 1 for m in due):
+        await _check_stored_dimension(client, settings.dimension)
     for migration in due:
         for statement in migration.statements:
             await _apply(client, statement)
@@ -104,6 +131,50 @@ async def wait_for_indexes(client: GraphClient, timeout_s: float = 600.0) -> Non
             raise DatabaseUnavailable(f"indexes on {sorted(set(pending))} did not finish building")
         log.info("db.indexes_building", labels=sorted(set(pending)))
         await asyncio.sleep(0.2)
+
+
+async def stored_vector_dimension(client: GraphClient) -> int | None:
+    """The length of a stored chunk embedding (they all share one), or None when there are no chunks."""
+    rows = await client.ro_query("MATCH (c:Chunk) WHERE c.embedding IS NOT NULL RETURN c.embedding LIMIT 1")
+    return len(rows[0][0]) if rows else None
+
+
+async def vector_index_dimension(client: GraphClient) -> int | None:
+    """The dimension the chunk vector index was built with, or None when there is no such index."""
+    rows = await client.ro_query(
+        "CALL db.indexes() YIELD label, options, types WHERE label = 'Chunk' RETURN options, types"
+    )
+    for options, types in rows:
+        if "VECTOR" in (types or {}).get("embedding", []):
+            return int(options["embedding"]["dimension"])
+    return None
+
+
+async def create_vector_index(client: GraphClient, settings: SchemaSettings) -> None:
+    await _apply(client, vector_index_statement(settings))
+
+
+async def drop_vector_index(client: GraphClient) -> bool:
+    """Drop the chunk vector index; False when there was none (an interrupted re-embed already did)."""
+    try:
+        await client.query("DROP VECTOR INDEX FOR (c:Chunk) ON (c.embedding)")
+    except ResponseError as exc:
+        if "no such index" in str(exc).lower():
+            return False
+        raise
+    log.info("db.vector_index.dropped")
+    return True
+
+
+async def _check_stored_dimension(client: GraphClient, dimension: int) -> None:
+    # A vector of another dimension than its index is stored but never indexed, without an error:
+    # indexing a version-0 graph with the wrong dimension would hide every memory from vector search.
+    stored = await stored_vector_dimension(client)
+    if stored is not None and stored != dimension:
+        raise SchemaMismatch(
+            f"the stored chunk embeddings are {stored}-d but the vector index would be built {dimension}-d: "
+            "migrate with the embedder that wrote them, then re-embed"
+        )
 
 
 async def _apply(client: GraphClient, statement: str) -> None:

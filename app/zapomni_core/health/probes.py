@@ -1,0 +1,207 @@
+"""The checks' dependencies, held across checks: connections made lazily and rebuilt after a failure,
+and the embedder built once in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis.asyncio as aioredis
+import structlog
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from zapomni_core.embedders.base import Embedder
+from zapomni_core.health.results import CHECK_TIMEOUT_S, CheckFailed, describe
+from zapomni_db.client import GraphClient
+from zapomni_db.errors import DatabaseError
+from zapomni_db.schema import current_version
+
+log = structlog.get_logger(__name__)
+
+
+# -- the database ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DatabaseTarget:
+    """Where the database answers: the embedded server's unix socket, or host:port in server mode."""
+
+    label: str
+    graph_name: str
+    socket: Path | None = None
+    host: str = "127.0.0.1"
+    port: int = 6379
+    password: str | None = field(default=None, repr=False)
+
+
+class DatabaseProbe:
+    """Lazy connections to FalkorDB that are rebuilt after a failure, never started or waited for."""
+
+    def __init__(self, target: DatabaseTarget, timeout_s: float = CHECK_TIMEOUT_S) -> None:
+        self.target = target
+        self.timeout_s = timeout_s
+        self._redis: aioredis.Redis | None = None
+        self._graph: GraphClient | None = None
+
+    def redis(self) -> aioredis.Redis:
+        """A plain client for PING/INFO; it connects on first use and reconnects by itself."""
+        if self._redis is None:
+            # One retry, on a fresh connection: a pooled connection to a server that restarted is
+            # dead, and that must not read as a failure. A refused reconnect still fails at once.
+            # No CLIENT SETINFO on connect: a loading server answers between chunks of its load,
+            # and every round trip saved is time left to hear it say LOADING.
+            common = {
+                "socket_timeout": self.timeout_s,
+                "socket_connect_timeout": self.timeout_s,
+                "retry": Retry(NoBackoff(), 1),
+                "driver_info": None,
+            }
+            if self.target.socket is not None:
+                self._redis = aioredis.Redis(unix_socket_path=str(self.target.socket), **common)
+            else:
+                self._redis = aioredis.Redis(
+                    host=self.target.host, port=self.target.port, password=self.target.password, **common
+                )
+        return self._redis
+
+    async def schema_version(self) -> int:
+        """The graph's schema version, on a fresh client when the cached one has gone stale."""
+        for attempt in (1, 2):
+            client = await self._graph_client()
+            try:
+                return await current_version(client)
+            except (DatabaseError, RedisError, OSError):
+                await self._drop_graph_client()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _graph_client(self) -> GraphClient:
+        if self._graph is None:
+            # No waiting while the server loads: LOADING is the answer here, not a reason to wait.
+            pool_options = {
+                "max_connections": 2,
+                "timeout": self.timeout_s,
+                "socket_timeout": self.timeout_s,
+                "socket_connect_timeout": self.timeout_s,
+            }
+            if self.target.socket is not None:
+                pool = aioredis.BlockingConnectionPool(
+                    connection_class=aioredis.UnixDomainSocketConnection, path=str(self.target.socket), **pool_options
+                )
+            else:
+                pool = aioredis.BlockingConnectionPool(
+                    host=self.target.host, port=self.target.port, password=self.target.password, **pool_options
+                )
+            # The FalkorDB client sends one blocking INFO while it is built: keep it off the loop.
+            self._graph = await asyncio.to_thread(GraphClient, pool, self.target.graph_name, loading_timeout_s=0.0)
+        return self._graph
+
+    async def _drop_graph_client(self) -> None:
+        client, self._graph = self._graph, None
+        if client is not None:
+            with suppress(Exception):
+                await client.close()
+
+    async def aclose(self) -> None:
+        await self._drop_graph_client()
+        client, self._redis = self._redis, None
+        if client is not None:
+            with suppress(Exception):
+                await client.aclose()
+
+
+# -- the embedding cache -----------------------------------------------------------------------
+
+
+class RedisProbe:
+    """The embedding cache's Redis (REDIS_URL), checked only when one is configured."""
+
+    def __init__(self, url: str, label: str, timeout_s: float = CHECK_TIMEOUT_S) -> None:
+        self.label = label
+        self._url = url
+        self.timeout_s = timeout_s
+        self._client: aioredis.Redis | None = None
+
+    def client(self) -> aioredis.Redis:
+        if self._client is None:  # from_url rejects a malformed URL: that is the check's answer
+            self._client = aioredis.from_url(
+                self._url,
+                socket_timeout=self.timeout_s,
+                socket_connect_timeout=self.timeout_s,
+                retry=Retry(NoBackoff(), 1),
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            with suppress(Exception):
+                await client.aclose()
+
+
+# -- the embedder ------------------------------------------------------------------------------
+
+
+class EmbedderProbe:
+    """The embedder, built once in the background; a failed build is retried by the next check.
+
+    The build runs as its own task so that a check's timeout does not cancel it: a slow first
+    load (Ollama reading a model into memory) reports "still loading" until it is done.
+    """
+
+    def __init__(self, build: Callable[[], Awaitable[Embedder]]) -> None:
+        self._build = build
+        self._task: asyncio.Task[Embedder] | None = None
+
+    def start(self) -> asyncio.Task[Embedder]:
+        if self._task is None or (self._task.done() and (self._task.cancelled() or self._task.exception())):
+            self._task = asyncio.create_task(self._run_build(), name="health-embedder-build")
+        return self._task
+
+    async def _run_build(self) -> Embedder:
+        return await self._build()
+
+    async def get(self, wait_s: float) -> Embedder:
+        """The embedder, waiting up to `wait_s` for a build in progress (which goes on regardless)."""
+        task = self.start()
+        done, _pending = await asyncio.wait({task}, timeout=wait_s)
+        if not done:
+            raise CheckFailed("still loading the model")
+        if task.cancelled():
+            raise CheckFailed("not loaded: the build was cancelled")
+        failure = task.exception()
+        if failure is not None:
+            raise CheckFailed(f"not loaded: {describe(failure, wait_s)}")
+        return task.result()
+
+    async def wait_started(self, timeout_s: float) -> None:
+        """Give the first build up to `timeout_s`; a slower one goes on in the background."""
+        try:
+            await asyncio.wait_for(asyncio.shield(self.start()), timeout_s)
+        except TimeoutError:
+            log.warning("health.embedder_still_loading", waited_s=timeout_s)
+        except Exception as exc:  # reported by every check until a rebuild succeeds
+            log.warning("health.embedder_not_loaded", error=describe(exc, timeout_s))
+
+    async def aclose(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        if not task.done():
+            task.cancel()
+        try:
+            embedder = await task
+        except Exception:
+            return  # the build failed: nothing to close
+        except asyncio.CancelledError:
+            if task.cancelled():
+                return  # cancelled above, before it finished
+            raise
+        await embedder.aclose()

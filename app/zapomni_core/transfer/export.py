@@ -1,0 +1,173 @@
+"""Export: every memory in the store written as a JSONL export, a page at a time."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, TextIO
+
+import numpy as np
+import structlog
+
+from zapomni_core.transfer.format import (
+    FORMAT_VERSION,
+    HEADER_TYPE,
+    EmbedderInfo,
+    ProgressFn,
+    TransferError,
+    TransferProgress,
+)
+from zapomni_db.repository import MemoryRepository, StoredChunk, StoredMemory
+
+log = structlog.get_logger(__name__)
+
+# Export: memories read per query (a window of `seq` numbers, like the keyword index's sync) and
+# chunks per query; a memory with more chunks than that is written piece by piece.
+EXPORT_SEQ_WINDOW = 256
+EXPORT_CHUNK_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    memories: int
+    chunks: int
+    embedder: str
+    duration_s: float
+
+
+async def export_memories(
+    repository: MemoryRepository,
+    embedder: EmbedderInfo,
+    out: TextIO,
+    progress: ProgressFn | None = None,
+    *,
+    graph_name: str,
+) -> ExportReport:
+    """Write every memory visible when the export starts to `out`, streaming a page at a time.
+
+    Memories stored while it runs are left out (they have later sequence numbers), so the file
+    is a consistent cut: exactly the first N memories the store made visible.
+    """
+    started = time.perf_counter()
+    latest = await repository.chunk_sequence()
+    total = (await repository.counts()).memories
+    header = {
+        "type": HEADER_TYPE,
+        "format_version": FORMAT_VERSION,
+        "exported_at": datetime.now(UTC).isoformat(),
+        "zapomni_version": _zapomni_version(),
+        "embedder": {"model": embedder.model, "dimension": embedder.dimension},
+        "graph_name": graph_name,
+        "schema_version": await repository.schema_version(),
+    }
+    out.write(_dumps(header) + "\n")
+    memories = chunks = 0
+    after = 0
+    while after < latest:
+        upto = min(latest, after + EXPORT_SEQ_WINDOW)
+        page = await repository.memories_between(after, upto)
+        for group in _chunk_groups(page):
+            if len(group) == 1 and group[0].chunk_count > EXPORT_CHUNK_PAGE:
+                chunks += await _write_large_memory(repository, group[0], out)
+            else:
+                by_memory = _by_memory(await repository.chunks_of([m.id for m in group]))
+                for memory in group:
+                    stored = by_memory.get(memory.id, [])
+                    _check_chunks(memory, stored, 0)
+                    out.write(_memory_prefix(memory) + ",".join(_chunk_json(c) for c in stored) + "]}\n")
+                    chunks += len(stored)
+        memories += len(page)
+        after = upto
+        if progress:
+            progress(TransferProgress("export", memories, chunks, max(total, memories)))
+    out.write(_dumps({"type": "end", "memories": memories, "chunks": chunks}) + "\n")
+    out.flush()
+    duration = time.perf_counter() - started
+    log.info("transfer.exported", memories=memories, chunks=chunks, duration_ms=round(duration * 1000, 1))
+    return ExportReport(memories=memories, chunks=chunks, embedder=str(embedder), duration_s=round(duration, 3))
+
+
+def _chunk_groups(page: list[StoredMemory]) -> Iterator[list[StoredMemory]]:
+    """Consecutive memories whose chunks fit one page; a memory bigger than a page goes alone."""
+    group: list[StoredMemory] = []
+    size = 0
+    for memory in page:
+        if group and size + memory.chunk_count > EXPORT_CHUNK_PAGE:
+            yield group
+            group, size = [], 0
+        group.append(memory)
+        size += memory.chunk_count
+    if group:
+        yield group
+
+
+async def _write_large_memory(repository: MemoryRepository, memory: StoredMemory, out: TextIO) -> int:
+    """One memory line written a page of chunks at a time, so its vectors never sit in RAM together."""
+    out.write(_memory_prefix(memory))
+    written = 0
+    for start in range(0, memory.chunk_count, EXPORT_CHUNK_PAGE):
+        page = await repository.chunk_range(memory.id, start, start + EXPORT_CHUNK_PAGE)
+        _check_chunks(memory, page, start)
+        out.write(("," if written else "") + ",".join(_chunk_json(c) for c in page))
+        written += len(page)
+    out.write("]}\n")
+    return written
+
+
+def _check_chunks(memory: StoredMemory, chunks: list[StoredChunk], start: int) -> None:
+    # A store whose chunks do not number 0..n-1 would produce a file no import accepts: say so now.
+    expected = list(range(start, min(memory.chunk_count, start + EXPORT_CHUNK_PAGE)))
+    if [c.index for c in chunks] != expected:
+        raise TransferError(
+            f"memory {memory.id} records {memory.chunk_count} chunks but the store holds indexes "
+            f"{[c.index for c in chunks][:10]}: the store is inconsistent; nothing more was exported"
+        )
+
+
+def _by_memory(chunks: list[StoredChunk]) -> dict[str, list[StoredChunk]]:
+    grouped: dict[str, list[StoredChunk]] = {}
+    for chunk in chunks:
+        grouped.setdefault(chunk.memory_id, []).append(chunk)
+    return grouped
+
+
+def _memory_prefix(memory: StoredMemory) -> str:
+    """The memory's line up to the opening bracket of its chunk list."""
+    line = _dumps(
+        {
+            "type": "memory",
+            "id": memory.id,
+            "text": memory.text,
+            "created_at": _iso(memory.created_at),
+            "tags": memory.tags,
+            "source": memory.source,
+            "date": memory.date,
+            "metadata": json.loads(memory.metadata_json),
+        }
+    )
+    return line[:-1] + ',"chunks":['
+
+
+def _chunk_json(chunk: StoredChunk) -> str:
+    # float(np.float32) is the stored value exactly; json writes the shortest text that reads back to it.
+    embedding = np.asarray(chunk.embedding, dtype=np.float32).tolist()
+    return _dumps({"id": chunk.id, "index": chunk.index, "text": chunk.text, "embedding": embedding})
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="microseconds")
+
+
+def _zapomni_version() -> str:
+    try:
+        return version("zapomni")
+    except PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,160 @@
+"""The export file's lines (header, memory, end) and the types both directions share; see `zapomni_core.transfer`."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from zapomni_core.errors import ZapomniError
+from zapomni_core.models import MetadataValue, parse_iso8601
+
+FORMAT_VERSION = 1
+HEADER_TYPE = "zapomni-export"
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _uuid(value: str) -> str:
+    # Ids are kept as they are, so they must already be in the form the engine writes.
+    if not _UUID.fullmatch(value):
+        raise ValueError(
+            f"must be a UUID in lowercase hex, like 0f8e3a52-6c1d-4b7a-9e2f-5d4c3b2a1908 (got {value!r:.50})"
+        )
+    return value
+
+
+Uuid = Annotated[str, AfterValidator(_uuid)]
+
+
+def _flat(value: Any) -> MetadataValue:
+    # Checked by hand rather than typed as a union, whose errors would name each member type.
+    if not isinstance(value, str | int | float | bool):
+        raise ValueError(f"must be a string, number or boolean (got {type(value).__name__})")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+FlatValue = Annotated[Any, AfterValidator(_flat)]
+# Metadata keys a memory line carries as fields of its own, never inside `metadata`.
+TOP_LEVEL_FIELDS = frozenset({"tags", "source", "date"})
+
+
+class TransferError(ZapomniError):
+    """An export or import that cannot go on. An import's message names the line and field of the problem."""
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """Which embedder's vectors a store (or a file) holds."""
+
+    model: str
+    dimension: int
+
+    def __str__(self) -> str:
+        return f"{self.model} ({self.dimension}-d)"
+
+
+@dataclass(frozen=True)
+class TransferProgress:
+    phase: Literal["export", "validate", "import"]
+    memories: int
+    chunks: int
+    total_memories: int | None  # known on export and in the second import pass
+
+
+ProgressFn = Callable[[TransferProgress], None]
+
+
+# --- the line formats ---------------------------------------------------------------------------
+
+
+class _Line(BaseModel):
+    # strict and closed: a wrong type or an unknown field is an error, not a silent coercion or loss.
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class EmbedderLine(_Line):
+    model: str = Field(min_length=1)
+    dimension: int = Field(ge=1, le=65_536)
+
+
+class HeaderLine(_Line):
+    type: Literal["zapomni-export"]
+    format_version: Literal[1]
+    exported_at: str
+    zapomni_version: str
+    embedder: EmbedderLine
+    graph_name: str
+    schema_version: int = Field(ge=0)
+
+    @field_validator("exported_at")
+    @classmethod
+    def _iso(cls, value: str) -> str:
+        parse_iso8601(value)
+        return value
+
+
+class ChunkLine(_Line):
+    id: Uuid | None = None
+    index: int = Field(ge=0)
+    text: str = Field(min_length=1)
+    embedding: list[float] | None = None
+
+    @field_validator("embedding")
+    @classmethod
+    def _dimension(cls, value: list[float] | None, info: Any) -> list[float] | None:
+        dimension = (info.context or {}).get("dimension")
+        if value is not None and dimension is not None and len(value) != dimension:
+            raise ValueError(f"must hold {dimension} numbers, the header's embedder dimension (got {len(value)})")
+        return value
+
+
+class MemoryLine(_Line):
+    type: Literal["memory"]
+    id: Uuid
+    text: str
+    created_at: str
+    tags: list[str] = Field(default_factory=list)
+    source: str | None = None
+    date: str | None = None
+    metadata: dict[str, FlatValue] = Field(default_factory=dict)
+    # Empty or left out: the text is chunked on import, as `add` would.
+    chunks: list[ChunkLine] = Field(default_factory=list)
+
+    @field_validator("created_at")
+    @classmethod
+    def _iso(cls, value: str) -> str:
+        parse_iso8601(value)
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _flat_extra(cls, value: dict[str, MetadataValue]) -> dict[str, MetadataValue]:
+        clash = sorted(TOP_LEVEL_FIELDS & value.keys())
+        if clash:
+            raise ValueError(f"{', '.join(clash)} belong at the top level of the line, not in metadata")
+        return value
+
+    @field_validator("chunks")
+    @classmethod
+    def _ordered(cls, value: list[ChunkLine]) -> list[ChunkLine]:
+        for position, chunk in enumerate(value):
+            if chunk.index != position:
+                raise ValueError(f"must be listed by index 0, 1, 2, …; position {position} has index {chunk.index}")
+        return value
+
+
+class EndLine(_Line):
+    type: Literal["end"]
+    memories: int = Field(ge=0)
+    chunks: int = Field(ge=0)
+
+
+# Any line after the header: a memory line or the end line, told apart by `type`.
+BODY_LINE: TypeAdapter[MemoryLine | EndLine] = TypeAdapter(Annotated[MemoryLine | EndLine, Field(discriminator="type")])

@@ -1,0 +1,416 @@
+"""Import: a JSONL export validated whole in a first pass, then written in batches in a second."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from typing import BinaryIO
+
+import structlog
+from pydantic import ValidationError
+
+from zapomni_core.embedders import CachedEmbedder
+from zapomni_core.models import AddMemoryRequest, parse_iso8601
+from zapomni_core.records import chunk_rows, memory_record
+from zapomni_core.search.analyzer import Analyzer, TermCounts
+from zapomni_core.transfer.format import (
+    BODY_LINE,
+    FORMAT_VERSION,
+    HEADER_TYPE,
+    TOP_LEVEL_FIELDS,
+    EmbedderInfo,
+    EndLine,
+    HeaderLine,
+    MemoryLine,
+    ProgressFn,
+    TransferError,
+    TransferProgress,
+)
+from zapomni_db.repository import MemoryRepository
+
+log = structlog.get_logger(__name__)
+
+# Import: a batch is written once it holds this many memories, chunks or bytes of JSON.
+IMPORT_BATCH_MEMORIES = 100
+IMPORT_BATCH_CHUNKS = 512
+IMPORT_BATCH_BYTES = 8 * 1024 * 1024
+# Chunks embedded per call while re-embedding (the engine's slice for one add).
+EMBED_SLICE = 64
+# First pass: ids looked up in the store per round trip.
+CHECK_BATCH_IDS = 2000
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    memories_in_file: int
+    chunks_in_file: int
+    imported: int  # memories written
+    skipped: int  # memories whose id was already in the store
+    chunks_written: int
+    re_embedded: bool  # whether any vector was computed with the configured embedder
+    chunks_embedded: int  # vectors computed now
+    chunks_from_file: int  # vectors taken from the file
+    rechunked: int  # memories split again because the file's embedder is not the configured one
+    file_embedder: str
+    embedder: str
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class ImportTarget:
+    """What an import writes with: the engine's repository, embedder, analyzer and chunking."""
+
+    repository: MemoryRepository
+    embedder: CachedEmbedder
+    analyzer: Analyzer
+    # Text -> (chunks, their keyword statistics): the same split `add_memory` makes.
+    analyse: Callable[[str], tuple[list[str], list[TermCounts]]]
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """A validated memory line, with its text and metadata checked as `add` checks them."""
+
+    line: int
+    memory: MemoryLine
+    request: AddMemoryRequest
+    size: int
+
+
+@dataclass(frozen=True)
+class _IdCheck:
+    """What the first pass keeps of a memory line until its ids are looked up in the store."""
+
+    line: int
+    memory_id: str
+    chunk_ids: list[str | None]
+
+
+@dataclass(frozen=True)
+class _Scan:
+    header: HeaderLine
+    memories: int
+    chunks: int
+
+
+async def import_memories(target: ImportTarget, src: BinaryIO, progress: ProgressFn | None = None) -> ImportReport:
+    """Validate the whole of `src`, then store the memories it holds that the store does not have.
+
+    Raises `TransferError` naming the line (and field) of the first problem; then nothing was written.
+    """
+    started = time.perf_counter()
+    source = _Source(src)
+    try:
+        try:
+            scan = await _validate(source, target.repository, progress)
+        except TransferError as exc:
+            raise TransferError(f"{exc}; nothing was imported") from None
+        configured = EmbedderInfo(target.embedder.name, target.embedder.dimension)
+        from_file = EmbedderInfo(scan.header.embedder.model, scan.header.embedder.dimension)
+        reuse = from_file == configured
+        log.info(
+            "transfer.import_validated",
+            memories=scan.memories,
+            chunks=scan.chunks,
+            file_embedder=str(from_file),
+            embeddings="from the file where present" if reuse else f"re-embedded with {configured}",
+        )
+        writer = _Writer(target, reuse_vectors=reuse, total=scan.memories, progress=progress)
+        batch: list[_Parsed] = []
+        for number, raw in source.second_pass():
+            if number == 1:
+                continue
+            item = _parse_body(number, raw, scan.header)
+            if isinstance(item, EndLine):
+                break
+            batch.append(item)
+            if _full(batch):
+                await writer.write(batch)
+                batch = []
+        await writer.write(batch)
+    finally:
+        source.close()
+    duration = time.perf_counter() - started
+    report = ImportReport(
+        memories_in_file=scan.memories,
+        chunks_in_file=scan.chunks,
+        imported=writer.imported,
+        skipped=writer.skipped,
+        chunks_written=writer.chunks_written,
+        re_embedded=writer.chunks_embedded > 0,
+        chunks_embedded=writer.chunks_embedded,
+        chunks_from_file=writer.chunks_from_file,
+        rechunked=writer.rechunked,
+        file_embedder=str(from_file),
+        embedder=str(configured),
+        duration_s=round(duration, 3),
+    )
+    log.info("transfer.imported", **asdict(report))
+    return report
+
+
+class _Source:
+    """The import file, read twice; a stream that cannot seek is copied aside on the first read."""
+
+    def __init__(self, src: BinaryIO) -> None:
+        self._src = src
+        self._start: int | None = None
+        try:
+            if src.seekable():
+                self._start = src.tell()
+        except OSError:
+            self._start = None
+        # Closed by `close()`, which the import calls in a `finally`.
+        self._spool = tempfile.TemporaryFile(prefix="zapomni-import-") if self._start is None else None  # noqa: SIM115
+
+    def first_pass(self) -> Iterator[tuple[int, bytes]]:
+        for number, raw in enumerate(self._src, start=1):
+            if self._spool is not None:
+                self._spool.write(raw)
+            yield number, raw
+
+    def second_pass(self) -> Iterator[tuple[int, bytes]]:
+        stream: BinaryIO = self._spool if self._spool is not None else self._src
+        stream.seek(self._start or 0)
+        yield from enumerate(stream, start=1)
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+
+
+async def _validate(source: _Source, repository: MemoryRepository, progress: ProgressFn | None) -> _Scan:
+    """The first pass: every line, the counts, the ids; raises on the first problem, writes nothing."""
+    header: HeaderLine | None = None
+    end: tuple[int, EndLine] | None = None
+    memory_ids: set[str] = set()
+    chunk_ids: set[str] = set()
+    pending: list[_IdCheck] = []
+    memories = chunks = last = pending_ids = 0
+    for number, raw in source.first_pass():
+        last = number
+        if header is None:
+            header = _parse_header(raw)
+            continue
+        if end is not None:
+            raise TransferError(f"line {number}: more lines follow the end line (line {end[0]})")
+        item = _parse_body(number, raw, header)
+        if isinstance(item, EndLine):
+            end = (number, item)
+            continue
+        if item.memory.id in memory_ids:
+            raise TransferError(f"line {number}: id: memory {item.memory.id} appears twice in the file")
+        memory_ids.add(item.memory.id)
+        for position, chunk in enumerate(item.memory.chunks):
+            if chunk.id is not None:
+                if chunk.id in chunk_ids:
+                    raise TransferError(f"line {number}: chunks.{position}.id: chunk {chunk.id} appears twice")
+                chunk_ids.add(chunk.id)
+        memories += 1
+        chunks += len(item.memory.chunks)
+        pending.append(_IdCheck(number, item.memory.id, [c.id for c in item.memory.chunks]))
+        pending_ids += 1 + len(item.memory.chunks)
+        if pending_ids >= CHECK_BATCH_IDS:
+            await _check_against_store(repository, pending)
+            pending, pending_ids = [], 0
+            if progress:
+                progress(TransferProgress("validate", memories, chunks, None))
+    await _check_against_store(repository, pending)
+    if header is None:
+        raise TransferError("the file is empty: a Zapomni export starts with a header line")
+    if end is None:
+        raise TransferError(
+            f'the file ends at line {last} without its end line ({{"type":"end",...}}): it is truncated or incomplete'
+        )
+    end_line, trailer = end
+    if (trailer.memories, trailer.chunks) != (memories, chunks):
+        raise TransferError(
+            f"line {end_line}: the end line counts {trailer.memories} memories and {trailer.chunks} chunks, "
+            f"but the file holds {memories} memories and {chunks} chunks"
+        )
+    if progress:
+        progress(TransferProgress("validate", memories, chunks, memories))
+    return _Scan(header=header, memories=memories, chunks=chunks)
+
+
+async def _check_against_store(repository: MemoryRepository, checks: list[_IdCheck]) -> None:
+    """A chunk id of a memory to import must not already belong to a stored memory."""
+    if not checks:
+        return
+    present = await repository.existing_memory_ids([c.memory_id for c in checks])
+    owners = {cid: c for c in checks if c.memory_id not in present for cid in c.chunk_ids if cid is not None}
+    if not owners:
+        return
+    taken = await repository.linked_chunk_ids(list(owners))
+    if taken:
+        first = min(taken, key=lambda cid: owners[cid].line)
+        item = owners[first]
+        position = item.chunk_ids.index(first)
+        raise TransferError(
+            f"line {item.line}: chunks.{position}.id: chunk {first} already belongs to another memory in this store"
+        )
+
+
+def _parse_header(raw: bytes) -> HeaderLine:
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        hint = "; the file looks truncated" if not raw.endswith(b"\n") else ""
+        raise TransferError(f"line 1: not a Zapomni export (the header is not valid JSON: {exc}){hint}") from None
+    if not isinstance(value, dict) or value.get("type") != HEADER_TYPE:
+        raise TransferError(f'line 1: not a Zapomni export (expected a header line with "type": "{HEADER_TYPE}")')
+    found = value.get("format_version")
+    if type(found) is not int or found != FORMAT_VERSION:
+        raise TransferError(
+            f"line 1: format_version: this Zapomni reads format_version {FORMAT_VERSION}, the file has {found!r}; "
+            "a newer version may be needed to import it"
+        )
+    try:
+        return HeaderLine.model_validate(value)
+    except ValidationError as exc:
+        raise TransferError(_describe(1, exc)) from None
+
+
+def _parse_body(number: int, raw: bytes, header: HeaderLine) -> _Parsed | EndLine:
+    if not raw.strip():
+        raise TransferError(f"line {number}: blank line (an export has one JSON object on every line)")
+    try:
+        item = BODY_LINE.validate_json(raw, context={"dimension": header.embedder.dimension})
+    except ValidationError as exc:
+        raise TransferError(_describe(number, exc, truncated=not raw.endswith(b"\n"))) from None
+    if isinstance(item, EndLine):
+        return item
+    try:
+        request = AddMemoryRequest.model_validate(
+            {
+                "text": item.text,
+                "metadata": {"tags": item.tags, "source": item.source, "date": item.date, **item.metadata},
+            }
+        )
+    except ValidationError as exc:
+        raise TransferError(_describe(number, exc, relocate=True)) from None
+    return _Parsed(line=number, memory=item, request=request, size=len(raw))
+
+
+def _describe(number: int, exc: ValidationError, *, truncated: bool = False, relocate: bool = False) -> str:
+    """`line N: field.path: message` for the first error pydantic found."""
+    error = exc.errors(include_url=False)[0]
+    kind, loc = error["type"], list(error["loc"])
+    if kind == "json_invalid":
+        hint = "; the file looks truncated" if truncated else ""
+        return f"line {number}: not valid JSON ({error['ctx']['error']}){hint}"
+    if kind == "union_tag_invalid":
+        tag = error["ctx"]["tag"]
+        if tag == HEADER_TYPE:
+            return f"line {number}: a second header line (two exports joined together?)"
+        return (
+            f"line {number}: type: unknown line type {tag!r}; a format_version {FORMAT_VERSION} file holds only "
+            "memory lines between its header and end line (a newer Zapomni may be needed for this file)"
+        )
+    if kind == "union_tag_not_found":
+        return f'line {number}: type: missing (each line needs "type": "memory" or "end")'
+    if not loc and kind.endswith("_type"):
+        return f"line {number}: not a JSON object"
+    if relocate:
+        # The line's tags, source and date were checked inside the `metadata` of an add request.
+        if len(loc) > 1 and loc[0] == "metadata" and loc[1] in TOP_LEVEL_FIELDS:
+            loc = loc[1:]
+    elif loc and loc[0] in ("memory", "end"):
+        loc = loc[1:]  # the union's tag
+    field = ".".join(str(part) for part in loc) or "line"
+    return f"line {number}: {field}: {error['msg'].removeprefix('Value error, ')}"
+
+
+def _full(batch: list[_Parsed]) -> bool:
+    return (
+        len(batch) >= IMPORT_BATCH_MEMORIES
+        or sum(len(p.memory.chunks) for p in batch) >= IMPORT_BATCH_CHUNKS
+        or sum(p.size for p in batch) >= IMPORT_BATCH_BYTES
+    )
+
+
+@dataclass
+class _Planned:
+    """A memory about to be written: its chunks, their statistics and vectors (None: embed now)."""
+
+    parsed: _Parsed
+    ids: list[str] | None
+    pieces: list[str]
+    counts: list[TermCounts]
+    vectors: list[list[float] | None]
+
+
+class _Writer:
+    """The second pass: writes batches of validated memories through `MemoryRepository.insert`."""
+
+    def __init__(self, target: ImportTarget, *, reuse_vectors: bool, total: int, progress: ProgressFn | None) -> None:
+        self._target = target
+        self._reuse = reuse_vectors
+        self._total = total
+        self._progress = progress
+        self.imported = self.skipped = self.chunks_written = 0
+        self.chunks_embedded = self.chunks_from_file = self.rechunked = 0
+
+    async def write(self, batch: list[_Parsed]) -> None:
+        if not batch:
+            return
+        # Checked again here: another process may have stored some of them since the first pass.
+        present = await self._target.repository.existing_memory_ids([p.memory.id for p in batch])
+        todo = [p for p in batch if p.memory.id not in present]
+        self.skipped += len(batch) - len(todo)
+        planned = await asyncio.to_thread(self._plan, todo)
+        await self._embed_missing(planned)
+        for plan in planned:
+            memory = plan.parsed.memory
+            record = memory_record(
+                memory.id, memory.text, parse_iso8601(memory.created_at).timestamp(), plan.parsed.request.metadata
+            )
+            vectors = [v for v in plan.vectors if v is not None]
+            await self._target.repository.insert(record, chunk_rows(plan.pieces, vectors, plan.counts, plan.ids))
+            self.imported += 1
+            self.chunks_written += len(plan.pieces)
+        if self._progress:
+            done = self.imported + self.skipped
+            self._progress(TransferProgress("import", done, self.chunks_written, self._total))
+
+    def _plan(self, todo: list[_Parsed]) -> list[_Planned]:
+        """Keyword statistics from the chunk texts; the file's chunks and vectors when they fit this store."""
+        plans = []
+        for parsed in todo:
+            chunks = parsed.memory.chunks
+            if self._reuse and chunks:
+                pieces = [c.text for c in chunks]
+                plans.append(
+                    _Planned(
+                        parsed,
+                        ids=[c.id or _new_id() for c in chunks],
+                        pieces=pieces,
+                        counts=[self._target.analyzer.count(p) for p in pieces],
+                        vectors=[c.embedding for c in chunks],
+                    )
+                )
+            else:
+                # Another embedder's chunks may not fit this one's window: split as `add` would here.
+                pieces, counts = self._target.analyse(parsed.memory.text)
+                self.rechunked += bool(chunks)
+                plans.append(_Planned(parsed, ids=None, pieces=pieces, counts=counts, vectors=[None] * len(pieces)))
+        return plans
+
+    async def _embed_missing(self, planned: list[_Planned]) -> None:
+        missing = [(plan, i) for plan in planned for i, v in enumerate(plan.vectors) if v is None]
+        self.chunks_from_file += sum(len(plan.vectors) for plan in planned) - len(missing)
+        for start in range(0, len(missing), EMBED_SLICE):
+            part = missing[start : start + EMBED_SLICE]
+            vectors = await self._target.embedder.embed_documents([plan.pieces[i] for plan, i in part])
+            for (plan, i), vector in zip(part, vectors, strict=True):
+                plan.vectors[i] = vector
+        self.chunks_embedded += len(missing)
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())

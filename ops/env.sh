@@ -1,0 +1,199 @@
+# shellcheck shell=bash
+# The Zapomni appliance environment: source it, don't run it. Every ops script does
+# (`ops/local CMD` runs any command with it); the container entrypoint too.
+#
+#   . ops/env.sh             the appliance environment (defaults below) + the helper functions
+#   . ops/env.sh --helpers   only PATH and the helper functions: for the container's stack modes,
+#                            whose environment comes from compose and must not get appliance defaults
+#
+# Each variable keeps a value already in the environment; the defaults describe the native appliance
+# of `make up-local`. The standalone container sets ZAPOMNI_APPLIANCE_DIR=/data and FALKORDB_PORT=6379
+# before sourcing this. It prints nothing: stdout may belong to an MCP client (`ops/local zapomni serve`).
+
+ZAPOMNI_OPS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"  # always this file's directory
+export ZAPOMNI_OPS_DIR
+
+# A checkout's virtualenv comes first, so `zapomni`, `python` and `supervisord` are the project's.
+# (In the image there is none: the Dockerfile's PATH already has them.)
+if [ -x "$ZAPOMNI_OPS_DIR/../.venv/bin/python" ]; then
+    _zapomni_venv_bin="$(cd "$ZAPOMNI_OPS_DIR/../.venv/bin" && pwd)"
+    case "$PATH" in
+        "$_zapomni_venv_bin" | "$_zapomni_venv_bin":*) ;;
+        *) PATH="$_zapomni_venv_bin:$PATH" ;;
+    esac
+    export PATH
+    unset _zapomni_venv_bin
+fi
+
+if [ "${1-}" != "--helpers" ]; then
+    # Where everything lives: db/ (FalkorDB's AOF + RDB), backups/, run/ (supervisor socket and
+    # pidfile, owner.lock), log/ (supervisord's and each program's log, rotated by supervisord).
+    : "${ZAPOMNI_APPLIANCE_DIR:=${XDG_DATA_HOME:-$HOME/.local/share}/zapomni-appliance}"
+    export ZAPOMNI_APPLIANCE_DIR
+    : "${ZAPOMNI_RUN_DIR:=$ZAPOMNI_APPLIANCE_DIR/run}"; export ZAPOMNI_RUN_DIR
+    : "${ZAPOMNI_LOG_DIR:=$ZAPOMNI_APPLIANCE_DIR/log}"; export ZAPOMNI_LOG_DIR
+    # Held (flock) by whoever runs this appliance: the supervisord of up-local, or the standalone
+    # entrypoint. Its text names the holder: "<pid> <host> <kind>".
+    : "${ZAPOMNI_OWNER_LOCK:=$ZAPOMNI_RUN_DIR/owner.lock}"; export ZAPOMNI_OWNER_LOCK
+
+    # Ports, all bound to 127.0.0.1. 6479/6480, not 6379/6380, so a system Redis does not collide.
+    : "${FALKORDB_PORT:=6479}"; export FALKORDB_PORT
+    : "${REDIS_CACHE_PORT:=6480}"; export REDIS_CACHE_PORT
+    : "${REDIS_CACHE_MAXMEMORY:=256mb}"; export REDIS_CACHE_MAXMEMORY
+    : "${ZAPOMNI_HEALTH_HOST:=127.0.0.1}"; export ZAPOMNI_HEALTH_HOST
+    : "${ZAPOMNI_HEALTH_PORT:=8090}"; export ZAPOMNI_HEALTH_PORT
+    # Extra redis-server arguments for FalkorDB, appended to its command line by supervisord.
+    # Empty normally; the tests slow loading down with "--key-load-delay 300000 ...".
+    : "${FALKORDB_EXTRA_ARGS:=}"; export FALKORDB_EXTRA_ARGS
+
+    # What `zapomni` (serve, health-server, backup, doctor, ...) reads: the appliance's servers.
+    : "${ZAPOMNI_DB_MODE:=server}"; export ZAPOMNI_DB_MODE
+    : "${FALKORDB_HOST:=127.0.0.1}"; export FALKORDB_HOST
+    : "${FALKORDB_DATA_DIR:=$ZAPOMNI_APPLIANCE_DIR/db}"; export FALKORDB_DATA_DIR
+    : "${REDIS_URL:=redis://127.0.0.1:$REDIS_CACHE_PORT/0}"; export REDIS_URL
+    : "${ZAPOMNI_DATA_DIR:=$ZAPOMNI_APPLIANCE_DIR}"; export ZAPOMNI_DATA_DIR
+    : "${ZAPOMNI_BACKUP_DIR:=$ZAPOMNI_APPLIANCE_DIR/backups}"; export ZAPOMNI_BACKUP_DIR
+
+    # supervisord: ops/supervisord.conf reads all of the above through %(ENV_...)s.
+    : "${ZAPOMNI_SUPERVISOR_CONF:=$ZAPOMNI_OPS_DIR/supervisord.conf}"; export ZAPOMNI_SUPERVISOR_CONF
+    : "${ZAPOMNI_SUPERVISOR_SOCKET:=$ZAPOMNI_RUN_DIR/supervisor.sock}"; export ZAPOMNI_SUPERVISOR_SOCKET
+    : "${ZAPOMNI_SUPERVISOR_PIDFILE:=$ZAPOMNI_RUN_DIR/supervisord.pid}"; export ZAPOMNI_SUPERVISOR_PIDFILE
+    # up-local daemonises supervisord; the standalone entrypoint keeps it as its child (true).
+    : "${ZAPOMNI_SUPERVISOR_NODAEMON:=false}"; export ZAPOMNI_SUPERVISOR_NODAEMON
+fi
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+zapomni_supervisorctl() {  # supervisorctl on this appliance's supervisord
+    supervisorctl -c "$ZAPOMNI_SUPERVISOR_CONF" "$@"
+}
+
+zapomni_supervisord_pid() {  # print supervisord's pid when it answers on the socket; else fail
+    local pid
+    pid="$(zapomni_supervisorctl pid 2>/dev/null)" || return 1
+    case "$pid" in '' | *[!0-9]*) return 1 ;; esac
+    printf '%s\n' "$pid"
+}
+
+zapomni_prepare_dirs() {  # the appliance's directories, private to this user
+    mkdir -p "$ZAPOMNI_APPLIANCE_DIR" "$ZAPOMNI_RUN_DIR" "$ZAPOMNI_LOG_DIR" "$FALKORDB_DATA_DIR" &&
+        chmod 700 "$ZAPOMNI_APPLIANCE_DIR" "$ZAPOMNI_RUN_DIR"
+}
+
+zapomni_lock_owner() {  # zapomni_lock_owner [WAIT_S]: take owner.lock on fd 4: 0 = ours now, 1 = held by another
+    # An flock belongs to the open file, not to a process: this shell and every child that inherits
+    # fd 4 share it, and it is released when the last of them exits. supervisord inherits it, so the
+    # lock lives as long as supervisord; fd 4 on purpose, as `supervisorctl reload` closes only 5 and
+    # up, and supervisord's programs get none of them. (Python's flock, as macOS has no flock(1).)
+    # WAIT_S (default 0) gives an owner that is stopping the time to finish.
+    exec 4<>"$ZAPOMNI_OWNER_LOCK" || return 2
+    python -c 'import fcntl, sys, time
+deadline = time.monotonic() + float(sys.argv[1])
+while True:
+    try:
+        fcntl.flock(4, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        break
+    except BlockingIOError:
+        if time.monotonic() >= deadline:
+            sys.exit(1)
+        time.sleep(0.1)' "${1:-0}"
+}
+
+zapomni_write_owner() {  # zapomni_write_owner PID KIND: say who holds the lock (the lock itself is on fd 4)
+    printf '%s %s %s\n' "$1" "$(hostname 2>/dev/null || echo unknown-host)" "$2" >"$ZAPOMNI_OWNER_LOCK"
+}
+
+zapomni_owner_field() {  # zapomni_owner_field 1|2|3: the holder's pid, host or kind, from owner.lock
+    local line
+    line="$(head -n 1 "$ZAPOMNI_OWNER_LOCK" 2>/dev/null)" || return 0
+    printf '%s\n' "$line" | cut -d' ' -f"$1"
+}
+
+zapomni_describe_owner() {  # one line naming the current holder of owner.lock
+    local pid host kind
+    pid="$(zapomni_owner_field 1)"
+    host="$(zapomni_owner_field 2)"
+    kind="$(zapomni_owner_field 3)"
+    case "$kind" in
+        standalone) kind="a standalone appliance (docker-entrypoint.sh standalone)" ;;
+        supervisord) kind="the supervisord of ops/up-local" ;;
+        up-local) kind="ops/up-local, still starting" ;;
+        '') kind="an unknown process" ;;
+    esac
+    printf 'pid %s on host %s: %s\n' "${pid:-?}" "${host:-?}" "$kind"
+}
+
+zapomni_port_in_use() {  # zapomni_port_in_use PORT: something on 127.0.0.1 accepts connections
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# zapomni_wait_for_falkordb TIMEOUT_S [--supervised]
+# Wait until FalkorDB at FALKORDB_HOST:FALKORDB_PORT answers and has finished loading its dataset.
+# supervisord calls a program RUNNING while redis-server is still LOADING, so this asks the database.
+# --supervised also watches this appliance's supervisord and gives up at once when falkordb is FATAL
+# or supervisord is gone. Progress goes to stderr; 0 = ready, 1 = not in time or gave up.
+zapomni_wait_for_falkordb() {
+    python - "$@" <<'PY' >&2  # the script comes on stdin, so it never reads the caller's
+import os, sys, time, xmlrpc.client
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+timeout_s = float(sys.argv[1])
+supervised = "--supervised" in sys.argv[2:]
+host, port = os.environ.get("FALKORDB_HOST", "localhost"), int(os.environ.get("FALKORDB_PORT", "6379"))
+where = f"FalkorDB at {host}:{port}"
+client = redis.Redis(
+    host=host, port=port, password=os.environ.get("FALKORDB_PASSWORD") or None,
+    socket_timeout=5, socket_connect_timeout=2, retry=Retry(NoBackoff(), 0),
+)
+supervisor = None
+if supervised:
+    from supervisor.xmlrpc import SupervisorTransport
+    url = "unix://" + os.environ["ZAPOMNI_SUPERVISOR_SOCKET"]
+    supervisor = xmlrpc.client.ServerProxy("http://127.0.0.1", transport=SupervisorTransport(None, None, url))
+
+parent = os.getppid()  # a waiter whose caller is gone (killed by a signal) stops waiting
+started = time.monotonic()
+deadline = started + timeout_s
+said, next_check = "", 0.0
+while True:
+    state = "not answering"
+    try:
+        client.ping()
+        info = client.info("persistence")
+        if int(info.get("loading", 0)) == 0:
+            print(f"{where} is ready ({time.monotonic() - started:.1f} s)", flush=True)
+            sys.exit(0)
+        state = f"loading its dataset ({float(info.get('loading_loaded_perc', 0)):.0f}%)"
+    except redis.exceptions.AuthenticationError as exc:
+        sys.exit(f"{where} refused the password (FALKORDB_PASSWORD): {exc}")
+    except redis.exceptions.BusyLoadingError:
+        state = "loading its dataset"
+    except redis.exceptions.ResponseError as exc:
+        if "NOAUTH" in str(exc):
+            sys.exit(f"{where} wants a password: set FALKORDB_PASSWORD")
+        state = f"answering with an error: {exc}"
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+        pass
+    if state != said:
+        print(f"waiting for {where}: {state}", flush=True)
+        said = state
+    now = time.monotonic()
+    if supervisor is not None and now >= next_check:
+        next_check = now + 1.0
+        try:
+            process = supervisor.supervisor.getProcessInfo("falkordb")
+        except (OSError, xmlrpc.client.Error) as exc:
+            sys.exit(f"supervisord stopped answering while waiting for {where}: {exc}")
+        if process["statename"] in ("FATAL", "EXITED", "STOPPED"):
+            sys.exit(f"supervisord gave up on falkordb ({process['statename']}: {process['spawnerr'] or 'it exited'}); "
+                     f"see {process['stdout_logfile']}")
+    if os.getppid() != parent:
+        sys.exit(f"stopped waiting for {where}: the caller has gone")
+    if now > deadline:
+        sys.exit(f"{where} was not ready within {timeout_s:.0f} s (last: {state})")
+    time.sleep(0.1)
+PY
+}

@@ -1,0 +1,158 @@
+"""Driving the native appliance (ops/) in tests: a private directory and free ports, its commands,
+its processes, and a teardown that leaves nothing behind."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import wait_for
+from zapomni_core import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+OPS = REPO / "ops"
+ENTRYPOINT = OPS / "docker-entrypoint.sh"
+# Configuration the test runner may have in its own environment; an appliance gets only its own.
+_FOREIGN = ("ZAPOMNI_", "FALKORDB_", "REDIS_", "OLLAMA_", "EMBEDDING_MODEL", "GRAPH_NAME", "LLM_MODEL")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def clean_environ() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(_FOREIGN)}
+    env["LOG_LEVEL"] = "WARNING"
+    return env
+
+
+def alive(pid: int) -> bool:
+    """A process that exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+class Appliance:
+    """One appliance directory with its ports, and the commands to drive it."""
+
+    def __init__(self, **extra_env: str) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="za-", dir="/tmp"))  # short: unix socket paths are limited
+        self.falkordb_port, self.cache_port, self.health_port = free_port(), free_port(), free_port()
+        self.env = clean_environ() | {
+            "ZAPOMNI_APPLIANCE_DIR": str(self.dir),
+            "FALKORDB_PORT": str(self.falkordb_port),
+            "REDIS_CACHE_PORT": str(self.cache_port),
+            "ZAPOMNI_HEALTH_PORT": str(self.health_port),
+            **extra_env,
+        }
+        self.up_s = 0.0  # how long the session's `make up-local` took
+
+    # --- commands -----------------------------------------------------------------------------------
+
+    def run(self, *command: str | Path, timeout: float = 150, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(part) for part in command],
+            env=self.env | env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def up(self) -> subprocess.CompletedProcess[str]:
+        """`make up-local`, the way a person starts it."""
+        result = self.run("make", "-s", "-C", REPO, "up-local")
+        assert result.returncode == 0, f"up-local failed:\n{result.stdout}\n{result.stderr}"
+        return result
+
+    def down(self) -> subprocess.CompletedProcess[str]:
+        return self.run(OPS / "down-local")
+
+    def supervisorctl(self, *args: str) -> str:
+        return self.run(OPS / "local", "supervisorctl", *args, timeout=30).stdout
+
+    def status(self) -> dict[str, str]:
+        """{program: state} from `supervisorctl status`."""
+        return {line.split()[0]: line.split()[1] for line in self.supervisorctl("status").splitlines() if line.strip()}
+
+    def pid(self, program: str) -> int:
+        out = self.supervisorctl("pid", program).strip()
+        assert out.isdigit() and out != "0", f"no pid for {program}: {out!r}"
+        return int(out)
+
+    def supervisord_pid(self) -> int:
+        return int((self.dir / "run" / "supervisord.pid").read_text())
+
+    def readyz(self) -> tuple[int, dict[str, Any]]:
+        """(status, body) of GET /readyz; (0, {}) when nothing answers."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=5) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return 0, {}
+
+    def wait_ready(self, timeout_s: float = 60) -> float:
+        """Seconds until /readyz answered 200."""
+        started = time.monotonic()
+        assert wait_for(lambda: self.readyz()[0] == 200, timeout_s=timeout_s), self.readyz()
+        return time.monotonic() - started
+
+    def settings(self) -> Settings:
+        """The engine's settings for this appliance's FalkorDB (server mode)."""
+        return Settings(
+            ZAPOMNI_DB_MODE="server",
+            FALKORDB_HOST="127.0.0.1",
+            FALKORDB_PORT=self.falkordb_port,
+            ZAPOMNI_DATA_DIR=self.dir,
+            LOG_LEVEL="WARNING",
+        )
+
+    # --- processes ----------------------------------------------------------------------------------
+
+    def processes(self) -> list[int]:
+        """Every live process started for this appliance: they carry its directory in their environment,
+        except redis-server, which overwrites its environment with its title "redis-server 127.0.0.1:PORT"."""
+        marker = f"ZAPOMNI_APPLIANCE_DIR={self.dir}".encode()
+        titles = {f"127.0.0.1:{port}".encode() for port in (self.falkordb_port, self.cache_port)}
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                try:
+                    environ = (entry / "environ").read_bytes().split(b"\0")
+                    title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").split()
+                except OSError:
+                    continue
+                ours = marker in environ or (
+                    title[:1] and title[0].endswith(b"/redis-server") and title[1:2] and title[1] in titles
+                )
+                if ours and alive(int(entry.name)):
+                    found.append(int(entry.name))
+        return found
+
+    def teardown(self) -> None:
+        """down-local; then SIGKILL whatever is left (a test failed half-way); then the directory."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.run(OPS / "down-local", timeout=120)
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not self.processes(), timeout_s=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
