@@ -67,8 +67,8 @@ ps:  ## show the Docker stack's services and their health
 backup: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## snapshot the database, verify it, keep the last ZAPOMNI_BACKUP_KEEP
 	$(OP) backup
 
-restore: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## restore BACKUP=<dir> (verified; the current data is kept as a safety copy)
-	@test -n "$(BACKUP)" || { echo "usage: make restore BACKUP=<backup directory>" >&2; exit 2; }
+restore: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## restore BACKUP=<dir|name|latest> (verified; the current data is kept as a safety copy)
+	@test -n "$(BACKUP)" || { echo "usage: make restore BACKUP=<backup directory, name or latest>" >&2; exit 2; }
 	$(if $(filter local,$(RUNTIME)),ops/restore-local "$(BACKUP)",ops/restore-docker "$(BACKUP)")
 
 migrate: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## apply pending schema migrations (zapomni migrate status|--dry-run for a look first)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,13 @@ def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
             return True
         time.sleep(0.1)
     return condition()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def server_pids(data_dir: Path) -> list[int]:

@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 import structlog
+from redis.exceptions import RedisError
 
 from zapomni_core.chunking import Chunker
 from zapomni_core.database import open_database
@@ -19,12 +20,24 @@ from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetrieve
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_core.settings import Settings
-from zapomni_db import MemoryRepository, SchemaMismatch, SchemaSettings, migrate, wait_for_indexes
+from zapomni_db import (
+    DatabaseError,
+    GraphClient,
+    MemoryRepository,
+    SchemaMismatch,
+    SchemaSettings,
+    migrate,
+    repair_vector_index,
+    rewrite_append_only_file,
+    wait_for_indexes,
+)
 
 log = structlog.get_logger(__name__)
 
 # A large add that crashed leaves unlinked chunks; anything this old is certainly not in progress.
 ORPHAN_GRACE_S = 3600.0
+# How long a closing process waits for the append-only file to be compacted; past it, it goes on alone.
+COMPACT_WAIT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -60,8 +73,9 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
             raise ConfigurationError(in_progress_message(reembed_state))
         embedder = CachedEmbedder(await build_embedder(settings), build_cache(settings))
         stack.push_async_callback(embedder.aclose)
+        schema = SchemaSettings(dimension=embedder.dimension, ef_runtime=settings.vector_ef_runtime)
         try:
-            await migrate(client, SchemaSettings(dimension=embedder.dimension, ef_runtime=settings.vector_ef_runtime))
+            await migrate(client, schema)
         except SchemaMismatch as exc:  # an old, unversioned graph whose vectors have another dimension
             raise ConfigurationError(f"{exc} (`zapomni migrate status` shows what is stored)") from None
         await wait_for_indexes(client)
@@ -73,6 +87,7 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
                 "ZAPOMNI_DATA_DIR or GRAPH_NAME at a new store, or re-embed the stored memories with the "
                 "configured embedder: stop every Zapomni server on this store, then run `zapomni migrate reembed`."
             ) from None
+        await repair_vector_index(client, schema)
         removed = await repository.remove_orphan_chunks(time.time() - ORPHAN_GRACE_S)
         if removed:
             log.warning("db.orphans_removed", chunks=removed)
@@ -91,6 +106,7 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
             analyzer=analyzer,
             graph_name=settings.graph_name,
         )
+        stack.push_async_callback(_compact_if_written, client, repository, await repository.chunk_sequence())
         stack.push_async_callback(core.drain)
         info = RuntimeInfo(
             data_location=database.location,
@@ -100,3 +116,18 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
             startup_s=round(time.perf_counter() - started, 3),
         )
         yield core, info
+
+
+async def _compact_if_written(client: GraphClient, repository: MemoryRepository, sequence_at_open: int) -> None:
+    """After writes, have the database compact its append-only file, so the next start loads a snapshot.
+
+    Replaying logged writes is slow and leaves FalkorDB's vector index with duplicates (see
+    `repair_vector_index`); a compacted file avoids both. Best effort: shutdown never fails on it.
+    """
+    try:
+        if await repository.chunk_sequence() == sequence_at_open:
+            return
+        finished = await rewrite_append_only_file(client, wait_s=COMPACT_WAIT_S)
+        log.info("db.aof_compacted", finished=finished)
+    except (DatabaseError, RedisError) as exc:
+        log.warning("db.aof_compact_failed", error=str(exc))

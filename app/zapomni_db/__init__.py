@@ -7,7 +7,7 @@ from zapomni_db.client import GraphClient
 from zapomni_db.embedded import EmbeddedDatabase
 from zapomni_db.errors import DatabaseError, DatabaseUnavailable, SchemaMismatch
 from zapomni_db.repository import ChunkHit, ChunkRow, ChunkTerms, Counts, MemoryRecord, MemoryRepository, SearchFilter
-from zapomni_db.schema import SchemaSettings, migrate, wait_for_indexes
+from zapomni_db.schema import SchemaSettings, migrate, repair_vector_index, rewrite_append_only_file, wait_for_indexes
 
 __all__ = [
     "ChunkHit",
@@ -24,5 +24,7 @@ __all__ = [
     "SchemaSettings",
     "SearchFilter",
     "migrate",
+    "repair_vector_index",
+    "rewrite_append_only_file",
     "wait_for_indexes",
 ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import structlog
 from redis.exceptions import ResponseError
@@ -24,6 +24,9 @@ from zapomni_db.client import GraphClient
 from zapomni_db.errors import DatabaseUnavailable, SchemaMismatch
 
 log = structlog.get_logger(__name__)
+
+# Neighbours asked for when checking the vector index for duplicates (see `repair_vector_index`).
+_PROBE_K = 100
 
 
 @dataclass(frozen=True)
@@ -183,3 +186,62 @@ async def _apply(client: GraphClient, statement: str) -> None:
     except ResponseError as exc:
         if "already indexed" not in str(exc).lower():
             raise
+
+
+async def repair_vector_index(client: GraphClient, settings: SchemaSettings) -> bool:
+    """Rebuild the chunk vector index when it holds duplicate entries; True when it did.
+
+    FalkorDB 4.16 indexes every node that an append-only-file replay re-creates twice, so after a
+    restart that replayed writes a top-k query returns about k/2 distinct chunks. The newest chunk was
+    written last, so if anything was replayed it was: its own top-k then holds itself twice and
+    comes back short. A rebuild from the loaded graph is exact; the rewrite afterwards makes the
+    next start load a snapshot instead of replaying queries.
+    """
+    dimension = await vector_index_dimension(client)
+    if dimension is None or not await _vector_index_short(client):
+        return False
+    started = time.perf_counter()
+    await drop_vector_index(client)
+    await create_vector_index(client, replace(settings, dimension=dimension))
+    await wait_for_indexes(client)
+    await rewrite_append_only_file(client, wait_s=0)
+    log.warning(
+        "db.vector_index.rebuilt",
+        reason="duplicate entries after an append-only-file replay",
+        seconds=round(time.perf_counter() - started, 3),
+    )
+    return True
+
+
+async def _vector_index_short(client: GraphClient) -> bool:
+    rows = await client.ro_query(
+        "MATCH (m:Memory) WITH max(m.seq) AS newest MATCH (m:Memory {seq: newest})-[:HAS_CHUNK]->(c:Chunk) "
+        "WITH c.embedding AS probe LIMIT 1 MATCH (other:Chunk) RETURN probe, count(other)"
+    )
+    if not rows or rows[0][0] is None:
+        return False
+    probe, chunks = rows[0]
+    k = min(chunks, _PROBE_K)
+    # The vector goes back as a parameter: FalkorDB rejects a property as the procedure's argument.
+    found = await client.ro_query(
+        "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($probe)) YIELD node RETURN count(node)",
+        {"k": k, "probe": list(probe)},
+    )
+    return found[0][0] < k
+
+
+async def rewrite_append_only_file(client: GraphClient, *, wait_s: float) -> bool:
+    """Compact the AOF into a snapshot (BGREWRITEAOF); wait up to `wait_s` for it. True when it finished."""
+    try:
+        await client.command("BGREWRITEAOF")
+    except ResponseError as exc:
+        if "in progress" not in str(exc).lower():
+            raise
+    deadline = time.monotonic() + wait_s
+    while True:
+        info = await client.command("INFO", "persistence")
+        if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.05)

@@ -1,6 +1,6 @@
 """Backup and restore as configured: which database, which files, where backups go.
 
-The storage primitives (`zapomni_db.backup`, `zapomni_db.restore`) take explicit paths and a
+The storage primitives (`zapomni_db.backup`) take explicit paths and a
 client; this module derives them from `Settings`, opens the database the way the server would
 (embedded: start or attach to the data directory's server; server mode: FALKORDB_HOST/PORT), and
 turns storage errors into messages for the operator.
@@ -20,9 +20,16 @@ import structlog
 from zapomni_core.errors import ConfigurationError, StorageUnavailable, ZapomniError
 from zapomni_core.settings import Settings
 from zapomni_db import DatabaseError, DatabaseUnavailable, EmbeddedDatabase
-from zapomni_db.backup import BackupEntry, BackupResult, create_backup, list_backups, prune_backups
+from zapomni_db.backup import (
+    BackupEntry,
+    BackupResult,
+    RestoreResult,
+    create_backup,
+    list_backups,
+    prune_backups,
+    restore,
+)
 from zapomni_db.embedded import EmbeddedPaths
-from zapomni_db.restore import RestoreResult, restore
 from zapomni_db.server import direct_client
 
 log = structlog.get_logger(__name__)

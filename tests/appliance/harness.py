@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -17,7 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import wait_for
+from tests.helpers import free_port, wait_for
 from zapomni_core import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,12 +24,6 @@ OPS = REPO / "ops"
 ENTRYPOINT = OPS / "docker-entrypoint.sh"
 # Configuration the test runner may have in its own environment; an appliance gets only its own.
 _FOREIGN = ("ZAPOMNI_", "FALKORDB_", "REDIS_", "OLLAMA_", "EMBEDDING_MODEL", "GRAPH_NAME", "LLM_MODEL")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def clean_environ() -> dict[str, str]:

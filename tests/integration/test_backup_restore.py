@@ -26,9 +26,17 @@ import pytest
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.models import AddMemoryRequest, SearchRequest
 from zapomni_db import EmbeddedDatabase, GraphClient
-from zapomni_db.backup import MANIFEST_NAME, RDB_NAME, BackupInvalid, create_backup, prune_backups, verify_backup
+from zapomni_db.backup import (
+    MANIFEST_NAME,
+    RDB_NAME,
+    BackupInvalid,
+    RestoreFailed,
+    create_backup,
+    prune_backups,
+    restore,
+    verify_backup,
+)
 from zapomni_db.embedded import EmbeddedPaths
-from zapomni_db.restore import RestoreFailed, restore
 from zapomni_db.schema import current_version
 from zapomni_db.server import direct_client
 from zapomni_ops.backups import BackupFailed, make_backup, restore_backup

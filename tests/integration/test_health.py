@@ -27,7 +27,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.helpers import server_pids, wait_for
+from tests.helpers import free_port, server_pids, wait_for
 from zapomni_core.health import (
     DatabaseProbe,
     DatabaseTarget,
@@ -51,12 +51,6 @@ PROBE = REPO / "healthchecks" / "probe"
 ZAPOMNI = shutil.which("zapomni", path=str(Path(sys.executable).parent)) or "zapomni"
 BODY_KEYS = {"status", "checks", "failing"}
 CHECK_KEYS = {"name", "ok", "latency_ms", "detail"}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 # -- a real FalkorDB ---------------------------------------------------------------------------

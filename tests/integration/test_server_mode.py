@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,18 +13,12 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from tests.helpers import wait_for
+from tests.helpers import free_port, wait_for
 from zapomni_core import Settings, StorageUnavailable, open_core
 from zapomni_core.models import AddMemoryRequest, SearchRequest
 
 pytestmark = pytest.mark.anyio
 PASSWORD = "s3cret-pass"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def answers(port: int) -> bool:

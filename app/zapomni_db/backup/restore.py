@@ -31,30 +31,19 @@ import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-import redis
 import structlog
 
 from zapomni_db import _locks
-from zapomni_db.backup import (
-    AOF_DIR_NAME,
-    RDB_NAME,
-    BackupError,
-    BackupInvalid,
-    Manifest,
-    check_files,
-    file_digest,
-    load_state,
-    read_manifest,
-    read_state,
-    state_differences,
-    wait_for_indexes,
-)
+from zapomni_db.backup.errors import BackupError, BackupInvalid
+from zapomni_db.backup.files import file_digest, stamp, unused_path
+from zapomni_db.backup.graph_state import read_state
+from zapomni_db.backup.manifest import AOF_DIR_NAME, RDB_NAME, Manifest, check_files, check_state, read_manifest
+from zapomni_db.backup.persistence import wait_for_aof_rewrite
+from zapomni_db.backup.verify import backup_client, scratch_client
 from zapomni_db.embedded import EmbeddedPaths, ping
 from zapomni_db.errors import DatabaseUnavailable
-from zapomni_db.server import ScratchServer, direct_client
 
 log = structlog.get_logger(__name__)
 
@@ -236,25 +225,13 @@ def _processes_using(directory: Path) -> list[str]:
 # -- Staging, and swapping the staged files in ------------------------------------------------
 
 
-def _stamp() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-
-
-def _unique(path: Path) -> Path:
-    candidate, n = path, 1
-    while candidate.exists():
-        n += 1
-        candidate = path.with_name(f"{path.name}-{n}")
-    return candidate
-
-
 def _staging_dir(db_files_dir: Path, mount: bool) -> Path:
     """A new directory on the database's filesystem, so the swap is renames only."""
     if mount:
-        staging = _unique(db_files_dir / f"{_STAGING_INFIX}{_stamp()}")
+        staging = unused_path(db_files_dir / f"{_STAGING_INFIX}{stamp()}")
     else:
         db_files_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging = _unique(db_files_dir.with_name(f".{db_files_dir.name}{_STAGING_INFIX}{_stamp()}"))
+        staging = unused_path(db_files_dir.with_name(f".{db_files_dir.name}{_STAGING_INFIX}{stamp()}"))
     staging.mkdir(mode=0o700)
     return staging
 
@@ -281,8 +258,8 @@ def _swap(db_files_dir: Path, staging: Path, mount: bool) -> Path | None:
     current = sorted(e for e in db_files_dir.iterdir() if not _ours(e)) if db_files_dir.is_dir() else []
     safety: Path | None = None
     if current:
-        aside = f"{_SAFETY_INFIX}{_stamp()}"
-        safety = _unique(db_files_dir / aside if mount else db_files_dir.with_name(db_files_dir.name + aside))
+        aside = f"{_SAFETY_INFIX}{stamp()}"
+        safety = unused_path(db_files_dir / aside if mount else db_files_dir.with_name(db_files_dir.name + aside))
     moves = _Moves(moved_aside=[], moved_in=[])
     try:
         if mount:
@@ -378,52 +355,24 @@ def _build(backup_dir: Path, manifest: Manifest, staging: Path) -> None:
     expected = next(entry for entry in manifest.files if entry.path == RDB_NAME)
     if file_digest(rdb) != (expected.size, expected.sha256):
         raise BackupError(f"{backup_dir / RDB_NAME} changed while it was being restored")
-    with contextlib.ExitStack() as stack:
-        try:
-            server = stack.enter_context(
-                ScratchServer(staging, appendonly=False, save_on_exit=True, timeout_s=_AOF_TIMEOUT_S)
-            )
-        except DatabaseUnavailable as exc:
-            raise BackupInvalid(f"the snapshot in {backup_dir} does not load: {exc}") from None
-        client = direct_client(unix_socket=server.socket, timeout_s=300.0)
-        stack.callback(client.close)
-        wait_for_indexes(client, manifest.graph_name)
-        state = read_state(client, manifest.graph_name, probe_chunk_id=_probe_id(manifest))
-        differences = state_differences(manifest.state, state, probe=manifest.state.probe is not None)
-        if differences:
-            raise BackupInvalid(f"{backup_dir} does not hold what its manifest says: " + "; ".join(differences))
+    with backup_client(
+        backup_dir, staging, manifest.graph_name, appendonly=False, save_on_exit=True, timeout_s=_AOF_TIMEOUT_S
+    ) as client:
+        state = read_state(client, manifest.graph_name, probe_chunk_id=manifest.probe_chunk_id)
+        check_state(backup_dir, manifest, state)
         log.info("restore.backup_verified", backup=str(backup_dir), memories=state.counts.memories)
         client.config_set("appendonly", "yes")
-        _wait_for_aof_rewrite(client)
+        wait_for_aof_rewrite(client, _AOF_TIMEOUT_S)
     if not (staging / AOF_DIR_NAME).is_dir():
         raise BackupError(f"turning the AOF on did not write {staging / AOF_DIR_NAME}")
     log.info("restore.built", staging=str(staging))
 
 
-def _probe_id(manifest: Manifest) -> str | None:
-    return manifest.state.probe.chunk_id if manifest.state.probe else None
-
-
-def _wait_for_aof_rewrite(client: redis.Redis) -> None:
-    """Wait until turning the AOF on has written its base file (a background rewrite) and it is on."""
-    deadline = time.monotonic() + _AOF_TIMEOUT_S
-    while True:
-        info = client.info("persistence")
-        # A failed rewrite is retried by Redis in the background; we stop at the first failure.
-        if info.get("aof_last_bgrewrite_status") != "ok" or int(info.get("aof_rewrites_consecutive_failures", 0)):
-            raise BackupError("writing the AOF from the restored snapshot failed (a full disk?)")
-        busy = int(info.get("aof_rewrite_in_progress", 0)) or int(info.get("aof_rewrite_scheduled", 0))
-        if not busy and int(info.get("aof_enabled", 0)) and int(info.get("aof_rewrites", 0)):
-            return
-        if time.monotonic() > deadline:
-            raise BackupError("writing the AOF from the restored snapshot did not finish in time")
-        time.sleep(0.05)
-
-
 def _check(staging: Path, manifest: Manifest) -> None:
     """Start the new files the way the real server will (AOF on) and compare with the manifest."""
-    state = load_state(staging, manifest.graph_name, probe_chunk_id=_probe_id(manifest), appendonly=True)
-    differences = state_differences(manifest.state, state, probe=manifest.state.probe is not None)
+    with scratch_client(staging, manifest.graph_name, appendonly=True) as client:
+        state = read_state(client, manifest.graph_name, probe_chunk_id=manifest.probe_chunk_id)
+    differences = manifest.differences(state)
     if differences:
         raise BackupError("the restored database does not match the backup: " + "; ".join(differences))
     log.info("restore.checked", memories=state.counts.memories, chunks=state.counts.chunks)

@@ -1,0 +1,39 @@
+"""Backups of the FalkorDB files: a consistent snapshot, a verified copy with a manifest, retention; and restore.
+
+- `manifest`: what a backup directory holds and the manifest that describes it;
+- `graph_state`: the counts, schema, embedder and probe a manifest records, read from a server;
+- `snapshot`: a BGSAVE whose state is pinned down, and copying its files;
+- `verify`: loading a backup in a scratch server and checking it against its manifest;
+- `create`, `catalogue`: making a backup; listing and pruning a directory of them;
+- `restore`: putting a backup in place of a database's files.
+- `errors`, `files`, `persistence`: shared by the rest: the errors, checksummed and fsynced files, waiting
+  on a server's RDB saves and AOF rewrites.
+
+Everything here is synchronous and talks Redis directly (raw GRAPH.RO_QUERY replies): it runs in
+operator commands and against scratch servers, where an event loop would only add ceremony.
+"""
+
+from zapomni_db.backup.catalogue import BackupEntry, list_backups, prune_backups
+from zapomni_db.backup.create import BackupResult, create_backup
+from zapomni_db.backup.errors import BackupError, BackupInvalid
+from zapomni_db.backup.manifest import MANIFEST_NAME, RDB_NAME, Manifest
+from zapomni_db.backup.restore import RestoreFailed, RestoreRefused, RestoreResult, restore
+from zapomni_db.backup.verify import verify_backup
+
+__all__ = [
+    "MANIFEST_NAME",
+    "RDB_NAME",
+    "BackupEntry",
+    "BackupError",
+    "BackupInvalid",
+    "BackupResult",
+    "Manifest",
+    "RestoreFailed",
+    "RestoreRefused",
+    "RestoreResult",
+    "create_backup",
+    "list_backups",
+    "prune_backups",
+    "restore",
+    "verify_backup",
+]
