@@ -27,7 +27,11 @@ from zapomni_db.backup import (
     create_backup,
     list_backups,
     prune_backups,
+    read_manifest,
+    read_state,
+    reinstate,
     restore,
+    wait_for_indexes,
 )
 from zapomni_db.embedded import EmbeddedPaths
 from zapomni_db.server import direct_client
@@ -87,6 +91,26 @@ def restore_backup(settings: Settings, reference: str, *, directory: Path | None
             paths = EmbeddedPaths(settings.data_dir.expanduser().resolve())
             return restore(backup, files, embedded=paths)
         return restore(backup, files, server_address=(settings.falkordb_host, settings.falkordb_port))
+
+
+def check_live(settings: Settings, reference: str, *, directory: Path | None = None) -> list[str]:
+    """How the running database differs from a backup's manifest (empty: it holds what was restored)."""
+    backup = resolve_backup(settings, reference, directory=directory)
+    with _operator_errors("restore --check"):
+        manifest = read_manifest(backup)
+        with _connection(settings) as client:
+            wait_for_indexes(client, settings.graph_name)
+            state = read_state(client, settings.graph_name, probe_chunk_id=manifest.probe_chunk_id)
+    return manifest.differences(state)
+
+
+def undo_restore(settings: Settings, safety_copy: Path) -> Path | None:
+    """Put the files a restore replaced back (the database must be stopped, as for a restore)."""
+    files = db_files_dir(settings)
+    with _operator_errors("restore --undo"):
+        if settings.db_mode == "embedded":
+            return reinstate(files, safety_copy, embedded=EmbeddedPaths(settings.data_dir.expanduser().resolve()))
+        return reinstate(files, safety_copy, server_address=(settings.falkordb_host, settings.falkordb_port))
 
 
 def resolve_backup(settings: Settings, reference: str, *, directory: Path | None = None) -> Path:

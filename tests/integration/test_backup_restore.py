@@ -39,7 +39,7 @@ from zapomni_db.backup import (
 from zapomni_db.embedded import EmbeddedPaths
 from zapomni_db.schema import current_version
 from zapomni_db.server import direct_client
-from zapomni_ops.backups import BackupFailed, make_backup, restore_backup
+from zapomni_ops.backups import BackupFailed, check_live, make_backup, restore_backup, undo_restore
 
 ZAPOMNI = shutil.which("zapomni", path=str(Path(sys.executable).parent)) or "zapomni"
 MEMORIES = 2_000
@@ -110,14 +110,6 @@ async def build_store(data_dir: Path) -> Observed:
                 )
             )
         observed = await observe(core, data_dir)
-        # FalkorDB 4.16 answers top-k vector queries with only k/2 nodes after rebuilding its index by
-        # replaying an AOF of queries; loading an RDB (as a restored store does) gives all k. Rewriting
-        # the AOF (its base becomes an RDB) makes every copy of this store open like a restored one.
-        client = direct_client(unix_socket=EmbeddedPaths(data_dir).socket)
-        client.bgrewriteaof()
-        while any(int(client.info("persistence")[key]) for key in ("aof_rewrite_in_progress", "aof_rewrite_scheduled")):
-            time.sleep(0.05)
-        client.close()
     return observed
 
 
@@ -222,6 +214,30 @@ async def test_restore_over_live_data_keeps_a_safety_copy(
         found = await core.search(SearchRequest(query="Written after the backup was taken.", limit=3))
     assert stats.total_memories == MEMORIES
     assert extra.memory_id not in {hit.memory_id for hit in found.results}
+
+
+@pytest.mark.anyio
+async def test_check_compares_the_running_database_and_undo_puts_the_safety_copy_back(
+    store: Store, store_backup: Path, settings: Settings, data_dir: Path
+) -> None:
+    copy_store(store, data_dir)
+    async with open_core(settings) as (core, _info):
+        await core.add_memory(AddMemoryRequest(text="Written after the backup was taken."))
+    result = restore_backup(settings, str(store_backup))
+    assert check_live(settings, str(store_backup)) == []  # the running database holds the backup
+
+    async with open_core(settings) as (core, _info):
+        await core.add_memory(AddMemoryRequest(text="Written after the restore."))
+    differences = check_live(settings, str(store_backup))
+    assert f"memories: expected {MEMORIES}, found {MEMORIES + 1}" in differences
+
+    assert result.safety_copy is not None
+    aside = undo_restore(settings, result.safety_copy)
+    assert aside is not None and aside.is_dir()  # the restored files are kept too, never deleted
+    async with open_core(settings) as (core, _info):
+        found = await core.search(SearchRequest(query="Written after the backup was taken.", limit=1))
+        assert (await core.stats()).total_memories == MEMORIES + 1
+    assert found.results[0].text == "Written after the backup was taken."
 
 
 @pytest.mark.anyio

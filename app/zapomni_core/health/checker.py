@@ -135,10 +135,10 @@ def _secrets(settings: Settings) -> list[str]:
     if settings.falkordb_password:
         secrets.append(settings.falkordb_password.get_secret_value())
     if settings.redis_url:
-        secrets.append(settings.redis_url.get_secret_value())
-        password = urlsplit(settings.redis_url.get_secret_value()).password
-        if password:
-            secrets.append(password)
+        url = settings.redis_url.get_secret_value()
+        password = urlsplit(url).password
+        if password:  # a URL without one is shown as it is: it names the cache, and hides nothing
+            secrets += [url, password]
     return secrets
 
 

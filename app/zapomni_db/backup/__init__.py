@@ -16,8 +16,9 @@ operator commands and against scratch servers, where an event loop would only ad
 from zapomni_db.backup.catalogue import BackupEntry, list_backups, prune_backups
 from zapomni_db.backup.create import BackupResult, create_backup
 from zapomni_db.backup.errors import BackupError, BackupInvalid
-from zapomni_db.backup.manifest import MANIFEST_NAME, RDB_NAME, Manifest
-from zapomni_db.backup.restore import RestoreFailed, RestoreRefused, RestoreResult, restore
+from zapomni_db.backup.graph_state import read_state, wait_for_indexes
+from zapomni_db.backup.manifest import MANIFEST_NAME, RDB_NAME, Manifest, read_manifest
+from zapomni_db.backup.restore import RestoreFailed, RestoreRefused, RestoreResult, reinstate, restore
 from zapomni_db.backup.verify import verify_backup
 
 __all__ = [
@@ -34,6 +35,10 @@ __all__ = [
     "create_backup",
     "list_backups",
     "prune_backups",
+    "read_manifest",
+    "read_state",
+    "reinstate",
     "restore",
     "verify_backup",
+    "wait_for_indexes",
 ]

@@ -124,6 +124,30 @@ def restore(
     )
 
 
+def reinstate(
+    db_files_dir: Path,
+    previous: Path,
+    *,
+    embedded: EmbeddedPaths | None = None,
+    server_address: tuple[str, int] | None = None,
+    lock_timeout_s: float = 30.0,
+) -> Path | None:
+    """Put a restore's safety copy (`previous`) back in place; return where the replaced files went.
+
+    For a restore that verified in a scratch server but whose live server then disagreed: the
+    operator scripts check the running database against the manifest and come back here. Nothing
+    is deleted; the files replaced are kept aside like any restore's safety copy.
+    """
+    db_files_dir = db_files_dir.expanduser().absolute()
+    if not previous.is_dir():
+        raise RestoreRefused(f"there is no safety copy at {previous}; nothing was changed")
+    embedded = embedded or _embedded_layout(db_files_dir)
+    with _exclusive_use(db_files_dir, embedded, server_address, lock_timeout_s):
+        aside = _swap(db_files_dir, previous, db_files_dir.is_dir() and os.path.ismount(db_files_dir))
+    log.warning("restore.reinstated", db_files_dir=str(db_files_dir), previous=str(previous), replaced=str(aside))
+    return aside
+
+
 # -- Nobody else may use the directory ---------------------------------------------------------
 
 

@@ -46,6 +46,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(summary, indent=2))
         return 0
     table = Table("backup", "value")
+    table.columns[1].overflow = "fold"  # the path is what `zapomni restore` takes: never cut it
     for key, value in summary.items():
         shown = ", ".join(value) or "—" if isinstance(value, list) else value
         table.add_row(key, json.dumps(shown) if isinstance(shown, dict) else str(shown))

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zapomni_core.settings import Settings
-from zapomni_ops.backups import entry_summary, known_backups, restore_backup
+from zapomni_ops.backups import check_live, entry_summary, known_backups, restore_backup, undo_restore
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -23,6 +23,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("backup", nargs="?", help="a backup directory, a backup's name, or 'latest'")
     parser.add_argument("--list", action="store_true", help="list the backups instead")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="compare the running database with BACKUP's manifest (exit 1 if it differs)",
+    )
+    parser.add_argument("--undo", type=Path, metavar="SAFETY_COPY", help="put a restore's safety copy back")
     parser.add_argument("--dir", type=Path, help="the backups directory (default: ZAPOMNI_BACKUP_DIR)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=run, parser=parser)
@@ -31,8 +37,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.list:
         return _list(args, settings)
+    if args.undo:
+        aside = undo_restore(settings, args.undo)
+        print(f"Put {args.undo} back in place; the files it replaced are in {aside}.")
+        return 0
     if not args.backup:
         args.parser.error("name a backup to restore (or --list the backups)")
+    if args.check:
+        return _check(args, settings)
     result = restore_backup(settings, args.backup, directory=args.dir)
     counts = result.manifest.state.counts
     summary = {
@@ -74,3 +86,14 @@ def _list(args: argparse.Namespace, settings: Settings) -> int:
         table.add_row(row["name"], *counts, size, status)
     Console().print(table)
     return 0
+
+
+def _check(args: argparse.Namespace, settings: Settings) -> int:
+    differences = check_live(settings, args.backup, directory=args.dir)
+    if args.json:
+        print(json.dumps({"matches": not differences, "differences": differences}, indent=2))
+    elif differences:
+        print("The running database differs from the backup: " + "; ".join(differences))
+    else:
+        print("The running database holds what the backup's manifest says.")
+    return 1 if differences else 0
