@@ -223,10 +223,14 @@ async def _vector_index_short(client: GraphClient) -> bool:
     probe, chunks = rows[0]
     k = min(chunks, _PROBE_K)
     # The vector goes back as a parameter: FalkorDB rejects a property as the procedure's argument.
-    found = await client.ro_query(
-        "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($probe)) YIELD node RETURN count(node)",
-        {"k": k, "probe": list(probe)},
-    )
+    try:
+        found = await client.ro_query(
+            "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($probe)) YIELD node RETURN count(node)",
+            {"k": k, "probe": list(probe)},
+        )
+    except ResponseError as exc:  # the index is being (re)built, e.g. by another process's repair
+        log.info("db.vector_index.check_skipped", reason=str(exc))
+        return False
     return found[0][0] < k
 
 

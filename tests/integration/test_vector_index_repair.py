@@ -16,7 +16,7 @@ import pytest
 from zapomni_core import Settings, open_core
 from zapomni_core.database import open_database
 from zapomni_core.models import AddMemoryRequest, SearchRequest
-from zapomni_db import ChunkRow, GraphClient, MemoryRecord, MemoryRepository, SchemaSettings, migrate
+from zapomni_db import ChunkRow, GraphClient, MemoryRecord, MemoryRepository, SchemaSettings, migrate, wait_for_indexes
 
 pytestmark = pytest.mark.anyio
 
@@ -37,6 +37,7 @@ async def raw_top_k(settings: Settings) -> int:
     """Top-k size seen without `open_core`, which would repair the index."""
     async with AsyncExitStack() as stack:
         database = await open_database(settings, stack)
+        await wait_for_indexes(database.client)  # after a load the index is rebuilt in the background
         return await distinct_neighbours(database.client)
 
 
