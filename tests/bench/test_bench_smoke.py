@@ -68,3 +68,13 @@ def test_scale_bench_measures_latency_overhead_and_memory(tmp_path: Path) -> Non
     assert small["mcp"]["search_mcp_p50"] > 0
     assert small["rss_mb"]["database"] > 0
     assert out.with_suffix(".png").stat().st_size > 1000
+
+
+def test_index_repair_bench_sees_the_replay_and_the_repair(tmp_path: Path) -> None:
+    out = tmp_path / "index_repair.md"
+    done = run_module("bench.index_repair", "--sizes", "300", "--output", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    row = out.read_text().strip().splitlines()[-1].split("|")
+    # chunks | load | distinct top-50 after replay | repair | next start | distinct top-50 next start
+    assert row[1].strip() == "300"
+    assert int(row[3]) < 50 and int(row[6]) == 50
