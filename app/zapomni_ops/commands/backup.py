@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zapomni_core.settings import Settings
+from zapomni_ops.arguments import positive_int
 from zapomni_ops.backups import make_backup
 
 
@@ -22,7 +23,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "in a scratch server to verify it, then keep only the newest backups.",
     )
     parser.add_argument("--dir", type=Path, help="where backups go (default: ZAPOMNI_BACKUP_DIR or DATA_DIR/backups)")
-    parser.add_argument("--keep", type=_positive, help="keep the newest N backups (default: ZAPOMNI_BACKUP_KEEP)")
+    parser.add_argument("--keep", type=positive_int, help="keep the newest N backups (default: ZAPOMNI_BACKUP_KEEP)")
     parser.add_argument("--no-verify", action="store_true", help="skip loading the copy (no probe query recorded)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=run)
@@ -52,10 +53,3 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         table.add_row(key, json.dumps(shown) if isinstance(shown, dict) else str(shown))
     Console().print(table)
     return 0
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value

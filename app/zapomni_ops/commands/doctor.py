@@ -16,6 +16,7 @@ from rich.text import Text
 
 from zapomni_core.health import Report, open_health_checker
 from zapomni_core.settings import Settings
+from zapomni_ops.arguments import seconds
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -26,7 +27,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the /readyz JSON body")
     parser.add_argument(
-        "--wait", type=_seconds, default=0.0, metavar="SECONDS", help="repeat the checks until ready, up to SECONDS"
+        "--wait", type=seconds, default=0.0, metavar="SECONDS", help="repeat the checks until ready, up to SECONDS"
     )
     parser.set_defaults(run=run)
 
@@ -59,10 +60,3 @@ def _print_table(report: Report) -> None:
         console.print(Text("ready", style="green"))
     else:
         console.print(Text(f"not ready: {', '.join(report.failing)}", style="red"))
-
-
-def _seconds(value: str) -> float:
-    seconds = float(value)
-    if not 0 <= seconds <= 3600:
-        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 3600 seconds")
-    return seconds

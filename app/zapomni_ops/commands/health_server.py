@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from zapomni_core.settings import Settings
+from zapomni_ops.arguments import port
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -14,7 +15,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         description="Serve the liveness and readiness endpoints until SIGTERM or Ctrl-C.",
     )
     parser.add_argument("--host", help="address to listen on (default: ZAPOMNI_HEALTH_HOST, 127.0.0.1)")
-    parser.add_argument("--port", type=_port, help="port to listen on (default: ZAPOMNI_HEALTH_PORT, 8090)")
+    parser.add_argument("--port", type=port, help="port to listen on (default: ZAPOMNI_HEALTH_PORT, 8090)")
     parser.set_defaults(run=run)
 
 
@@ -22,10 +23,3 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from zapomni_ops.health_server import serve  # uvicorn and starlette load only for this command
 
     return serve(settings, host=args.host or settings.health_host, port=args.port or settings.health_port)
-
-
-def _port(value: str) -> int:
-    port = int(value)
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port number (1-65535)")
-    return port

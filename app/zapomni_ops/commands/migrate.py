@@ -26,6 +26,7 @@ from zapomni_core.errors import EmbedderUnavailable, StorageUnavailable
 from zapomni_core.migrations import Migration, SchemaStatus, apply_migrations, configured_embedder, schema_status
 from zapomni_core.reembed import DEFAULT_BATCH_SIZE, ReembedPlan, plan_reembed, reembed
 from zapomni_core.settings import Settings
+from zapomni_ops.arguments import positive_int
 
 log = structlog.get_logger(__name__)
 
@@ -52,7 +53,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         description="Stop every Zapomni server using this store first. Interrupting is safe: run it again to resume.",
     )
     again.add_argument(
-        "--batch-size", type=_positive, default=DEFAULT_BATCH_SIZE, help="chunks embedded and written per step"
+        "--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE, help="chunks embedded and written per step"
     )
     again.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     again.set_defaults(run=run_reembed)
@@ -194,13 +195,6 @@ def _confirm() -> bool:
         return False
     print("continue? [y/N] ", end="", file=sys.stderr, flush=True)
     return sys.stdin.readline().strip().lower() in {"y", "yes"}
-
-
-def _positive(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return number
 
 
 class _ProgressDisplay:
