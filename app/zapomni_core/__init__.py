@@ -10,6 +10,7 @@ from zapomni_core.errors import (
 )
 from zapomni_core.runtime import RuntimeInfo, open_core
 from zapomni_core.settings import Settings
+from zapomni_db.version import package_version
 
 __all__ = [
     "ConfigurationError",
@@ -21,4 +22,5 @@ __all__ = [
     "ZapomniCore",
     "ZapomniError",
     "open_core",
+    "package_version",
 ]

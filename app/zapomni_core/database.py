@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from zapomni_core.errors import StorageUnavailable
 from zapomni_core.settings import Settings
 from zapomni_db import DatabaseUnavailable, EmbeddedDatabase, GraphClient
+from zapomni_db.embedded import EmbeddedPaths
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,15 @@ class OpenDatabase:
     location: str  # what to tell a person: the data directory, or falkordb://host:port
     started_here: bool
     embedded: EmbeddedDatabase | None  # None in server mode
+
+
+def embedded_paths(settings: Settings) -> EmbeddedPaths:
+    """The embedded database's layout for ZAPOMNI_DATA_DIR, resolved as `EmbeddedDatabase` resolves it."""
+    return EmbeddedPaths(settings.data_dir.expanduser().resolve())
+
+
+def falkordb_password(settings: Settings) -> str | None:
+    return settings.falkordb_password.get_secret_value() if settings.falkordb_password else None
 
 
 async def open_database(settings: Settings, stack: AsyncExitStack) -> OpenDatabase:
@@ -41,12 +51,11 @@ async def open_database(settings: Settings, stack: AsyncExitStack) -> OpenDataba
 
 async def _connect(settings: Settings, stack: AsyncExitStack) -> OpenDatabase:
     if settings.db_mode == "server":
-        password = settings.falkordb_password.get_secret_value() if settings.falkordb_password else None
         client = GraphClient.over_tcp(
             settings.falkordb_host,
             settings.falkordb_port,
             settings.graph_name,
-            password=password,
+            password=falkordb_password(settings),
             max_connections=settings.db_pool_size,
         )
         stack.push_async_callback(client.close)

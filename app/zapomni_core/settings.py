@@ -82,13 +82,6 @@ class Settings(BaseSettings):
         return "nomic-embed-text" if self.embedder == "ollama" else "all-MiniLM-L6-v2"
 
     @property
-    def db_files_dir(self) -> Path | None:
-        """The directory holding the database's RDB and AOF files, when this process can see it."""
-        if self.db_mode == "embedded":
-            return self.data_dir / "db"
-        return self.falkordb_data_dir
-
-    @property
     def backups_dir(self) -> Path:
         return self.backup_dir or self.data_dir / "backups"
 

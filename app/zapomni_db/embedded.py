@@ -30,13 +30,12 @@ from pathlib import Path
 
 import redis
 import structlog
-from redis.backoff import NoBackoff
 from redis.exceptions import BusyLoadingError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.retry import Retry
 
 from zapomni_db import _locks
 from zapomni_db.errors import DatabaseUnavailable
+from zapomni_db.server import direct_client
 
 log = structlog.get_logger(__name__)
 
@@ -93,16 +92,11 @@ def _socket_path(run_dir: Path) -> Path:
     return Path(tempfile.gettempdir()) / f"zapomni-{digest}.sock"
 
 
-def _direct_client(socket: Path, timeout_s: float) -> redis.Redis:
-    # No retries: a refused or closed connection is the answer we are looking for.
-    return redis.Redis(unix_socket_path=str(socket), socket_timeout=timeout_s, retry=Retry(NoBackoff(), 0))
-
-
 def ping(socket: Path, timeout_s: float = 1.0) -> bool:
     """True when a server answers on `socket` and has finished loading its data."""
     if not socket.exists():
         return False
-    client = _direct_client(socket, timeout_s)
+    client = direct_client(unix_socket=socket, timeout_s=timeout_s)
     try:
         return bool(client.ping())
     except (RedisConnectionError, BusyLoadingError, OSError, redis.exceptions.TimeoutError):

@@ -11,8 +11,8 @@ from typing import Any
 import anyio
 import structlog
 
-from zapomni_core import RuntimeInfo, Settings, open_core
-from zapomni_mcp.server import build_server, package_version
+from zapomni_core import RuntimeInfo, Settings, open_core, package_version
+from zapomni_mcp.server import build_server
 from zapomni_mcp.tools import build_registry
 from zapomni_mcp.transport import stdio_transport
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import mcp_types as types
@@ -12,7 +11,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from zapomni_core import ZapomniError
+from zapomni_core import ZapomniError, package_version
 from zapomni_mcp.errors import describe_validation_error
 from zapomni_mcp.registry import ToolRegistry
 
@@ -23,13 +22,6 @@ INSTRUCTIONS = (
     "context worth recalling later; use search_memory before answering questions that may depend on "
     "earlier conversations; get_stats shows what is stored."
 )
-
-
-def package_version() -> str:
-    try:
-        return version("zapomni")
-    except PackageNotFoundError:
-        return "0.0.0"
 
 
 def build_server(registry: ToolRegistry) -> Server[Any]:

@@ -17,6 +17,7 @@ from typing import Any
 import redis
 import structlog
 
+from zapomni_core.database import embedded_paths, falkordb_password
 from zapomni_core.errors import ConfigurationError, StorageUnavailable, ZapomniError
 from zapomni_core.settings import Settings
 from zapomni_db import DatabaseError, DatabaseUnavailable, EmbeddedDatabase
@@ -33,7 +34,6 @@ from zapomni_db.backup import (
     restore,
     wait_for_indexes,
 )
-from zapomni_db.embedded import EmbeddedPaths
 from zapomni_db.server import direct_client
 
 log = structlog.get_logger(__name__)
@@ -60,7 +60,7 @@ def backups_dir(settings: Settings, override: Path | None = None) -> Path:
 def db_files_dir(settings: Settings) -> Path:
     """Where the database's dump.rdb and appendonlydir/ are, as this process sees them."""
     if settings.db_mode == "embedded":
-        return EmbeddedPaths(settings.data_dir.expanduser().resolve()).db_dir
+        return embedded_paths(settings).db_dir
     if settings.falkordb_data_dir is None:
         raise ConfigurationError(
             "in server mode, backup and restore work on the server's files: set FALKORDB_DATA_DIR to the "
@@ -87,10 +87,7 @@ def restore_backup(settings: Settings, reference: str, *, directory: Path | None
     backup = resolve_backup(settings, reference, directory=directory)
     files = db_files_dir(settings)
     with _operator_errors("restore"):
-        if settings.db_mode == "embedded":
-            paths = EmbeddedPaths(settings.data_dir.expanduser().resolve())
-            return restore(backup, files, embedded=paths)
-        return restore(backup, files, server_address=(settings.falkordb_host, settings.falkordb_port))
+        return restore(backup, files, **_owner(settings))
 
 
 def check_live(settings: Settings, reference: str, *, directory: Path | None = None) -> list[str]:
@@ -108,9 +105,14 @@ def undo_restore(settings: Settings, safety_copy: Path) -> Path | None:
     """Put the files a restore replaced back (the database must be stopped, as for a restore)."""
     files = db_files_dir(settings)
     with _operator_errors("restore --undo"):
-        if settings.db_mode == "embedded":
-            return reinstate(files, safety_copy, embedded=EmbeddedPaths(settings.data_dir.expanduser().resolve()))
-        return reinstate(files, safety_copy, server_address=(settings.falkordb_host, settings.falkordb_port))
+        return reinstate(files, safety_copy, **_owner(settings))
+
+
+def _owner(settings: Settings) -> dict[str, Any]:
+    """Who may be using the database files, for the restore's refusal to work under a running server."""
+    if settings.db_mode == "embedded":
+        return {"embedded": embedded_paths(settings)}
+    return {"server_address": (settings.falkordb_host, settings.falkordb_port)}
 
 
 def resolve_backup(settings: Settings, reference: str, *, directory: Path | None = None) -> Path:
@@ -149,9 +151,11 @@ def entry_summary(entry: BackupEntry) -> dict[str, Any]:
 def _connection(settings: Settings) -> Iterator[redis.Redis]:
     """A direct client to the configured database; embedded mode starts or attaches to its server."""
     if settings.db_mode == "server":
-        password = settings.falkordb_password.get_secret_value() if settings.falkordb_password else None
         client = direct_client(
-            host=settings.falkordb_host, port=settings.falkordb_port, password=password, timeout_s=_COMMAND_TIMEOUT_S
+            host=settings.falkordb_host,
+            port=settings.falkordb_port,
+            password=falkordb_password(settings),
+            timeout_s=_COMMAND_TIMEOUT_S,
         )
         try:
             client.ping()

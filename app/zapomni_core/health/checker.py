@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from zapomni_core.database import embedded_paths, falkordb_password
 from zapomni_core.embedders.factory import build_embedder
 from zapomni_core.health.checks import (
     check_embedder,
@@ -22,7 +23,6 @@ from zapomni_core.health.checks import (
 from zapomni_core.health.probes import DatabaseProbe, DatabaseTarget, EmbedderProbe, RedisProbe
 from zapomni_core.health.results import CHECK_TIMEOUT_S, CheckResult, Report, run_check
 from zapomni_core.settings import Settings
-from zapomni_db.embedded import EmbeddedPaths
 
 # The first embedder build may have to wait for Ollama to load a model into memory.
 STARTUP_TIMEOUT_S = 30.0
@@ -113,16 +113,15 @@ class HealthChecker:
 
 def database_target(settings: Settings) -> DatabaseTarget:
     if settings.db_mode == "server":
-        password = settings.falkordb_password.get_secret_value() if settings.falkordb_password else None
         return DatabaseTarget(
             label=f"FalkorDB at {settings.falkordb_host}:{settings.falkordb_port}",
             graph_name=settings.graph_name,
             host=settings.falkordb_host,
             port=settings.falkordb_port,
-            password=password,
+            password=falkordb_password(settings),
         )
     # Resolved as the embedded database resolves it: a long path's socket name is a hash of it.
-    paths = EmbeddedPaths(settings.data_dir.expanduser().resolve())
+    paths = embedded_paths(settings)
     return DatabaseTarget(
         label=f"the embedded FalkorDB of ZAPOMNI_DATA_DIR={settings.data_dir}",
         graph_name=settings.graph_name,

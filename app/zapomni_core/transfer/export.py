@@ -7,7 +7,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TextIO
 
 import numpy as np
@@ -22,6 +21,7 @@ from zapomni_core.transfer.format import (
     TransferProgress,
 )
 from zapomni_db.repository import MemoryRepository, StoredChunk, StoredMemory
+from zapomni_db.version import package_version
 
 log = structlog.get_logger(__name__)
 
@@ -59,7 +59,7 @@ async def export_memories(
         "type": HEADER_TYPE,
         "format_version": FORMAT_VERSION,
         "exported_at": datetime.now(UTC).isoformat(),
-        "zapomni_version": _zapomni_version(),
+        "zapomni_version": package_version(),
         "embedder": {"model": embedder.model, "dimension": embedder.dimension},
         "graph_name": graph_name,
         "schema_version": await repository.schema_version(),
@@ -164,10 +164,3 @@ def _dumps(value: Any) -> str:
 
 def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="microseconds")
-
-
-def _zapomni_version() -> str:
-    try:
-        return version("zapomni")
-    except PackageNotFoundError:
-        return "unknown"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import time
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 import redis
@@ -26,6 +25,7 @@ from zapomni_db.backup.manifest import (
 )
 from zapomni_db.backup.snapshot import copy_aof, server_file_names, snapshot_and_copy
 from zapomni_db.backup.verify import state_of_copy
+from zapomni_db.version import package_version
 
 log = structlog.get_logger(__name__)
 
@@ -37,13 +37,6 @@ class BackupResult:
     verified: bool
     snapshot_s: float  # BGSAVE and copying the files
     verify_s: float
-
-
-def _zapomni_version() -> str:
-    try:
-        return metadata.version("zapomni")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def create_backup(
@@ -73,7 +66,7 @@ def create_backup(
             format=FORMAT,
             format_version=FORMAT_VERSION,
             created_at=snapshot.taken_at.isoformat().replace("+00:00", "Z"),
-            zapomni_version=_zapomni_version(),
+            zapomni_version=package_version(),
             redis_version=snapshot.redis_version,
             falkordb_version=snapshot.falkordb_version,
             graph_name=graph,
