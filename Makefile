@@ -47,6 +47,7 @@ bench: $(STAMP)  ## run the benchmarks (~40 min on 2 cores); results go to bench
 	$(BIN)/python -m bench.scale
 	$(BIN)/python -m bench.foundation
 	$(BIN)/python -m bench.index_repair
+	$(BIN)/python -m bench.memory_ops
 
 clean:  ## remove the virtualenv and caches (never your data)
 	rm -rf $(VENV) .pytest_cache build *.egg-info app/*.egg-info

@@ -1,6 +1,6 @@
 """What an AOF replay does to the vector index, and what the start-up repair costs (docs/decisions/0007).
 
-For each size: store N one-chunk memories (random 384-d unit vectors, the repository's write path,
+For each size: store N one-chunk memories (random 384-d unit vectors, the stores' write path,
 no compaction afterwards, as after a crash), restart the embedded server, and measure
 - the distinct chunks a top-50 query returns after the replay (50 when the index is sound),
 - the repair in `open_core` (`repair_vector_index`: the check, the rebuild, the compaction),
@@ -25,11 +25,12 @@ from pathlib import Path
 from zapomni_core import Settings
 from zapomni_core.database import open_database
 from zapomni_core.logs import configure_logging
+from zapomni_core.writes import content_hash
 from zapomni_db import (
     ChunkRow,
     GraphClient,
     MemoryRecord,
-    MemoryRepository,
+    MemoryWrites,
     SchemaSettings,
     migrate,
     repair_vector_index,
@@ -61,11 +62,13 @@ async def fill(settings: Settings, size: int) -> float:
     async with AsyncExitStack() as stack:
         client = (await open_database(settings, stack)).client
         await migrate(client, SchemaSettings(dimension=384))
-        repository = MemoryRepository(client)
+        writes = MemoryWrites(client)
         for i in range(size):
-            memory = MemoryRecord(id=str(uuid.uuid4()), text=f"memory {i}", created_at=1.0e9 + i, date_ts=1.0e9 + i)
-            chunk = ChunkRow(str(uuid.uuid4()), 0, f"memory {i}", unit_vector(rng), ["memori"], [1], 1)
-            await repository.insert(memory, [chunk])
+            text, at = f"memory {i}", 1.0e9 + i
+            hashed = content_hash(text)
+            memory = MemoryRecord(id=str(uuid.uuid4()), text=text, created_at=at, content_hash=hashed, date_ts=at)
+            chunk = ChunkRow(str(uuid.uuid4()), 0, text, unit_vector(rng), ["memori"], [1], 1)
+            await writes.insert(memory, [chunk])
     return time.perf_counter() - started
 
 

@@ -27,7 +27,7 @@ lucene + stemming 0.686 / 0.913, Anserini BM25 0.679 / 0.925. For scale, the cor
 single-document adds and query latency; quality is measured at 1× only.
 
 FalkorDB runs embedded (``EmbeddedDatabase``, appendfsync everysec) with every chunk linked from a
-``(:Memory {source, tags, date_ts})`` node as in ``zapomni_db.repository``, so the filtered query
+``(:Memory {source, tags, date_ts})`` node as in ``zapomni_db.memories``, so the filtered query
 (join + WHERE on the Memory) is timed as well. Results go to ``bench/results/keyword_backends.md``.
 
 Run from the repository root::
@@ -64,7 +64,7 @@ if __package__ in (None, ""):  # run as a script: make `bench.` importable like 
 from bench.common import SciFact, load_scifact, mean_ndcg
 from bench.vector_ef_runtime import percentile_ms
 from zapomni_core.logs import configure_logging
-from zapomni_db.client import GraphClient
+from zapomni_db import DatabaseTarget, GraphClient, connect
 from zapomni_db.embedded import EmbeddedDatabase
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -752,13 +752,22 @@ def measure_in_process(
 # ================================================================ FalkorDB orchestration
 
 
+def open_client(socket: str, graph: str) -> GraphClient:
+    """A client of `graph` on a connection of its own; `close_client` closes both."""
+    return GraphClient(connect(DatabaseTarget("bench", graph, socket=Path(socket))), graph)
+
+
+async def close_client(client: GraphClient) -> None:
+    await client.connection.close()
+
+
 async def measure_falkordb_quality(socket: str, data: SciFact, report: Report) -> None:
     ids, texts = data.doc_ids, data.doc_texts
     n = len(ids)
     stemmer = make_stemmer()
     variants: tuple[tuple[str, frozenset[str] | None], ...] = (("ft_stop", ENGLISH_STOPWORDS), ("ft_nostop", None))
     for graph, stopwords in variants:
-        client = GraphClient.over_unix_socket(socket, graph)
+        client = open_client(socket, graph)
         try:
             insert_s, build_s = await build_graph(client, ids, texts, stopwords)
             label = "stopwords: English (33)" if stopwords else "stopwords: none (FalkorDB default)"
@@ -830,9 +839,9 @@ async def measure_falkordb_quality(socket: str, data: SciFact, report: Report) -
             )
         finally:
             await client.command("GRAPH.DELETE", graph)
-            await client.close()
+            await close_client(client)
     # Insert with the index already present (how add_memory pays for full-text indexing).
-    client = GraphClient.over_unix_socket(socket, "ft_live")
+    client = open_client(socket, "ft_live")
     try:
         await client.query(create_fulltext(ENGLISH_STOPWORDS))
         await wait_operational(client)
@@ -852,25 +861,25 @@ async def measure_falkordb_quality(socket: str, data: SciFact, report: Report) -
                     "the same documents indexed one write at a time, as add_memory does",
                 )
             )
-        plain = GraphClient.over_unix_socket(socket, "no_index")
+        plain = open_client(socket, "no_index")
         try:
             plain_s = await insert_all(plain, ids, texts)
             await plain.command("GRAPH.DELETE", "no_index")
         finally:
-            await plain.close()
+            await close_client(plain)
         report.facts.append(
             f"{n:,} docs inserted in {INSERT_BATCH}-row batches: {plain_s:.2f} s without a full-text index, "
             f"{live_s:.2f} s with it already present ({(live_s - plain_s) / n * 1e3:.2f} ms per chunk for indexing)."
         )
         await client.command("GRAPH.DELETE", "ft_live")
     finally:
-        await client.close()
+        await close_client(client)
 
 
 async def measure_falkordb_scale(socket: str, data: SciFact, copies: int, report: Report, keep: bool) -> None:
     ids, texts = scaled(data, copies)
     graph = f"ft_x{copies}"
-    client = GraphClient.over_unix_socket(socket, graph)
+    client = open_client(socket, graph)
     try:
         insert_s, build_s = await build_graph(client, ids, texts, ENGLISH_STOPWORDS)
         sample = [data.query_texts[i] for i in query_sample(len(data.query_texts), SCALED_QUERY_SAMPLE)]
@@ -906,7 +915,7 @@ async def measure_falkordb_scale(socket: str, data: SciFact, copies: int, report
     finally:
         if not keep:
             await client.command("GRAPH.DELETE", graph)
-        await client.close()
+        await close_client(client)
 
 
 async def restart_check(data_dir: Path, graph: str, queries: Sequence[str], before: list[list[str]]) -> str:
@@ -916,14 +925,14 @@ async def restart_check(data_dir: Path, graph: str, queries: Sequence[str], befo
     db.open()  # returns once the server answers PING, i.e. has loaded its data
     loaded_s = time.perf_counter() - started
     try:
-        client = GraphClient.over_unix_socket(str(db.socket), graph)
+        client = open_client(str(db.socket), graph)
         try:
             await wait_operational(client)
             ready_s = time.perf_counter() - started
             after = [(await ft_run(client, [q]))[0][0] for q in queries]
             count = int((await client.ro_query("MATCH (c:Chunk) RETURN count(c)"))[0][0])
         finally:
-            await client.close()
+            await close_client(client)
     finally:
         db.close()
     same = sum(a == b for a, b in zip(after, before, strict=True))
@@ -939,13 +948,13 @@ async def restart_check(data_dir: Path, graph: str, queries: Sequence[str], befo
 async def falkordb_phase(
     socket: str, data: SciFact, scales: Sequence[int], report: Report
 ) -> tuple[str | None, list[str], list[list[str]]]:
-    safety_client = GraphClient.over_unix_socket(socket, "safety")
+    safety_client = open_client(socket, "safety")
     try:
         report.safety, fuzz = await safety_check(safety_client)
         report.facts.append(f"fulltext_or_query fuzz: {fuzz}.")
         await safety_client.command("GRAPH.DELETE", "safety")
     finally:
-        await safety_client.close()
+        await close_client(safety_client)
     await measure_falkordb_quality(socket, data, report)
     largest = max(scales) if scales else None
     for copies in scales:
@@ -954,11 +963,11 @@ async def falkordb_phase(
         return None, [], []
     graph = f"ft_x{largest}"
     probe = data.query_texts[:20]
-    client = GraphClient.over_unix_socket(socket, graph)
+    client = open_client(socket, graph)
     try:
         before = [(await ft_run(client, [q]))[0][0] for q in probe]
     finally:
-        await client.close()
+        await close_client(client)
     return graph, probe, before
 
 

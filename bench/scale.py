@@ -43,7 +43,8 @@ from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
 from zapomni_core.models import AddMemoryRequest, SearchRequest
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_db import ChunkRow, GraphClient, MemoryRecord, MemoryRepository
+from zapomni_core.writes import content_hash
+from zapomni_db import ChunkRow, Connection, DatabaseTarget, GraphClient, MemoryRecord, MemoryWrites, connect
 from zapomni_db.embedded import EmbeddedPaths
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,8 +70,12 @@ def sentences(data_dir: Path, seed: int = 7) -> list[str]:
 
 
 def memory_texts(pool: list[str], count: int, seed: int) -> list[str]:
+    """`count` distinct texts of two sentences each (the same text twice would be stored once)."""
     rng = random.Random(seed)
-    return [f"{rng.choice(pool)} {rng.choice(pool)}" for _ in range(count)]
+    texts: dict[str, None] = {}
+    while len(texts) < count:
+        texts[f"{rng.choice(pool)} {rng.choice(pool)}"] = None
+    return list(texts)
 
 
 def queries(data_dir: Path, pool: list[str], count: int) -> list[str]:
@@ -88,12 +93,17 @@ def peak_rss_mb(pid: int | str = "self") -> float:
     return float("nan")
 
 
+def connect_embedded(data_dir: Path) -> Connection:
+    """A connection to the embedded database serving `data_dir` (already running)."""
+    return connect(DatabaseTarget(str(data_dir), "zapomni", socket=EmbeddedPaths(data_dir).socket))
+
+
 async def database_pid(data_dir: Path) -> int:
-    client = GraphClient.over_unix_socket(str(EmbeddedPaths(data_dir).socket), "zapomni")
+    connection = connect_embedded(data_dir)
     try:
-        info = await client.command("INFO", "server")
+        info = await connection.command("INFO", "server")
     finally:
-        await client.close()
+        await connection.close()
     return int(info["process_id"])
 
 
@@ -166,14 +176,15 @@ def raw_embedder_rate(texts: list[str]) -> float:
 
 
 async def grow(workdir: Path, texts: list[str], seed: int) -> None:
-    """Add single-chunk memories through the repository with vectors borrowed from stored chunks.
+    """Add single-chunk memories through the stores' writes with vectors borrowed from stored chunks.
 
     Embedding 100K chunks takes this machine ~21 minutes (80 chunks/s); search latency at that size does
     not depend on the vectors matching their text, so the store grows with real texts (real BM25
     statistics) and perturbed copies of real vectors (a realistic HNSW neighbourhood structure).
     """
-    client = GraphClient.over_unix_socket(str(EmbeddedPaths(workdir).socket), "zapomni")
-    repository, analyzer, rng = MemoryRepository(client), Analyzer(), np.random.default_rng(seed)
+    connection = connect_embedded(workdir)
+    client = GraphClient(connection, "zapomni")
+    writes, analyzer, rng = MemoryWrites(client), Analyzer(), np.random.default_rng(seed)
     rows = await client.ro_query("MATCH (c:Chunk) RETURN c.embedding LIMIT 5000")
     base = np.asarray([row[0] for row in rows], dtype=np.float32)
     bar = progress(len(texts), f"growing by {len(texts):,} chunks (no embedding)")
@@ -185,15 +196,17 @@ async def grow(workdir: Path, texts: list[str], seed: int) -> None:
             for text, vector in zip(batch, vectors, strict=True):
                 counts = analyzer.count(text)
                 now = time.time()
-                memory = MemoryRecord(id=str(uuid.uuid4()), text=text, created_at=now, date_ts=now)
+                memory = MemoryRecord(
+                    id=str(uuid.uuid4()), text=text, created_at=now, content_hash=content_hash(text), date_ts=now
+                )
                 chunk = ChunkRow(
                     str(uuid.uuid4()), 0, text, vector.tolist(), counts.terms, counts.counts, counts.length
                 )
-                await repository.insert(memory, [chunk])
+                await writes.insert(memory, [chunk])
             if bar is not None:
                 bar.update(len(batch))
     finally:
-        await client.close()
+        await connection.close()
         if bar is not None:
             bar.close()
 
@@ -257,7 +270,7 @@ def render(results: dict[str, Any]) -> str:
     if any("grown_without_embedding" in e for e in results["sizes"].values()):
         lines += [
             "",
-            "¹ Past the first size the store grows through the repository with real texts and perturbed copies "
+            "¹ Past the first size the store grows through the stores' writes with real texts and perturbed copies "
             "of stored vectors (the model alone would need ~21 minutes for 100K chunks here); searches still go "
             "through `ZapomniCore.search` with real query embeddings.",
         ]

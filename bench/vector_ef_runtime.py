@@ -45,7 +45,7 @@ import numpy as np
 from bench.common import DATA_DIR, SciFact, load_scifact, mean_ndcg, progress
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
-from zapomni_db.client import GraphClient
+from zapomni_db import DatabaseTarget, GraphClient, connect
 from zapomni_db.embedded import EmbeddedDatabase
 from zapomni_db.schema import SchemaSettings, migrations
 
@@ -197,7 +197,9 @@ async def measure_ef(
     query_vectors: np.ndarray,
     truth: dict[int, list[list[str]]],
 ) -> EfResult:
-    client = GraphClient.over_unix_socket(socket, f"ef_{ef_runtime}")
+    graph = f"ef_{ef_runtime}"
+    connection = connect(DatabaseTarget("bench", graph, socket=Path(socket)))
+    client = GraphClient(connection, graph)
     try:
         insert_s = await load_graph(client, ef_runtime, data.doc_ids, doc_vectors)
         count = (await client.ro_query("MATCH (c:Chunk) RETURN count(c)"))[0][0]
@@ -206,9 +208,9 @@ async def measure_ef(
         found10, lat10 = await run_queries(client, query_vectors, 10)
         found50, lat50 = await run_queries(client, query_vectors, 50)
         # Free the graph's memory before the next one is built.
-        await client.command("GRAPH.DELETE", f"ef_{ef_runtime}")
+        await client.command("GRAPH.DELETE", graph)
     finally:
-        await client.close()
+        await connection.close()
     return EfResult(
         ef_runtime=ef_runtime,
         recall10=recall_at_k(found10, truth[10], 10),

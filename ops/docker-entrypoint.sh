@@ -8,7 +8,9 @@
 #                       supervisord (ops/supervisord.conf) over ZAPOMNI_APPLIANCE_DIR (/data), the baked
 #                       ONNX embedder, and `zapomni serve` on stdin/stdout. When the client closes stdin
 #                       (or on SIGTERM/SIGINT, passed on to the server) everything stops cleanly, FalkorDB
-#                       saving, and the exit status is the server's.
+#                       saving, and the exit status is the server's. FalkorDB and the cache require a
+#                       password: FALKORDB_PASSWORD when given (-e), else one generated on the volume's
+#                       first start into /data/secrets/falkordb.password (ops/env.sh).
 #                       e.g. docker run -i --rm -v zapomni-data:/data IMAGE standalone
 #   local CMD...        CMD in a running standalone container's environment, for `docker exec`:
 #                       docker exec -i CONTAINER /app/ops/docker-entrypoint.sh local zapomni backup
@@ -118,6 +120,9 @@ attaching to it: its database would go away whenever that one stops. Stop it fir
             exit 3
         fi
     done
+    # FalkorDB and the cache want a password: FALKORDB_PASSWORD (docker run -e), or the one generated
+    # into the volume on the first start (ZAPOMNI_PASSWORD_FILE, /data/secrets/falkordb.password).
+    zapomni_ensure_password || exit 1
 
     trap 'on_signal TERM' TERM
     trap 'on_signal INT' INT

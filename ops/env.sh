@@ -50,9 +50,19 @@ if [ "${1-}" != "--helpers" ]; then
     : "${ZAPOMNI_DB_MODE:=server}"; export ZAPOMNI_DB_MODE
     : "${FALKORDB_HOST:=127.0.0.1}"; export FALKORDB_HOST
     : "${FALKORDB_DATA_DIR:=$ZAPOMNI_APPLIANCE_DIR/db}"; export FALKORDB_DATA_DIR
-    : "${REDIS_URL:=redis://127.0.0.1:$REDIS_CACHE_PORT/0}"; export REDIS_URL
     : "${ZAPOMNI_DATA_DIR:=$ZAPOMNI_APPLIANCE_DIR}"; export ZAPOMNI_DATA_DIR
     : "${ZAPOMNI_BACKUP_DIR:=$ZAPOMNI_APPLIANCE_DIR/backups}"; export ZAPOMNI_BACKUP_DIR
+
+    # The password of FalkorDB and of the Redis cache (their requirepass): other local users can reach
+    # 127.0.0.1 too. FALKORDB_PASSWORD when set in the environment; else the one that the appliance's
+    # first start generates into ZAPOMNI_PASSWORD_FILE (zapomni_ensure_password: one line, mode 0600).
+    # The cache takes REDIS_CACHE_PASSWORD when set, else the same password; REDIS_URL, unless set,
+    # carries it (redis://:PASSWORD@127.0.0.1:PORT/0, percent-encoded). Nothing here prints it.
+    : "${ZAPOMNI_PASSWORD_FILE:=$ZAPOMNI_APPLIANCE_DIR/secrets/falkordb.password}"; export ZAPOMNI_PASSWORD_FILE
+    # Which of them came from the environment (and stay as they are), for zapomni_load_password.
+    _zapomni_password_from_file=''; [ -n "${FALKORDB_PASSWORD:-}" ] || _zapomni_password_from_file=yes
+    _zapomni_cache_password_derived=''; [ -n "${REDIS_CACHE_PASSWORD:-}" ] || _zapomni_cache_password_derived=yes
+    _zapomni_redis_url_derived=''; [ -n "${REDIS_URL:-}" ] || _zapomni_redis_url_derived=yes
 
     # supervisord: ops/supervisord.conf reads all of the above through %(ENV_...)s.
     : "${ZAPOMNI_SUPERVISOR_CONF:=$ZAPOMNI_OPS_DIR/supervisord.conf}"; export ZAPOMNI_SUPERVISOR_CONF
@@ -61,6 +71,98 @@ if [ "${1-}" != "--helpers" ]; then
     # up-local daemonises supervisord; the standalone entrypoint keeps it as its child (true).
     : "${ZAPOMNI_SUPERVISOR_NODAEMON:=false}"; export ZAPOMNI_SUPERVISOR_NODAEMON
 fi
+
+# --- the password ----------------------------------------------------------------------------------
+
+_zapomni_urlencode() {  # _zapomni_urlencode TEXT: TEXT percent-encoded for a URL's userinfo, byte by byte
+    local LC_ALL=C
+    local text="$1" encoded='' char i
+    for ((i = 0; i < ${#text}; i++)); do
+        char="${text:i:1}"
+        case "$char" in
+            [A-Za-z0-9._~-]) encoded+="$char" ;;
+            *) printf -v char '%%%02X' "'$char"; encoded+="$char" ;;
+        esac
+    done
+    printf '%s' "$encoded"
+}
+
+# zapomni_load_password: export FALKORDB_PASSWORD, REDIS_CACHE_PASSWORD and REDIS_URL. Those the caller's
+# environment set stay as they are; the rest come from ZAPOMNI_PASSWORD_FILE, when it is there (before
+# the appliance's first start it is not: then there is no password, and nothing to connect to either).
+zapomni_load_password() {
+    local password=''
+    if [ -n "${_zapomni_password_from_file:-}" ] && [ -r "$ZAPOMNI_PASSWORD_FILE" ]; then
+        IFS= read -r password <"$ZAPOMNI_PASSWORD_FILE" || true  # the first line; a missing newline is fine
+        if [ -n "$password" ]; then FALKORDB_PASSWORD="$password"; export FALKORDB_PASSWORD; fi
+    fi
+    if [ -n "${_zapomni_cache_password_derived:-}" ] && [ -n "${FALKORDB_PASSWORD:-}" ]; then
+        REDIS_CACHE_PASSWORD="$FALKORDB_PASSWORD"; export REDIS_CACHE_PASSWORD
+    fi
+    if [ -n "${_zapomni_redis_url_derived:-}" ]; then
+        REDIS_URL="redis://127.0.0.1:$REDIS_CACHE_PORT/0"
+        if [ -n "${REDIS_CACHE_PASSWORD:-}" ]; then
+            REDIS_URL="redis://:$(_zapomni_urlencode "$REDIS_CACHE_PASSWORD")@127.0.0.1:$REDIS_CACHE_PORT/0"
+        fi
+        export REDIS_URL
+    fi
+}
+
+# zapomni_ensure_password: at a start (up-local, standalone), after taking owner.lock. Unless
+# FALKORDB_PASSWORD came from the environment, make sure ZAPOMNI_PASSWORD_FILE holds one: generate it
+# the first time (secrets.token_urlsafe(32): 43 characters of [A-Za-z0-9_-], one line), created 0600
+# under umask 077 and linked into place whole, so it is never readable by others nor half-written;
+# an existing one is kept, its permissions tightened when they are looser. Then zapomni_load_password.
+zapomni_ensure_password() {
+    if [ -n "${_zapomni_password_from_file:-}" ]; then
+        python - "$ZAPOMNI_PASSWORD_FILE" <<'PY' || return 1  # the script comes on stdin, not the caller's
+import os, secrets, stat, sys
+
+path = sys.argv[1]
+os.umask(0o077)
+directory = os.path.dirname(path)
+if not os.path.isdir(directory):
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    os.chmod(directory, 0o700)
+try:
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+except FileNotFoundError:
+    temporary = f"{path}.{os.getpid()}.new"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(32) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temporary, path)  # never replaces one that another start created meanwhile
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(temporary)
+else:
+    if mode & 0o077:
+        os.chmod(path, mode & 0o700)
+        print(f"{path} was readable by others (mode {mode:o}): now 0{mode & 0o700:o}", file=sys.stderr)
+PY
+    fi
+    zapomni_load_password
+    if [ -z "${FALKORDB_PASSWORD:-}" ]; then
+        printf 'zapomni: %s holds no password (its first line is empty): delete it, a new one is generated\n' \
+            "$ZAPOMNI_PASSWORD_FILE" >&2
+        return 1
+    fi
+}
+
+zapomni_password_source() {  # where the password comes from, for messages (never the password itself)
+    if [ -z "${_zapomni_password_from_file:-}" ]; then
+        echo "FALKORDB_PASSWORD from the environment"
+    else
+        echo "the first line of $ZAPOMNI_PASSWORD_FILE"
+    fi
+}
+
+[ "${1-}" = "--helpers" ] || zapomni_load_password
 
 # --- helpers ---------------------------------------------------------------------------------------
 

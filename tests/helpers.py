@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zapomni_db import GraphClient
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
@@ -39,14 +44,21 @@ def server_pids(data_dir: Path) -> list[int]:
     return pids
 
 
-async def all_chunk_ids(data_dir: Path, graph: str = "zapomni") -> set[str]:
-    """Every chunk linked to a memory, read straight from the embedded database."""
-    from zapomni_db import GraphClient
+@asynccontextmanager
+async def graph_client(data_dir: Path, graph: str = "zapomni") -> AsyncIterator[GraphClient]:
+    """A client of one graph of the embedded database serving `data_dir` (which must be running)."""
+    from zapomni_db import DatabaseTarget, GraphClient, connect
     from zapomni_db.embedded import EmbeddedPaths
 
-    client = GraphClient.over_unix_socket(str(EmbeddedPaths(data_dir).socket), graph)
+    connection = connect(DatabaseTarget(str(data_dir), graph, socket=EmbeddedPaths(data_dir).socket))
     try:
-        rows = await client.ro_query("MATCH (:Memory)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id")
+        yield GraphClient(connection, graph)
     finally:
-        await client.close()
+        await connection.close()
+
+
+async def all_chunk_ids(data_dir: Path, graph: str = "zapomni") -> set[str]:
+    """Every chunk linked to a memory, read straight from the embedded database."""
+    async with graph_client(data_dir, graph) as client:
+        rows = await client.ro_query("MATCH (:Memory)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id")
     return {row[0] for row in rows}

@@ -1,5 +1,6 @@
 """The engine: chunking, embedding, storage orchestration and search behind `ZapomniCore`."""
 
+from zapomni_core.context import RequestContext
 from zapomni_core.engine import ZapomniCore
 from zapomni_core.errors import (
     ConfigurationError,
@@ -15,6 +16,7 @@ from zapomni_db.version import package_version
 __all__ = [
     "ConfigurationError",
     "EmbedderUnavailable",
+    "RequestContext",
     "RuntimeInfo",
     "Settings",
     "ShuttingDown",

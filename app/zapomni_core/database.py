@@ -12,13 +12,14 @@ from dataclasses import dataclass
 
 from zapomni_core.errors import StorageUnavailable
 from zapomni_core.settings import Settings
-from zapomni_db import DatabaseUnavailable, EmbeddedDatabase, GraphClient
+from zapomni_db import Connection, DatabaseTarget, DatabaseUnavailable, EmbeddedDatabase, GraphClient, connect
 from zapomni_db.embedded import EmbeddedPaths
 
 
 @dataclass(frozen=True)
 class OpenDatabase:
-    client: GraphClient
+    connection: Connection
+    client: GraphClient  # the default workspace's graph
     location: str  # what to tell a person: the data directory, or falkordb://host:port
     started_here: bool
     embedded: EmbeddedDatabase | None  # None in server mode
@@ -50,21 +51,37 @@ async def open_database(settings: Settings, stack: AsyncExitStack) -> OpenDataba
 
 
 async def _connect(settings: Settings, stack: AsyncExitStack) -> OpenDatabase:
+    embedded: EmbeddedDatabase | None = None
     if settings.db_mode == "server":
-        client = GraphClient.over_tcp(
-            settings.falkordb_host,
-            settings.falkordb_port,
-            settings.graph_name,
-            password=falkordb_password(settings),
-            max_connections=settings.db_pool_size,
+        target = database_target(settings)
+        location = f"falkordb://{settings.falkordb_host}:{settings.falkordb_port}"
+    else:
+        embedded = EmbeddedDatabase(settings.data_dir, appendfsync=settings.appendfsync)
+        await asyncio.to_thread(embedded.open)
+        stack.push_async_callback(asyncio.to_thread, embedded.close)
+        target = DatabaseTarget(
+            location_label := str(embedded.paths.data_dir), settings.graph_name, socket=embedded.socket
         )
-        stack.push_async_callback(client.close)
-        return OpenDatabase(client, f"falkordb://{settings.falkordb_host}:{settings.falkordb_port}", False, None)
-    database = EmbeddedDatabase(settings.data_dir, appendfsync=settings.appendfsync)
-    await asyncio.to_thread(database.open)
-    stack.push_async_callback(asyncio.to_thread, database.close)
-    client = GraphClient.over_unix_socket(
-        str(database.socket), settings.graph_name, max_connections=settings.db_pool_size
+        location = location_label
+    connection = connect(target, max_connections=settings.db_pool_size)
+    stack.push_async_callback(connection.close)
+    client = GraphClient(connection, settings.graph_name)
+    return OpenDatabase(connection, client, location, embedded.started_here if embedded else False, embedded)
+
+
+def database_target(settings: Settings) -> DatabaseTarget:
+    """Where the configured database answers (the embedded server's socket path, whether it runs or not)."""
+    if settings.db_mode == "server":
+        return DatabaseTarget(
+            label=f"FalkorDB at {settings.falkordb_host}:{settings.falkordb_port}",
+            graph_name=settings.graph_name,
+            host=settings.falkordb_host,
+            port=settings.falkordb_port,
+            password=falkordb_password(settings),
+        )
+    # Resolved as the embedded database resolves it: a long path's socket name is a hash of it.
+    return DatabaseTarget(
+        label=f"the embedded FalkorDB of ZAPOMNI_DATA_DIR={settings.data_dir}",
+        graph_name=settings.graph_name,
+        socket=embedded_paths(settings).socket,
     )
-    stack.push_async_callback(client.close)
-    return OpenDatabase(client, str(database.paths.data_dir), database.started_here, database)

@@ -3,38 +3,50 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-import uuid
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import BinaryIO, TextIO
 
 import anyio
 import structlog
+from pydantic import ValidationError
 
-from zapomni_core import transfer
-from zapomni_core.chunking import Chunker
+from zapomni_core import results, transfer
+from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate, until_committed
 from zapomni_core.embedders import CachedEmbedder
-from zapomni_core.errors import ShuttingDown
+from zapomni_core.errors import Conflict, NotFound, ShuttingDown
 from zapomni_core.models import (
-    PREVIEW_CHARS,
+    MAX_DELETE_IDS,
     AddMemoryRequest,
     AddMemoryResult,
+    DeleteMemoryRequest,
+    DeleteMemoryResult,
+    DeleteWorkspaceRequest,
+    DeleteWorkspaceResult,
+    GetMemoryRequest,
+    ListMemoriesRequest,
+    MemoryDetail,
+    MemoryMetadata,
+    MemoryPage,
     SearchFilters,
-    SearchHit,
     SearchRequest,
     SearchResult,
     Stats,
+    StatsRequest,
+    UpdateMemoryRequest,
+    UpdateMemoryResult,
+    WorkspaceInfo,
+    WorkspaceList,
     parse_iso8601,
 )
-from zapomni_core.records import chunk_rows, memory_record
-from zapomni_core.search import Ranked, RetrievalQuery, SearchOptions, SearchPipeline
-from zapomni_core.search.analyzer import Analyzer, TermCounts
-from zapomni_db import MemoryRepository, SearchFilter
+from zapomni_core.search import RetrievalQuery, SearchOptions
+from zapomni_core.workspaces import Workspace, Workspaces
+from zapomni_core.writes import WritePipeline, content_hash, memory_record, new_id
+from zapomni_db import SearchFilter, StoredMemory
 
 log = structlog.get_logger(__name__)
-
-# Chunks embedded between two checks of the shutdown deadline (a few seconds of work at most).
-EMBED_SLICE = 64
 
 
 class _LatencyMeter:
@@ -57,138 +69,318 @@ class ZapomniCore:
     def __init__(
         self,
         *,
-        repository: MemoryRepository,
+        workspaces: Workspaces,
         embedder: CachedEmbedder,
-        chunker: Chunker,
-        search: SearchPipeline,
-        analyzer: Analyzer,
+        writer: WritePipeline,
+        shutdown: ShutdownGate,
         graph_name: str,
     ) -> None:
-        self._repository = repository
-        self._embedder = embedder
-        self._chunker = chunker
-        self._search = search
-        self._analyzer = analyzer
+        self.workspaces = workspaces
+        self.embedder = embedder
+        self._writer = writer
         self._graph_name = graph_name
         self._started = time.monotonic()
         self._latency = _LatencyMeter()
         self._writes_in_flight = 0
         self._writes_done = asyncio.Event()
         self._writes_done.set()
-        self._shutdown_deadline: float | None = None
+        self._shutdown = shutdown
+        self.writes_committed = 0
 
-    async def add_memory(self, request: AddMemoryRequest) -> AddMemoryResult:
-        """Chunk, embed and store one memory.
+    # -- writing ----------------------------------------------------------------------------------
 
-        Once started, the add runs to the end even if its caller is cancelled (a client that
-        went away, a shutdown), unless a shutdown's grace period runs out while it is still
-        embedding: then it stops before writing anything. The database write itself is
-        never interrupted, so a memory is stored whole or not at all.
+    async def add_memory(self, request: AddMemoryRequest, ctx: RequestContext = NO_CONTEXT) -> AddMemoryResult:
+        """Chunk, embed and store one memory; the same text already stored returns that memory.
+
+        A cancelled call (a client's `notifications/cancelled`) stops while embedding and stores
+        nothing; once the database write has begun it completes. At shutdown, embedding stops at
+        the grace deadline; a write never stops half way, so a memory is stored whole or not at all.
         """
-        if self._shutdown_deadline is not None:
-            raise ShuttingDown("the server is shutting down; nothing was stored, retry after it restarts")
-        self._writes_in_flight += 1
-        self._writes_done.clear()
-        try:
-            # Shielded: a cancelled request or a shutdown must not leave a write half done.
-            with anyio.CancelScope(shield=True):
-                return await self._add(request)
-        finally:
-            self._writes_in_flight -= 1
-            if self._writes_in_flight == 0:
-                self._writes_done.set()
+        async with self._write_slot():
+            return await until_committed(lambda c: self._add(request, c), ctx, honour=self._cancellable)
 
-    async def _add(self, request: AddMemoryRequest) -> AddMemoryResult:
+    async def _add(self, request: AddMemoryRequest, ctx: RequestContext) -> AddMemoryResult:
         started = time.perf_counter()
-        pieces, term_counts = await asyncio.to_thread(self._analyse, request.text)
-        vectors = await self._embed_until_deadline(pieces)
-        memory = memory_record(str(uuid.uuid4()), request.text, time.time(), request.metadata)
-        chunks = chunk_rows(pieces, vectors, term_counts)
-        await self._repository.insert(memory, chunks)
+        workspace = await self.workspaces.get(request.workspace, create=True)
+        assert workspace is not None
+        existing = await workspace.stores.reads.by_content_hash(content_hash(request.text))
+        if existing is not None:
+            return await self._merge_duplicate(workspace, existing, request)
+        chunks = await self._writer.rows(request.text, ctx)
+        record = memory_record(new_id(), request.text, request.metadata, created_at=time.time())
+        ctx.check_cancelled()  # the last point where a cancelled add leaves nothing behind
+        if not await workspace.stores.writes.insert(record, chunks):
+            # Another caller stored the same text meanwhile: this add becomes a duplicate of it.
+            existing = await workspace.stores.reads.by_content_hash(record.content_hash)
+            if existing is None:
+                raise Conflict("the memory changed while it was being stored; retry")
+            return await self._merge_duplicate(workspace, existing, request)
+        self.writes_committed += 1
         log.info(
             "memory.added",
-            memory_id=memory.id,
+            workspace=workspace.name,
+            memory_id=record.id,
             chunks=len(chunks),
-            bytes=len(request.text.encode()),
+            bytes=len(request.text.encode(errors="surrogatepass")),
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
-        return AddMemoryResult(memory_id=memory.id, chunks_created=len(chunks), text_preview=_preview(request.text))
+        return AddMemoryResult(
+            memory_id=record.id,
+            workspace=workspace.name,
+            chunks_created=len(chunks),
+            text_preview=results.preview(request.text),
+        )
 
-    def _analyse(self, text: str) -> tuple[list[str], list[TermCounts]]:
-        pieces = self._chunker.split(text)
-        return pieces, [self._analyzer.count(piece) for piece in pieces]
+    async def _merge_duplicate(
+        self, workspace: Workspace, existing: StoredMemory, request: AddMemoryRequest
+    ) -> AddMemoryResult:
+        merged = _merged_metadata(existing, request.metadata)
+        if merged is not None:
+            record = memory_record(
+                existing.info.id,
+                existing.text,
+                merged,
+                created_at=existing.info.created_at,
+                updated_at=time.time(),
+            )
+            await workspace.stores.writes.update_fields(record)
+        log.info("memory.deduplicated", workspace=workspace.name, memory_id=existing.info.id, merged=merged is not None)
+        return AddMemoryResult(
+            memory_id=existing.info.id,
+            workspace=workspace.name,
+            chunks_created=0,
+            deduplicated=True,
+            text_preview=results.preview(existing.text),
+        )
 
-    async def _embed_until_deadline(self, pieces: list[str]) -> list[list[float]]:
-        vectors: list[list[float]] = []
-        for start in range(0, len(pieces), EMBED_SLICE):
-            if self._shutdown_deadline is not None and time.monotonic() > self._shutdown_deadline:
-                log.warning("memory.add_abandoned", reason="shutdown grace period over", chunks=len(pieces))
-                raise ShuttingDown("the server shut down before this memory was embedded; nothing was stored")
-            vectors.extend(await self._embedder.embed_documents(pieces[start : start + EMBED_SLICE]))
-        return vectors
+    async def update_memory(self, request: UpdateMemoryRequest, ctx: RequestContext = NO_CONTEXT) -> UpdateMemoryResult:
+        """Change a memory's text and/or metadata under the same id; readers see old or new, never a mix."""
+        async with self._write_slot():
+            return await until_committed(lambda c: self._update(request, c), ctx, honour=self._cancellable)
+
+    async def _update(self, request: UpdateMemoryRequest, ctx: RequestContext) -> UpdateMemoryResult:
+        workspace = await self.workspaces.require(request.workspace)
+        stored = await workspace.stores.reads.get(request.memory_id)
+        if stored is None:
+            raise NotFound(f"memory_id: no memory {request.memory_id} in workspace {workspace.name!r}")
+        old_metadata = _metadata_of(stored)
+        metadata = request.metadata if request.metadata is not None else old_metadata
+        text_changed = request.text is not None and content_hash(request.text) != stored.content_hash
+        # The same text differently spaced is no change: the stored text stays, nothing is re-embedded.
+        text = request.text if text_changed and request.text is not None else stored.text
+        record = memory_record(
+            stored.info.id, text, metadata, created_at=stored.info.created_at, updated_at=time.time()
+        )
+        result = UpdateMemoryResult(
+            memory_id=stored.info.id,
+            workspace=workspace.name,
+            text_changed=text_changed,
+            metadata_changed=metadata != old_metadata,
+            chunk_count=stored.info.chunk_count,
+            chunks_embedded=0,
+            chunks_kept=stored.info.chunk_count,
+        )
+        if not result.text_changed and not result.metadata_changed:
+            return result
+        if text_changed:
+            duplicate = await workspace.stores.reads.by_content_hash(record.content_hash)
+            if duplicate is not None:
+                raise Conflict(f"text: memory {duplicate.info.id} already holds this text in this workspace")
+            plan = await self._writer.plan_update(text, await workspace.stores.reads.chunks(stored.info.id), ctx)
+            ctx.check_cancelled()
+            found = await workspace.stores.writes.update(record, keep=plan.keep, drop=plan.drop, new=plan.new)
+            chunk_count = len(plan.keep) + len(plan.new)
+            result.chunk_count, result.chunks_embedded = chunk_count, plan.embedded
+            result.chunks_kept = chunk_count - plan.embedded
+        else:
+            ctx.check_cancelled()
+            found = await workspace.stores.writes.update_fields(record)
+        if not found:
+            raise NotFound(f"memory_id: memory {request.memory_id} was deleted while it was being updated")
+        self.writes_committed += 1
+        log.info("memory.updated", workspace=workspace.name, **result.model_dump(exclude={"workspace"}))
+        return result
+
+    async def delete_memory(self, request: DeleteMemoryRequest) -> DeleteMemoryResult:
+        """Delete by ids or by filters: the memories, their chunks and every index entry, everywhere."""
+        workspace = await self.workspaces.get(request.workspace, create=False)
+        name = self.workspaces.resolve(request.workspace)
+        if workspace is None:
+            return DeleteMemoryResult(
+                workspace=name, dry_run=request.dry_run, deleted_count=0, memory_ids=[],
+                not_found=list(request.memory_ids or []),
+            )  # fmt: skip
+        started = time.perf_counter()
+        reads, writes = workspace.stores.reads, workspace.stores.writes
+        if request.memory_ids is not None:
+            wanted = list(dict.fromkeys(request.memory_ids))
+            present = await reads.existing_ids(wanted)
+            targets = [mid for mid in wanted if mid in present]
+            not_found = [mid for mid in wanted if mid not in present]
+        else:
+            targets, not_found = await reads.matching_ids(_search_filter(request.filters)), []
+        deleted: list[str] = []
+        if not request.dry_run:
+            with anyio.CancelScope(shield=True):  # a delete that began finishes
+                for start in range(0, len(targets), MAX_DELETE_IDS):
+                    deleted += await writes.delete(targets[start : start + MAX_DELETE_IDS])
+            self.writes_committed += 1
+            gone = set(deleted)
+            not_found += [mid for mid in targets if mid not in gone]  # deleted by someone else meanwhile
+            targets = [mid for mid in targets if mid in gone]
+        log.info(
+            "memory.deleted",
+            workspace=name,
+            count=len(targets),
+            dry_run=request.dry_run,
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return DeleteMemoryResult(
+            workspace=name, dry_run=request.dry_run, deleted_count=len(targets), memory_ids=targets,
+            not_found=not_found,
+        )  # fmt: skip
+
+    # -- reading ----------------------------------------------------------------------------------
 
     async def search(self, request: SearchRequest) -> SearchResult:
         started = time.perf_counter()
-        vector = await self._embedder.embed_query(request.query)
+        name = self.workspaces.resolve(request.workspace)
+        workspace = await self.workspaces.get(name, create=False)
+        if workspace is None:
+            return SearchResult(workspace=name, results=[], count=0)
+        vector = await self.embedder.embed_query(request.query)
         query = RetrievalQuery(text=request.query, vector=vector, filters=_search_filter(request.filters))
         options = SearchOptions(
-            limit=request.limit, mode=request.mode, min_score=request.min_score, all_chunks=request.all_chunks
+            limit=request.limit,
+            mode=request.mode,
+            min_score=request.min_score,
+            all_chunks=request.all_chunks,
+            include_unrelated=request.include_unrelated,
         )
-        ranked = await self._search.run(query, options)
+        ranked = await workspace.search.run(query, options)
         elapsed_ms = (time.perf_counter() - started) * 1000
         self._latency.record(elapsed_ms)
         log.info(
             "memory.searched",
+            workspace=name,
             mode=request.mode,
             results=len(ranked),
             limit=request.limit,
             duration_ms=round(elapsed_ms, 2),
         )
-        hits = [_hit(r) for r in ranked]
-        return SearchResult(results=hits, count=len(hits))
+        hits = [results.hit(r, name) for r in ranked]
+        return SearchResult(workspace=name, results=hits, count=len(hits))
 
-    async def stats(self) -> Stats:
-        counts = await self._repository.counts()
-        size = await self._repository.database_size_bytes()
+    async def get_memory(self, request: GetMemoryRequest) -> MemoryDetail:
+        workspace = await self.workspaces.require(request.workspace)
+        stored = await workspace.stores.reads.get(request.memory_id)
+        if stored is None:
+            raise NotFound(f"memory_id: no memory {request.memory_id} in workspace {workspace.name!r}")
+        return results.detail(stored, workspace.name)
+
+    async def list_memories(self, request: ListMemoriesRequest) -> MemoryPage:
+        name = self.workspaces.resolve(request.workspace)
+        after = results.decode_cursor(request.cursor, request.order) if request.cursor else None
+        workspace = await self.workspaces.get(name, create=False)
+        if workspace is None:
+            return MemoryPage(workspace=name, memories=[], count=0, next_cursor=None)
+        rows = await workspace.stores.reads.page(
+            _search_filter(request.filters), order=request.order, after=after, limit=request.limit + 1
+        )
+        page = rows[: request.limit]
+        next_cursor = results.encode_cursor(page[-1][2], request.order) if len(rows) > request.limit else None
+        memories = [results.summary(info, text, name) for info, text, _key in page]
+        return MemoryPage(workspace=name, memories=memories, count=len(memories), next_cursor=next_cursor)
+
+    async def stats(self, request: StatsRequest | None = None) -> Stats:
+        name = self.workspaces.resolve(request.workspace if request else None)
+        workspace = await self.workspaces.get(name, create=False)
+        counts = await workspace.stores.maintenance.counts() if workspace else None
+        default = await self.workspaces.get(None, create=True)
+        assert default is not None
         return Stats(
-            total_memories=counts.memories,
-            total_chunks=counts.chunks,
-            database_size_mb=round(size / (1024 * 1024), 3),
+            workspace=name,
+            total_memories=counts.memories if counts else 0,
+            total_chunks=counts.chunks if counts else 0,
+            workspaces=len(await self.workspaces.names()),
+            database_size_mb=round(await default.stores.maintenance.database_size_bytes() / (1024 * 1024), 3),
             graph_name=self._graph_name,
-            embedder=self._embedder.name,
-            embedding_dimension=self._embedder.dimension,
+            embedder=self.embedder.name,
+            embedding_dimension=self.embedder.dimension,
             avg_query_latency_ms=self._latency.mean_ms,
-            cache_hit_rate=self._embedder.hit_rate,
-            cache_backend=self._embedder.cache.backend,
+            cache_hit_rate=self.embedder.hit_rate,
+            cache_backend=self.embedder.cache.backend,
             uptime_s=round(time.monotonic() - self._started, 3),
         )
 
+    # -- workspaces -------------------------------------------------------------------------------
+
+    async def list_workspaces(self) -> WorkspaceList:
+        infos = []
+        for name in await self.workspaces.names():
+            workspace = await self.workspaces.get(name, create=False)
+            counts = await workspace.stores.maintenance.counts() if workspace else None
+            infos.append(
+                WorkspaceInfo(
+                    name=name, memories=counts.memories if counts else 0, chunks=counts.chunks if counts else 0
+                )
+            )
+        return WorkspaceList(workspaces=infos, default=self.workspaces.default)
+
+    async def delete_workspace(self, request: DeleteWorkspaceRequest) -> DeleteWorkspaceResult:
+        workspace = await self.workspaces.require(request.name)
+        counts = await workspace.stores.maintenance.counts()
+        with anyio.CancelScope(shield=True):
+            await self.workspaces.drop(request.name)
+        self.writes_committed += 1
+        log.warning("workspace.deleted", workspace=request.name, memories=counts.memories)
+        return DeleteWorkspaceResult(name=request.name, deleted_memories=counts.memories, deleted_chunks=counts.chunks)
+
+    # -- export / import --------------------------------------------------------------------------
+
     async def export_memories(self, out: TextIO, progress: transfer.ProgressFn | None = None) -> transfer.ExportReport:
-        """Write every memory to `out` as portable JSONL (`zapomni_core.transfer`, docs/export-format.md)."""
-        embedder = transfer.EmbedderInfo(self._embedder.name, self._embedder.dimension)
-        return await transfer.export_memories(self._repository, embedder, out, progress, graph_name=self._graph_name)
+        """Write every memory of every workspace to `out` as portable JSONL (docs/export-format.md)."""
+        embedder = transfer.EmbedderInfo(self.embedder.name, self.embedder.dimension)
+        opened = [await self.workspaces.require(name) for name in await self.workspaces.names()]
+        sources = [transfer.ExportSource(w.name, w.stores.reads) for w in opened]
+        return await transfer.export_memories(sources, embedder, out, progress, graph_name=self._graph_name)
 
     async def import_memories(
         self, src: BinaryIO, progress: transfer.ProgressFn | None = None
     ) -> transfer.ImportReport:
         """Store the memories of a JSONL export that this store lacks; a bad file changes nothing."""
-        target = transfer.ImportTarget(self._repository, self._embedder, self._analyzer, self._analyse)
-        return await transfer.import_memories(target, src, progress)
+        target = transfer.ImportTarget(self.workspaces, self.embedder, self._writer)
+        report = await transfer.import_memories(target, src, progress)
+        self.writes_committed += report.imported
+        return report
+
+    # -- shutdown ---------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _write_slot(self) -> AsyncIterator[None]:
+        if self._shutdown.closed:
+            raise ShuttingDown("the server is shutting down; nothing was stored, retry after it restarts")
+        self._writes_in_flight += 1
+        self._writes_done.clear()
+        try:
+            yield
+        finally:
+            self._writes_in_flight -= 1
+            if self._writes_in_flight == 0:
+                self._writes_done.set()
+
+    def _cancellable(self) -> bool:
+        # A shutdown cancels every request too; then the grace deadline decides, not the cancellation.
+        return not self._shutdown.closed
 
     def begin_shutdown(self, grace_s: float) -> None:
         """Refuse new writes; let the ones in flight finish within `grace_s` seconds."""
-        if self._shutdown_deadline is None:
-            self._shutdown_deadline = time.monotonic() + grace_s
+        if self._shutdown.close(grace_s):
             log.info("core.shutting_down", writes_in_flight=self._writes_in_flight, grace_s=grace_s)
 
     async def drain(self) -> None:
         """Wait until every write already started has been stored or abandoned."""
         await self._writes_done.wait()
-
-
-def _preview(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
 
 
 def _search_filter(filters: SearchFilters | None) -> SearchFilter:
@@ -202,17 +394,39 @@ def _search_filter(filters: SearchFilters | None) -> SearchFilter:
     )
 
 
-def _hit(ranked: Ranked) -> SearchHit:
-    candidate = ranked.candidate
-    return SearchHit(
-        memory_id=candidate.memory_id,
-        chunk_id=candidate.chunk_id,
-        text=candidate.text,
-        similarity_score=round(candidate.similarity, 6),
-        rank_score=ranked.rank_score,
-        matched_by=ranked.legs,
-        tags=candidate.tags,
-        source=candidate.source,
-        timestamp=datetime.fromtimestamp(candidate.created_at, UTC).isoformat(),
-        date=candidate.date,
+def _metadata_of(stored: StoredMemory) -> MemoryMetadata:
+    return MemoryMetadata.model_validate(
+        {
+            "tags": stored.info.tags,
+            "source": stored.info.source,
+            "date": stored.info.date,
+            **json.loads(stored.metadata_json),
+        }
     )
+
+
+def _merged_metadata(stored: StoredMemory, new: MemoryMetadata | None) -> MemoryMetadata | None:
+    """A duplicate add's metadata folded into the stored one; None when nothing changes.
+
+    Tags are united (stored first); source, date and extra keys are filled in where the stored
+    memory has none. Nothing stored is overwritten: an agent's retry can only add information.
+    """
+    if new is None:
+        return None
+    old = _metadata_of(stored)
+    try:
+        merged = MemoryMetadata.model_validate(
+            {
+                "tags": list(dict.fromkeys([*old.tags, *new.tags])),
+                "source": old.source or new.source,
+                "date": old.date or new.date,
+                **{**new.extra(), **old.extra()},
+            }
+        )
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+        raise Conflict(
+            f"metadata: this text is already stored as memory {stored.info.id}, and adding this metadata to it "
+            f"would break a limit ({problem}); use update_memory"
+        ) from None
+    return None if merged == old else merged

@@ -21,3 +21,19 @@ class ConfigurationError(ZapomniError):
 
 class ShuttingDown(ZapomniError):
     """The server is stopping; the write was not stored and can be retried after a restart."""
+
+
+class NotFound(ZapomniError):
+    """The memory or workspace named does not exist (in the workspace asked)."""
+
+
+class Conflict(ZapomniError):
+    """The request cannot be applied to the stored state as it is (e.g. an update would duplicate a memory)."""
+
+
+class InvalidRequest(ZapomniError):
+    """The arguments are well-formed but cannot be used (e.g. a cursor this server did not make)."""
+
+
+class Cancelled(ZapomniError):
+    """The caller cancelled the request before anything was written."""

@@ -15,8 +15,8 @@ from typing import Any
 from zapomni_core.embedders import build_embedder
 from zapomni_core.errors import ConfigurationError, ZapomniError
 from zapomni_core.settings import Settings
-from zapomni_db import GraphClient, MemoryRepository, SchemaMismatch, SchemaSettings, migrate, wait_for_indexes
-from zapomni_db.repository import EmbedderClaim, ReembedState
+from zapomni_db import GraphClient, Maintenance, SchemaMismatch, SchemaSettings, migrate, wait_for_indexes
+from zapomni_db.records import EmbedderClaim, ReembedState
 from zapomni_db.schema import Migration, current_version, migrations, stored_vector_dimension, vector_index_dimension
 
 # Listing migrations does not depend on the index dimension; this stands in when none is known.
@@ -110,7 +110,7 @@ async def configured_embedder(settings: Settings) -> ConfiguredEmbedder:
 
 
 async def schema_status(client: GraphClient, settings: Settings) -> SchemaStatus:
-    repository = MemoryRepository(client)
+    repository = Maintenance(client)
     version = await current_version(client)
     every = migrations(SchemaSettings(dimension=_ANY_DIMENSION))
     state = await repository.reembed_state()
@@ -153,7 +153,7 @@ async def _index_dimension(client: GraphClient, configured_dimension: Callable[[
     stored = await stored_vector_dimension(client)
     if stored is not None:
         return stored
-    claim = await MemoryRepository(client).stored_embedder()
+    claim = await Maintenance(client).stored_embedder()
     if claim is not None:
         return claim.dimension
     return await configured_dimension()

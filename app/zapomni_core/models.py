@@ -18,8 +18,18 @@ MAX_QUERY_CHARS = 1000
 MAX_LIMIT = 100
 MAX_TAGS = 50
 PREVIEW_CHARS = 200
+MAX_DELETE_IDS = 1000
+MAX_PAGE = 100
+DEFAULT_WORKSPACE = "default"
+WORKSPACE_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+WORKSPACE_RULE = "1-63 lowercase letters, digits, '-' or '_', starting with a letter or digit"
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 Tag = Annotated[str, Field(min_length=1, max_length=100)]
+WorkspaceName = Annotated[str, Field(pattern=WORKSPACE_PATTERN, description=f"Workspace name: {WORKSPACE_RULE}.")]
+MemoryId = Annotated[
+    str, Field(pattern=UUID_PATTERN, description="A memory's id, as add_memory returned it (a lowercase UUID).")
+]
 # Flat metadata values: FalkorDB properties hold primitives only.
 MetadataValue = str | int | float | bool
 
@@ -38,6 +48,30 @@ def parse_iso8601(value: str) -> datetime:
 class _Strict(BaseModel):
     # strict: "5" is not a number and true is not 1; agents get told instead of silently coerced.
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Scoped(_Strict):
+    """A request that acts on one workspace; None means the server's default (ZAPOMNI_WORKSPACE)."""
+
+    workspace: WorkspaceName | None = Field(
+        None,
+        description=f"Which workspace ({WORKSPACE_RULE}); default: the server's, normally 'default'. "
+        "Workspaces are fully isolated from each other.",
+    )
+
+
+def _text_field(description: str, **default: Any) -> Any:
+    # The byte bound is checked by `_check_text`; the schema shows the (looser) character bound.
+    return Field(**default, min_length=1, description=description, json_schema_extra={"maxLength": MAX_TEXT_BYTES})
+
+
+def _check_text(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must contain something other than whitespace")
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_TEXT_BYTES:
+        raise ValueError(f"must be at most {MAX_TEXT_BYTES} bytes of UTF-8 (got {size})")
+    return value
 
 
 class MemoryMetadata(BaseModel):
@@ -71,24 +105,11 @@ class MemoryMetadata(BaseModel):
         return dict(self.model_extra or {})
 
 
-class AddMemoryRequest(_Strict):
-    text: str = Field(
-        min_length=1,
-        description="The text to remember: 1 byte to 10 MB of UTF-8, not only whitespace.",
-        # The byte bound is checked below; the schema shows the (looser) character bound.
-        json_schema_extra={"maxLength": MAX_TEXT_BYTES},
-    )
+class AddMemoryRequest(_Scoped):
+    text: str = _text_field("The text to remember: 1 byte to 10 MB of UTF-8, not only whitespace.")
     metadata: MemoryMetadata | None = Field(None, description="Optional tags, source, date and flat extra keys.")
 
-    @field_validator("text")
-    @classmethod
-    def _text(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must contain something other than whitespace")
-        size = len(value.encode("utf-8", errors="surrogatepass"))
-        if size > MAX_TEXT_BYTES:
-            raise ValueError(f"must be at most {MAX_TEXT_BYTES} bytes of UTF-8 (got {size})")
-        return value
+    _text = field_validator("text")(_check_text)
 
 
 class SearchFilters(_Strict):
@@ -113,8 +134,12 @@ class SearchFilters(_Strict):
             raise ValueError("date_from must not be later than date_to")
         return self
 
+    @property
+    def empty(self) -> bool:
+        return not self.tags and self.source is None and self.date_from is None and self.date_to is None
 
-class SearchRequest(_Strict):
+
+class SearchRequest(_Scoped):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for (1-1000 characters).")
     limit: int = Field(10, ge=1, le=MAX_LIMIT, description="How many results (1-100).")
     filters: SearchFilters | None = Field(None, description="Narrow the search; all given filters must match.")
@@ -129,6 +154,11 @@ class SearchRequest(_Strict):
     all_chunks: bool = Field(
         False, description="Return every matching chunk; by default only the best chunk of each memory."
     )
+    include_unrelated: bool = Field(
+        False,
+        description="Also return memories neither leg finds relevant (no query word in common and low "
+        "similarity); by default they are left out instead of padding the results.",
+    )
 
     @field_validator("query")
     @classmethod
@@ -138,34 +168,180 @@ class SearchRequest(_Strict):
         return value
 
 
+class DeleteMemoryRequest(_Scoped):
+    memory_ids: list[MemoryId] | None = Field(
+        None, min_length=1, max_length=MAX_DELETE_IDS, description=f"Delete these memories (1-{MAX_DELETE_IDS} ids)."
+    )
+    filters: SearchFilters | None = Field(
+        None, description="Or delete every memory matching these filters (at least one filter; as in search_memory)."
+    )
+    dry_run: bool = Field(False, description="Only report what would be deleted.")
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> DeleteMemoryRequest:
+        if (self.memory_ids is None) == (self.filters is None):
+            raise ValueError("give either memory_ids or filters (exactly one of them)")
+        if self.filters is not None and self.filters.empty:
+            raise ValueError(
+                "filters: give at least one of tags, source, date_from, date_to (an empty filter is refused)"
+            )
+        return self
+
+
+class ListMemoriesRequest(_Scoped):
+    filters: SearchFilters | None = Field(
+        None, description="Only memories matching these filters (as in search_memory)."
+    )
+    limit: int = Field(20, ge=1, le=MAX_PAGE, description=f"Memories per page (1-{MAX_PAGE}).")
+    cursor: str | None = Field(
+        None, min_length=1, max_length=200, description="next_cursor of the previous page, to continue from there."
+    )
+    order: Literal["newest", "oldest"] = Field("newest", description="newest first (default) or oldest first.")
+
+
+class GetMemoryRequest(_Scoped):
+    memory_id: MemoryId
+
+
+class UpdateMemoryRequest(_Scoped):
+    memory_id: MemoryId
+    text: str | None = _text_field(
+        "The new text (replaces the old; only changed chunks are re-embedded).", default=None
+    )
+    metadata: MemoryMetadata | None = Field(
+        None, description="The new metadata; replaces the old as a whole (tags, source, date, extra keys)."
+    )
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        return None if value is None else _check_text(value)
+
+    @model_validator(mode="after")
+    def _something(self) -> UpdateMemoryRequest:
+        if self.text is None and self.metadata is None:
+            raise ValueError("give text, metadata or both: there is nothing to update")
+        return self
+
+
+class StatsRequest(_Scoped):
+    pass
+
+
+class NoArguments(_Strict):
+    pass
+
+
+class DeleteWorkspaceRequest(_Strict):
+    name: WorkspaceName
+    confirm: str = Field(description="The workspace's name again, to confirm: everything in it is deleted.")
+
+    @model_validator(mode="after")
+    def _confirmed(self) -> DeleteWorkspaceRequest:
+        if self.confirm != self.name:
+            raise ValueError(f"confirm must repeat the workspace name exactly ({self.name!r}); nothing was deleted")
+        return self
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+class MemoryFields(BaseModel):
+    """What every result says about a memory: declared here once, shared by hits, pages and details."""
+
+    memory_id: str
+    workspace: str
+    tags: list[str]
+    source: str | None
+    date: str | None = Field(None, description="The memory's own date from its metadata, if any.")
+    created_at: str = Field(description="When the memory was added (ISO 8601, UTC).")
+    updated_at: str = Field(description="When it last changed (ISO 8601, UTC); created_at if never.")
+    chunk_count: int
+
+
+class MemorySummary(MemoryFields):
+    preview: str = Field(description=f"The first {PREVIEW_CHARS} characters of the text, whitespace collapsed.")
+
+
+class MemoryDetail(MemoryFields):
+    text: str
+    metadata: dict[str, MetadataValue] = Field(description="The extra metadata keys (besides tags, source, date).")
+
+
+class MemoryPage(BaseModel):
+    workspace: str
+    memories: list[MemorySummary]
+    count: int
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
+
+
 class AddMemoryResult(BaseModel):
-    memory_id: str = Field(description="UUID of the stored memory.")
+    memory_id: str = Field(description="UUID of the stored memory (the existing one when deduplicated).")
+    workspace: str
     chunks_created: int
+    deduplicated: bool = Field(
+        False,
+        description="True when the same text (whitespace aside) was already stored in this workspace: its id is "
+        "returned, its tags gain the new ones and empty source/date/extra keys are filled in.",
+    )
     text_preview: str = Field(description=f"The first {PREVIEW_CHARS} characters of the text.")
 
 
-class SearchHit(BaseModel):
+class UpdateMemoryResult(BaseModel):
     memory_id: str
+    workspace: str
+    text_changed: bool
+    metadata_changed: bool
+    chunk_count: int
+    chunks_embedded: int = Field(description="Chunks whose text changed and were embedded again.")
+    chunks_kept: int = Field(description="Chunks whose text was unchanged and kept their vectors.")
+
+
+class DeleteMemoryResult(BaseModel):
+    workspace: str
+    dry_run: bool
+    deleted_count: int = Field(description="Memories deleted (or, in a dry run, that would be).")
+    memory_ids: list[str]
+    not_found: list[str] = Field(default_factory=list, description="Requested ids that are not in this workspace.")
+
+
+class SearchHit(MemoryFields):
     chunk_id: str
     text: str = Field(description="The matching chunk.")
     similarity_score: float = Field(ge=0.0, le=1.0, description="Cosine similarity to the query, clamped to [0, 1].")
     rank_score: float = Field(description="Reciprocal-rank-fusion score the results are ordered by.")
     matched_by: list[Literal["vector", "keyword"]] = Field(description="Which retrieval legs found this chunk.")
-    tags: list[str]
-    source: str | None
-    timestamp: str = Field(description="When the memory was added (ISO 8601, UTC).")
-    date: str | None = Field(None, description="The memory's own date from its metadata, if any.")
 
 
 class SearchResult(BaseModel):
+    workspace: str
     results: list[SearchHit]
     count: int
 
 
+class WorkspaceInfo(BaseModel):
+    name: str
+    memories: int
+    chunks: int
+
+
+class WorkspaceList(BaseModel):
+    workspaces: list[WorkspaceInfo]
+    default: str = Field(description="The workspace tools use when none is given.")
+
+
+class DeleteWorkspaceResult(BaseModel):
+    name: str
+    deleted_memories: int
+    deleted_chunks: int
+
+
 class Stats(BaseModel):
+    workspace: str
     total_memories: int
     total_chunks: int
-    database_size_mb: float
+    workspaces: int = Field(description="Workspaces in this store.")
+    database_size_mb: float = Field(description="Memory used by the whole database (every workspace).")
     graph_name: str
     embedder: str
     embedding_dimension: int

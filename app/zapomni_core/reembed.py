@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import structlog
 
@@ -27,9 +27,11 @@ from zapomni_core.embedders import Embedder
 from zapomni_core.errors import ConfigurationError, EmbedderUnavailable, StorageUnavailable
 from zapomni_core.migrations import apply_migrations, needs_reembed
 from zapomni_core.settings import Settings
-from zapomni_db import DatabaseError, GraphClient, MemoryRepository, SchemaSettings, wait_for_indexes
-from zapomni_db.repository import EmbedderClaim, ReembedState
+from zapomni_db import DatabaseError, GraphClient, Maintenance, SchemaSettings, wait_for_indexes
+from zapomni_db.records import EmbedderClaim, ReembedState
 from zapomni_db.schema import create_vector_index, drop_vector_index, stored_vector_dimension, vector_index_dimension
+from zapomni_db.workspaces import DEFAULT as DEFAULT_WORKSPACE
+from zapomni_db.workspaces import existing_workspaces, graph_for
 
 log = structlog.get_logger(__name__)
 
@@ -74,7 +76,7 @@ class ReembedReport:
 
 
 async def plan_reembed(client: GraphClient, embedder: Embedder) -> ReembedPlan:
-    repository = MemoryRepository(client)
+    repository = Maintenance(client)
     return ReembedPlan(
         model=embedder.name,
         dimension=embedder.dimension,
@@ -94,11 +96,30 @@ async def reembed(
     batch_size: int = DEFAULT_BATCH_SIZE,
     on_progress: ProgressCallback | None = None,
 ) -> ReembedReport:
-    """Move every chunk to `embedder` (resuming an interrupted run); nothing happens when none is needed."""
+    """Move every chunk of every workspace to `embedder` (resuming an interrupted run).
+
+    The default workspace goes last: servers refuse to start while its graph is claimed by another
+    embedder, so an interrupted run cannot leave servers running on a half-moved store.
+    """
     try:
-        return await _reembed(database, embedder, settings, batch_size, on_progress)
+        names = await existing_workspaces(database.connection, settings.graph_name)
+        order = [name for name in names if name != DEFAULT_WORKSPACE] + [DEFAULT_WORKSPACE]
+        reports = []
+        for name in order:
+            graph = GraphClient(database.connection, graph_for(settings.graph_name, name))
+            log.info("reembed.workspace", workspace=name)
+            reports.append(await _reembed(replace(database, client=graph), embedder, settings, batch_size, on_progress))
     except DatabaseError as exc:
         raise StorageUnavailable(f"the database failed during the re-embed ({exc})") from exc
+    return ReembedReport(
+        model=embedder.name,
+        dimension=embedder.dimension,
+        chunks=sum(r.chunks for r in reports),
+        embedded=sum(r.embedded for r in reports),
+        skipped=sum(r.skipped for r in reports),
+        truncated=sum(r.truncated for r in reports),
+        seconds=round(sum(r.seconds for r in reports), 3),
+    )
 
 
 async def _reembed(
@@ -109,7 +130,7 @@ async def _reembed(
     on_progress: ProgressCallback | None,
 ) -> ReembedReport:
     client = database.client
-    repository = MemoryRepository(client)
+    repository = Maintenance(client)
     started = time.perf_counter()
     model, dimension = embedder.name, embedder.dimension
 
@@ -175,7 +196,7 @@ def in_progress_message(state: ReembedState) -> str:
 
 
 async def _mark_in_progress(
-    database: OpenDatabase, repository: MemoryRepository, model: str, dimension: int
+    database: OpenDatabase, repository: Maintenance, model: str, dimension: int
 ) -> tuple[ReembedState, bool]:
     """Record the run (True: a new one) unless other processes use the database."""
     if database.embedded is None:
@@ -227,7 +248,7 @@ class _Tally:
 
 
 async def _move_pass(
-    repository: MemoryRepository,
+    repository: Maintenance,
     embedder: Embedder,
     batch_size: int,
     tally: _Tally,
@@ -244,7 +265,7 @@ async def _move_pass(
     return moved
 
 
-async def _move_batch(repository: MemoryRepository, embedder: Embedder, ids: list[str], tally: _Tally) -> int:
+async def _move_batch(repository: Maintenance, embedder: Embedder, ids: list[str], tally: _Tally) -> int:
     texts = await repository.chunk_texts(ids)
     if not texts:
         return 0  # deleted since their ids were read

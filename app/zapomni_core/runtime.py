@@ -8,9 +8,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 import structlog
-from redis.exceptions import RedisError
 
 from zapomni_core.chunking import Chunker
+from zapomni_core.context import ShutdownGate
 from zapomni_core.database import open_database
 from zapomni_core.embedders import CachedEmbedder, Embedder, build_cache, build_embedder
 from zapomni_core.engine import ZapomniCore
@@ -20,22 +20,19 @@ from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetrieve
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_core.settings import Settings
+from zapomni_core.workspaces import EmbedderIdentity, Workspaces
+from zapomni_core.writes import WritePipeline
 from zapomni_db import (
     DatabaseError,
     GraphClient,
-    MemoryRepository,
-    SchemaMismatch,
+    GraphStores,
+    Maintenance,
     SchemaSettings,
-    migrate,
-    repair_vector_index,
     rewrite_append_only_file,
-    wait_for_indexes,
 )
 
 log = structlog.get_logger(__name__)
 
-# A large add that crashed leaves unlinked chunks; anything this old is certainly not in progress.
-ORPHAN_GRACE_S = 3600.0
 # How long a closing process waits for the append-only file to be compacted; past it, it goes on alone.
 COMPACT_WAIT_S = 10.0
 
@@ -65,48 +62,41 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
     started = time.perf_counter()
     async with AsyncExitStack() as stack:
         database = await open_database(settings, stack)
-        client = database.client
-        repository = MemoryRepository(client)
         # Mid re-embed the vector index is gone and the vectors come from two models: neither works.
-        reembed_state = await repository.reembed_state()
+        reembed_state = await Maintenance(database.client).reembed_state()
         if reembed_state is not None:
             raise ConfigurationError(in_progress_message(reembed_state))
         embedder = CachedEmbedder(await build_embedder(settings), build_cache(settings))
         stack.push_async_callback(embedder.aclose)
-        schema = SchemaSettings(dimension=embedder.dimension, ef_runtime=settings.vector_ef_runtime)
-        try:
-            await migrate(client, schema)
-        except SchemaMismatch as exc:  # an old, unversioned graph whose vectors have another dimension
-            raise ConfigurationError(f"{exc} (`zapomni migrate status` shows what is stored)") from None
-        await wait_for_indexes(client)
-        try:
-            await repository.claim_embedder(embedder.name, embedder.dimension)
-        except SchemaMismatch as exc:
-            raise ConfigurationError(
-                f"{exc}. Use the embedder that built it (ZAPOMNI_EMBEDDER / EMBEDDING_MODEL), point "
-                "ZAPOMNI_DATA_DIR or GRAPH_NAME at a new store, or re-embed the stored memories with the "
-                "configured embedder: stop every Zapomni server on this store, then run `zapomni migrate reembed`."
-            ) from None
-        await repair_vector_index(client, schema)
-        removed = await repository.remove_orphan_chunks(time.time() - ORPHAN_GRACE_S)
-        if removed:
-            log.warning("db.orphans_removed", chunks=removed)
         analyzer = Analyzer()
-        keyword_index = SyncedBm25Index(repository)
-        await keyword_index.sync()  # rebuild from the stored term counts before the first search
-        core = ZapomniCore(
-            repository=repository,
-            embedder=embedder,
-            chunker=chunker_for(embedder, settings),
-            search=SearchPipeline(
-                [VectorRetriever(repository), KeywordRetriever(repository, keyword_index, analyzer)],
+
+        def search_for(stores: GraphStores, keyword_index: SyncedBm25Index) -> SearchPipeline:
+            return SearchPipeline(
+                [VectorRetriever(stores.search), KeywordRetriever(stores.search, keyword_index, analyzer)],
                 rrf_k=settings.rrf_k,
                 leg_depth=settings.search_leg_depth,
-            ),
-            analyzer=analyzer,
+                relevance_floor=settings.relevance_floor,
+            )
+
+        workspaces = Workspaces(
+            database.connection,
+            base_graph=settings.graph_name,
+            default=settings.workspace,
+            schema=SchemaSettings(dimension=embedder.dimension, ef_runtime=settings.vector_ef_runtime),
+            embedder=EmbedderIdentity(embedder.name, embedder.dimension),
+            search_for=search_for,
+        )
+        # The default workspace is made ready now, so a broken store fails at start-up, not on a request.
+        await workspaces.get(None, create=True)
+        shutdown = ShutdownGate()
+        core = ZapomniCore(
+            workspaces=workspaces,
+            embedder=embedder,
+            writer=WritePipeline(chunker_for(embedder, settings), analyzer, embedder, shutdown),
+            shutdown=shutdown,
             graph_name=settings.graph_name,
         )
-        stack.push_async_callback(_compact_if_written, client, repository, await repository.chunk_sequence())
+        stack.push_async_callback(_compact_if_written, database.client, core)
         stack.push_async_callback(core.drain)
         info = RuntimeInfo(
             data_location=database.location,
@@ -118,16 +108,16 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
         yield core, info
 
 
-async def _compact_if_written(client: GraphClient, repository: MemoryRepository, sequence_at_open: int) -> None:
+async def _compact_if_written(client: GraphClient, core: ZapomniCore) -> None:
     """After writes, have the database compact its append-only file, so the next start loads a snapshot.
 
     Replaying logged writes is slow and leaves FalkorDB's vector index with duplicates (see
     `repair_vector_index`); a compacted file avoids both. Best effort: shutdown never fails on it.
     """
+    if not core.writes_committed:
+        return
     try:
-        if await repository.chunk_sequence() == sequence_at_open:
-            return
         finished = await rewrite_append_only_file(client, wait_s=COMPACT_WAIT_S)
         log.info("db.aof_compacted", finished=finished)
-    except (DatabaseError, RedisError) as exc:
+    except DatabaseError as exc:
         log.warning("db.aof_compact_failed", error=str(exc))

@@ -10,6 +10,9 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from zapomni_core.models import DEFAULT_WORKSPACE, WORKSPACE_PATTERN
+from zapomni_core.search.pipeline import DEFAULT_RELEVANCE_FLOOR
+
 
 def default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -28,6 +31,8 @@ class Settings(BaseSettings):
     falkordb_port: int = Field(6379, alias="FALKORDB_PORT", ge=1, le=65535)
     falkordb_password: SecretStr | None = Field(None, alias="FALKORDB_PASSWORD")
     graph_name: str = Field("zapomni", alias="GRAPH_NAME", pattern=r"^[A-Za-z0-9_\-]{1,64}$")
+    # The workspace tools use when a call names none (rule: zapomni_core.models.WORKSPACE_RULE).
+    workspace: str = Field(DEFAULT_WORKSPACE, alias="ZAPOMNI_WORKSPACE", pattern=WORKSPACE_PATTERN)
     appendfsync: Literal["always", "everysec"] = Field("always", alias="ZAPOMNI_APPENDFSYNC")
     db_pool_size: int = Field(16, alias="ZAPOMNI_DB_POOL_SIZE", ge=1, le=256)
     vector_ef_runtime: int = Field(100, alias="ZAPOMNI_VECTOR_EF_RUNTIME", ge=1, le=10_000)
@@ -59,6 +64,8 @@ class Settings(BaseSettings):
     # Search
     rrf_k: int = Field(60, alias="ZAPOMNI_RRF_K", ge=1, le=10_000)
     search_leg_depth: int = Field(50, alias="ZAPOMNI_SEARCH_LEG_DEPTH", ge=10, le=1000)
+    # Results the keyword leg did not find need at least this cosine similarity (docs/decisions/0008).
+    relevance_floor: float = Field(DEFAULT_RELEVANCE_FLOOR, alias="ZAPOMNI_RELEVANCE_FLOOR", ge=0.0, le=1.0)
 
     # Chunking
     chunk_max_tokens: int = Field(0, alias="ZAPOMNI_CHUNK_MAX_TOKENS", ge=0, le=8192)

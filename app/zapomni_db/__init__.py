@@ -1,28 +1,64 @@
-"""Storage layer: FalkorDB client, embedded server process, schema and Cypher.
+"""Storage layer: connections, the stores of a graph, schema and migrations, the embedded server.
 
-Nothing here imports from `zapomni_core` or `zapomni_mcp`: the layers point one way.
+Nothing here imports from `zapomni_core` or `zapomni_mcp`: the layers point one way. Driver
+exceptions never leave this package; `zapomni_db.errors` describes the tree.
 """
 
 from zapomni_db.client import GraphClient
+from zapomni_db.connection import Connection, DatabaseTarget, connect
 from zapomni_db.embedded import EmbeddedDatabase
-from zapomni_db.errors import DatabaseError, DatabaseUnavailable, SchemaMismatch
-from zapomni_db.repository import ChunkHit, ChunkRow, ChunkTerms, Counts, MemoryRecord, MemoryRepository, SearchFilter
+from zapomni_db.errors import DatabaseError, DatabaseUnavailable, QueryFailed, SchemaMismatch
+from zapomni_db.maintenance import Maintenance
+from zapomni_db.memories import MemoryWrites
+from zapomni_db.memory_reads import MemoryReads
+from zapomni_db.records import (
+    ChunkHit,
+    ChunkRow,
+    ChunkTerms,
+    Counts,
+    EmbedderClaim,
+    IndexChanges,
+    MemoryInfo,
+    MemoryRecord,
+    PageKey,
+    ReembedState,
+    SearchFilter,
+    StoredChunk,
+    StoredMemory,
+)
 from zapomni_db.schema import SchemaSettings, migrate, repair_vector_index, rewrite_append_only_file, wait_for_indexes
+from zapomni_db.search_reads import SearchReads
+from zapomni_db.stores import GraphStores
 
 __all__ = [
     "ChunkHit",
     "ChunkRow",
     "ChunkTerms",
+    "Connection",
     "Counts",
     "DatabaseError",
+    "DatabaseTarget",
     "DatabaseUnavailable",
     "EmbeddedDatabase",
+    "EmbedderClaim",
     "GraphClient",
+    "GraphStores",
+    "IndexChanges",
+    "Maintenance",
+    "MemoryInfo",
+    "MemoryReads",
     "MemoryRecord",
-    "MemoryRepository",
+    "MemoryWrites",
+    "PageKey",
+    "QueryFailed",
+    "ReembedState",
     "SchemaMismatch",
     "SchemaSettings",
     "SearchFilter",
+    "SearchReads",
+    "StoredChunk",
+    "StoredMemory",
+    "connect",
     "migrate",
     "repair_vector_index",
     "rewrite_append_only_file",

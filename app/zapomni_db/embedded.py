@@ -80,8 +80,24 @@ class EmbeddedPaths:
         return self.db_dir / "redis.log"
 
     def create(self) -> None:
-        for directory in (self.db_dir, self.clients_dir):
-            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        """The layout, private to this user: every directory Zapomni creates here is 0700."""
+        for directory in (self.data_dir, self.db_dir, self.run_dir, self.clients_dir):
+            make_private_dir(directory)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create `path` 0700 (missing parents as `mkdir -p` would); one that already exists is left as it is.
+
+    Memories are private: a data directory Zapomni creates is this user's only. mkdir's mode is
+    subject to the umask, hence the chmod; a directory the user made beforehand keeps the
+    permissions they gave it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        return
+    os.chmod(path, 0o700)
 
 
 def _socket_path(run_dir: Path) -> Path:

@@ -18,10 +18,9 @@ import time
 from dataclasses import dataclass, replace
 
 import structlog
-from redis.exceptions import ResponseError
 
 from zapomni_db.client import GraphClient
-from zapomni_db.errors import DatabaseUnavailable, SchemaMismatch
+from zapomni_db.errors import DatabaseUnavailable, QueryFailed, SchemaMismatch
 
 log = structlog.get_logger(__name__)
 
@@ -90,6 +89,15 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
             2,
             "visibility sequence for the keyword index (numbers memories that have none)",
             ("CREATE INDEX FOR (m:Memory) ON (m.seq)", _BACKFILL_SEQ),
+        ),
+        Migration(
+            3,
+            "deduplication, listing and change log (content hashes are filled in by the engine at start-up)",
+            (
+                "CREATE INDEX FOR (m:Memory) ON (m.content_hash)",
+                "CREATE INDEX FOR (m:Memory) ON (m.created_at)",
+                "CREATE INDEX FOR (x:Change) ON (x.seq)",
+            ),
         ),
     ]
 
@@ -161,7 +169,7 @@ async def drop_vector_index(client: GraphClient) -> bool:
     """Drop the chunk vector index; False when there was none (an interrupted re-embed already did)."""
     try:
         await client.query("DROP VECTOR INDEX FOR (c:Chunk) ON (c.embedding)")
-    except ResponseError as exc:
+    except QueryFailed as exc:
         if "no such index" in str(exc).lower():
             return False
         raise
@@ -183,7 +191,7 @@ async def _check_stored_dimension(client: GraphClient, dimension: int) -> None:
 async def _apply(client: GraphClient, statement: str) -> None:
     try:
         await client.query(statement)
-    except ResponseError as exc:
+    except QueryFailed as exc:
         if "already indexed" not in str(exc).lower():
             raise
 
@@ -228,7 +236,7 @@ async def _vector_index_short(client: GraphClient) -> bool:
             "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($probe)) YIELD node RETURN count(node)",
             {"k": k, "probe": list(probe)},
         )
-    except ResponseError as exc:  # the index is being (re)built, e.g. by another process's repair
+    except QueryFailed as exc:  # the index is being (re)built, e.g. by another process's repair
         log.info("db.vector_index.check_skipped", reason=str(exc))
         return False
     return found[0][0] < k
@@ -238,7 +246,7 @@ async def rewrite_append_only_file(client: GraphClient, *, wait_s: float) -> boo
     """Compact the AOF into a snapshot (BGREWRITEAOF); wait up to `wait_s` for it. True when it finished."""
     try:
         await client.command("BGREWRITEAOF")
-    except ResponseError as exc:
+    except QueryFailed as exc:
         if "in progress" not in str(exc).lower():
             raise
     deadline = time.monotonic() + wait_s

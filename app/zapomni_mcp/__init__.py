@@ -1,1 +1,1 @@
-"""Protocol adapters: the MCP stdio server and the command line, both over `ZapomniCore`."""
+"""The MCP adapter: the stdio server over `ZapomniCore`, one module per tool (the command line is `zapomni_cli`)."""

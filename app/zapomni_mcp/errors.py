@@ -17,8 +17,11 @@ def describe_validation_error(tool: str, model: type[BaseModel], exc: Validation
         if loc and loc[-1] in _UNION_MEMBERS and len(loc) >= 2:
             problems[".".join(loc[:-1])] = _FLAT_VALUE
             continue
-        field = ".".join(loc) or "arguments"
-        problems.setdefault(field, _message(error, model))
+        field, message = ".".join(loc), _message(error, model)
+        if not field:  # a rule across fields; its message starts with the field it is about, if one
+            named, _, rest = message.partition(": ")
+            field, message = (named, rest) if named in model.model_fields and rest else ("arguments", message)
+        problems.setdefault(field, message)
     lines = [f"Invalid arguments for {tool}:"]
     lines += [f"- {field}: {message}" for field, message in problems.items()]
     lines.append(f"Allowed arguments: {allowed_arguments(model)}.")

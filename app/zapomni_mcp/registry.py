@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import mcp_types as types
 from pydantic import BaseModel
 
-from zapomni_core import ZapomniCore
+from zapomni_core import RequestContext, ZapomniCore
 
 InputT = TypeVar("InputT", bound=BaseModel)
 OutputT = TypeVar("OutputT", bound=BaseModel)
@@ -28,19 +28,21 @@ class Tool(ABC, Generic[InputT, OutputT]):
         self.core = core
 
     @abstractmethod
-    async def execute(self, arguments: InputT) -> OutputT: ...
+    async def execute(self, arguments: InputT, ctx: RequestContext) -> OutputT: ...
 
     @abstractmethod
     def render(self, result: OutputT) -> str:
         """A readable text block beside the structured result."""
 
     def definition(self) -> types.Tool:
+        # Nothing a tool does reaches outside this machine's store.
+        annotations = (self.annotations or types.ToolAnnotations()).model_copy(update={"open_world_hint": False})
         return types.Tool(
             name=self.name,
             description=self.description,
             input_schema=json_schema(self.input_model),
             output_schema=json_schema(self.output_model),
-            annotations=self.annotations,
+            annotations=annotations,
         )
 
 

@@ -22,7 +22,7 @@ log = structlog.get_logger(__name__)
 async def serve(settings: Settings) -> None:
     log.info("server.config", **settings.masked())
     async with open_core(settings) as (core, info):
-        server = build_server(build_registry(core))
+        server = build_server(core, build_registry(core))
         announce(info)
 
         def begin_shutdown() -> None:

@@ -11,7 +11,8 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from zapomni_core import ZapomniError, package_version
+from zapomni_core import RequestContext, ZapomniCore, ZapomniError, package_version
+from zapomni_mcp import resources
 from zapomni_mcp.errors import describe_validation_error
 from zapomni_mcp.registry import ToolRegistry
 
@@ -20,11 +21,12 @@ log = structlog.get_logger(__name__)
 INSTRUCTIONS = (
     "Zapomni is your long-term memory on this machine. Use add_memory to keep facts, decisions and "
     "context worth recalling later; use search_memory before answering questions that may depend on "
-    "earlier conversations; get_stats shows what is stored."
+    "earlier conversations. list_memories and get_memory show what is stored; update_memory corrects "
+    "a memory and delete_memory forgets it. Pass workspace to keep projects apart (list_workspaces)."
 )
 
 
-def build_server(registry: ToolRegistry) -> Server[Any]:
+def build_server(core: ZapomniCore, registry: ToolRegistry) -> Server[Any]:
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=registry.definitions())
 
@@ -38,7 +40,8 @@ def build_server(registry: ToolRegistry) -> Server[Any]:
         request_id = str(ctx.request_id)
         with structlog.contextvars.bound_contextvars(request_id=request_id, tool=tool.name):
             started = time.perf_counter()
-            result = await _run(tool, params.arguments or {}, request_id)
+            context = RequestContext(request_id=request_id, progress_sink=ctx.session.report_progress)
+            result = await _run(tool, params.arguments or {}, context)
             log.info(
                 "tool.called",
                 ok=not result.is_error,
@@ -46,22 +49,36 @@ def build_server(registry: ToolRegistry) -> Server[Any]:
             )
             return result
 
+    async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return await resources.list_page(core, params.cursor if params else None)
+
+    async def list_resource_templates(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return resources.templates()
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await resources.read(core, str(params.uri))
+
     return Server(
         "zapomni",
         version=package_version(),
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
+        on_read_resource=read_resource,
     )
 
 
-async def _run(tool: Any, arguments: dict[str, Any], request_id: str) -> types.CallToolResult:
+async def _run(tool: Any, arguments: dict[str, Any], ctx: RequestContext) -> types.CallToolResult:
     try:
         validated = tool.input_model.model_validate(arguments)
     except ValidationError as exc:
         return error_result(describe_validation_error(tool.name, tool.input_model, exc))
     try:
-        output = await tool.execute(validated)
+        output = await tool.execute(validated, ctx)
     except ZapomniError as exc:
         log.warning("tool.refused", error=type(exc).__name__, reason=str(exc))
         return error_result(str(exc))
@@ -69,7 +86,8 @@ async def _run(tool: Any, arguments: dict[str, Any], request_id: str) -> types.C
         # The client gets no paths, hosts or traces; the log line has all of them.
         log.exception("tool.failed")
         return error_result(
-            f"Internal error while running {tool.name} (request {request_id}). The server log (stderr) has the details."
+            f"Internal error while running {tool.name} (request {ctx.request_id}). "
+            "The server log (stderr) has the details."
         )
     return types.CallToolResult(
         content=[types.TextContent(text=tool.render(output))],

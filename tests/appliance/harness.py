@@ -16,8 +16,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from tests.helpers import free_port, wait_for
 from zapomni_core import Settings
+from zapomni_db.server import direct_client
 
 REPO = Path(__file__).resolve().parents[2]
 OPS = REPO / "ops"
@@ -108,12 +111,35 @@ class Appliance:
         assert wait_for(lambda: self.readyz()[0] == 200, timeout_s=timeout_s), self.readyz()
         return time.monotonic() - started
 
+    @property
+    def password_file(self) -> Path:
+        return self.dir / "secrets" / "falkordb.password"
+
+    @property
+    def password(self) -> str:
+        """FalkorDB's and the cache's password: the one given in the environment, else the generated one."""
+        return self.env.get("FALKORDB_PASSWORD") or self.password_file.read_text().splitlines()[0]
+
+    def falkordb(self, password: str | None = None) -> redis.Redis:
+        """A client of this appliance's FalkorDB, with its password unless another (or "") is given.
+
+        It never retries: redis-py would retry a refused password (an AuthenticationError is a
+        ConnectionError) for seconds."""
+        own = self.password if password is None else password
+        return direct_client(port=self.falkordb_port, password=own, timeout_s=10)
+
+    def cache(self, password: str | None = None) -> redis.Redis:
+        """A client of the Redis cache, with the cache's password unless another (or "") is given."""
+        own = (self.env.get("REDIS_CACHE_PASSWORD") or self.password) if password is None else password
+        return direct_client(port=self.cache_port, password=own, timeout_s=10)
+
     def settings(self) -> Settings:
         """The engine's settings for this appliance's FalkorDB (server mode)."""
         return Settings(
             ZAPOMNI_DB_MODE="server",
             FALKORDB_HOST="127.0.0.1",
             FALKORDB_PORT=self.falkordb_port,
+            FALKORDB_PASSWORD=self.password,
             ZAPOMNI_DATA_DIR=self.dir,
             LOG_LEVEL="WARNING",
         )

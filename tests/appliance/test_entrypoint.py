@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import signal
+import stat
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+import redis
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -52,6 +55,12 @@ async def test_standalone_serves_mcp_and_stops_everything_when_the_client_closes
             assert found["results"][0]["memory_id"] == added["memory_id"]
 
             assert wait_for(lambda: appliance.status() == dict.fromkeys(PROGRAMS, "RUNNING"), timeout_s=15)
+            # Its FalkorDB and cache want the password generated into the volume on this first start.
+            assert stat.S_IMODE(appliance.password_file.stat().st_mode) == 0o600
+            with pytest.raises((redis.AuthenticationError, redis.ResponseError), match=r"(?i)auth"):
+                appliance.falkordb(password="").execute_command("GRAPH.LIST")
+            with pytest.raises((redis.AuthenticationError, redis.ResponseError), match=r"(?i)auth"):
+                appliance.cache(password="").execute_command("KEYS", "*")
             pids = {"supervisord": appliance.supervisord_pid(), **{name: appliance.pid(name) for name in PROGRAMS}}
             # It owns the directory: a second standalone container, or an up-local, is refused.
             owner = (appliance.dir / "run" / "owner.lock").read_text().split()
@@ -126,11 +135,13 @@ async def test_standalone_serves_mcp_and_stops_everything_when_the_client_closes
 
 def stack_env(appliance: Appliance, **extra: str) -> dict[str, str]:
     """What compose gives the stack's container, pointed at the running appliance's services."""
+    password = appliance.password
     return clean_environ() | {
         "ZAPOMNI_DB_MODE": "server",
         "FALKORDB_HOST": "127.0.0.1",
         "FALKORDB_PORT": str(appliance.falkordb_port),
-        "REDIS_URL": f"redis://127.0.0.1:{appliance.cache_port}/0",
+        "FALKORDB_PASSWORD": password,
+        "REDIS_URL": f"redis://:{quote(password, safe='')}@127.0.0.1:{appliance.cache_port}/0",
         "ZAPOMNI_EMBEDDER": "onnx",
         **extra,
     }

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import re
 import signal
+import socket
+import stat
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,13 +32,77 @@ def test_up_local_runs_everything_under_supervisord_until_ready(appliance: Appli
     assert status == 200, body
     assert {check["name"] for check in body["checks"]} >= {"falkordb", "schema", "redis", "embedder"}
     # The ports are the ones asked for, bound to loopback only.
-    assert redis.Redis(port=appliance.falkordb_port).ping()
-    assert redis.Redis(port=appliance.cache_port).ping()
+    assert appliance.falkordb().ping()
+    assert appliance.cache().ping()
     # Once more is harmless: it says so and leaves the running appliance alone.
     supervisord = appliance.supervisord_pid()
     again = appliance.up()
     assert "already running" in again.stdout
     assert appliance.supervisord_pid() == supervisord
+
+
+def refused_without_password(port: int) -> str:
+    """What a server on `port` answers to a PING from a client that does not authenticate (raw RESP)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+        connection.sendall(b"PING\r\n")
+        return connection.recv(200).decode()
+
+
+def assert_password_stays_secret(appliance: Appliance, password: str, *outputs: str) -> None:
+    """Neither a process's command line (any local user can read it), nor a log, nor an output shows it."""
+    for pid in appliance.processes():
+        with contextlib.suppress(OSError):
+            assert password.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes(), pid
+    for log in (appliance.dir / "log").iterdir():
+        assert password not in log.read_text(errors="replace"), log
+    for output in outputs:
+        assert password not in output
+
+
+def test_falkordb_and_the_cache_want_the_password_generated_at_the_first_start(appliance: Appliance) -> None:
+    secrets_dir = appliance.password_file.parent
+    assert stat.S_IMODE(secrets_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(appliance.password_file.stat().st_mode) == 0o600
+    password = appliance.password_file.read_text()
+    assert re.fullmatch(r"[A-Za-z0-9_-]{43}\n", password), "one line: secrets.token_urlsafe(32)"
+    assert [entry.name for entry in secrets_dir.iterdir()] == ["falkordb.password"]  # no temporary left
+
+    # Another local user, without the password (or with a wrong one), gets nothing from either server.
+    for port in (appliance.falkordb_port, appliance.cache_port):
+        assert refused_without_password(port).startswith("-NOAUTH"), port
+    for client in (appliance.falkordb(password=""), appliance.cache(password="")):
+        with pytest.raises((redis.AuthenticationError, redis.ResponseError), match=r"(?i)auth"):
+            client.execute_command("KEYS", "*")
+    for client in (appliance.falkordb(password="guess"), appliance.cache(password="guess")):
+        with pytest.raises(redis.AuthenticationError):
+            client.ping()
+
+    # Every client of ops/env.sh has it: the operator commands, and REDIS_URL for the cache check.
+    doctor = appliance.run(OPS / "local", "zapomni", "doctor", "--json", timeout=60)
+    assert doctor.returncode == 0, doctor
+    report = json.loads(doctor.stdout)
+    assert report["status"] == "ready" and report["failing"] == [], report
+    assert {check["name"] for check in report["checks"]} >= {"falkordb", "redis"}
+    assert_password_stays_secret(appliance, password.strip(), doctor.stdout, doctor.stderr)
+
+
+def test_a_password_set_in_the_environment_is_used_instead(new_appliance: Any) -> None:
+    # The user's own, with characters a URL and redis.conf must carry: quoted, percent-encoded.
+    own, cache_own = 'my "own" p@ss:w/rd %20 é', "the cache's own"
+    appliance: Appliance = new_appliance(FALKORDB_PASSWORD=own, REDIS_CACHE_PASSWORD=cache_own)
+    up = appliance.up()
+    assert not appliance.password_file.exists(), "nothing is generated when FALKORDB_PASSWORD is set"
+    assert appliance.falkordb(password=own).ping()
+    assert appliance.cache(password=cache_own).ping()
+    with pytest.raises((redis.AuthenticationError, redis.ResponseError), match=r"(?i)auth"):
+        appliance.falkordb(password="").execute_command("KEYS", "*")
+    with pytest.raises(redis.AuthenticationError):
+        appliance.cache(password=own).ping()  # the cache has its own
+    doctor = appliance.run(OPS / "local", "zapomni", "doctor", "--json", timeout=60)
+    assert doctor.returncode == 0, doctor
+    assert json.loads(doctor.stdout)["status"] == "ready"
+    for secret in (own, cache_own):
+        assert_password_stays_secret(appliance, secret, up.stdout, up.stderr, doctor.stdout, doctor.stderr)
 
 
 def test_a_second_up_local_is_refused_while_the_first_is_starting(new_appliance: Any) -> None:
@@ -60,7 +130,7 @@ def test_readyz_is_503_while_falkordb_loads_though_supervisord_says_running(new_
         FALKORDB_EXTRA_ARGS="--key-load-delay 200000 --loading-process-events-interval-bytes 1024"
     )
     appliance.up()
-    client = redis.Redis(port=appliance.falkordb_port)
+    client = appliance.falkordb()
     for i in range(25):  # 25 keys: ~5 s of loading, longer than supervisord's startsecs (2 s)
         client.execute_command("GRAPH.QUERY", f"ballast{i}", "UNWIND range(1, 100) AS x CREATE (:B {v: x})")
     # Into the AOF's RDB part, which is what the delay applies to (replayed commands are not keys).
@@ -129,7 +199,12 @@ async def test_down_local_stops_every_process_and_the_data_survives(appliance: A
     assert "saved" in (appliance.dir / "log" / "falkordb.log").read_text().lower()
     assert "not running" in appliance.down().stdout  # idempotent
 
+    # The password is kept across restarts; a password file someone made readable is made private again.
+    password = appliance.password
+    appliance.password_file.chmod(0o644)
     appliance.up()
+    assert appliance.password == password
+    assert stat.S_IMODE(appliance.password_file.stat().st_mode) == 0o600
     async with open_core(appliance.settings()) as (core, _info):
         assert (await core.stats()).total_memories == count
         found = await core.search(SearchRequest(query="what temperature is the greenhouse?"))

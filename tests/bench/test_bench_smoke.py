@@ -78,3 +78,14 @@ def test_index_repair_bench_sees_the_replay_and_the_repair(tmp_path: Path) -> No
     # chunks | load | distinct top-50 after replay | repair | next start | distinct top-50 next start
     assert row[1].strip() == "300"
     assert int(row[3]) < 50 and int(row[6]) == 50
+
+
+def test_memory_ops_bench_measures_deletes_pages_and_workspaces(tmp_path: Path) -> None:
+    done = run_module("bench.memory_ops", "--store", "1200", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "memory_ops.json").read_text())
+    assert report["delete_1"]["p50"] > 0 and len(report["delete_1000"]["runs_ms"]) == 3
+    assert set(report["list_page_20"]) >= {"first page, newest", "page in the middle", "tag filter (10% match)"}
+    mechanism = report["workspace_mechanism"]
+    assert all(figures["mean_results"] == 10 for figures in mechanism.values())  # both designs find 10
+    assert "Workspace mechanism" in (tmp_path / "memory_ops.md").read_text()

@@ -120,7 +120,7 @@ async def test_an_internal_failure_is_sanitised_and_the_server_keeps_serving(dat
             assert text.startswith("Internal error while running search_memory (request ")
             assert str(data_dir) not in text and "Traceback" not in text and "sock" not in text
             # Still serving: the protocol answers, tools answer (with the same clean error).
-            assert len((await session.list_tools()).tools) == 3
+            assert len((await session.list_tools()).tools) == 9
             assert (await session.call_tool("get_stats", {})).is_error
     failures = [json.loads(line) for line in stderr.read_text().splitlines() if '"tool.failed"' in line]
     assert failures and failures[0]["tool"] == "search_memory"

@@ -1,49 +1,212 @@
-"""The `zapomni` command line: add, search, stats, errors, and the terminal greeting of `serve`."""
+"""The `zapomni` command line as a new user meets it: every memory command, workspaces, the errors,
+80-column tables, pure `--json`, quiet logs, `--version`, `doctor` on a stopped store, and the
+terminal greeting of `serve`.
+
+Each invocation starts the embedded database and the model (~1.5 s), so the tests chain many
+checks on one store instead of starting fresh for each.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import pty
+import re
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from tests.e2e.conftest import ZAPOMNI, server_env
+from zapomni_db.embedded import EmbeddedPaths
 
 
-def zapomni(data_dir: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    # No LOG_LEVEL: what a person gets by default. COLUMNS=80: the narrowest terminal we design for.
+    env = {"ZAPOMNI_DATA_DIR": str(data_dir), "PATH": os.environ.get("PATH", ""), "COLUMNS": "80"}
+    env.update(extra)
+    return env
+
+
+def zapomni(data_dir: Path, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [ZAPOMNI, *args], input=stdin, capture_output=True, text=True, env=server_env(data_dir), timeout=120
+        [ZAPOMNI, *args], input=stdin, capture_output=True, text=True, env=cli_env(data_dir, **env), timeout=120
     )
 
 
-def test_add_search_and_stats(data_dir: Path) -> None:
-    added = zapomni(data_dir, "add", "The office wifi password is on the fridge.", "--tag", "office", "--json")
-    assert added.returncode == 0, added.stderr
-    memory_id = json.loads(added.stdout)["memory_id"]
-    piped = zapomni(data_dir, "add", "-", "--source", "notes", "--json", stdin="Lunch is at noon on Fridays.")
-    assert piped.returncode == 0, piped.stderr
-
-    found = zapomni(data_dir, "search", "where is the wifi password?", "--limit", "1", "--json")
-    assert json.loads(found.stdout)["results"][0]["memory_id"] == memory_id
-    filtered = zapomni(data_dir, "search", "wifi", "--source", "notes", "--json")
-    assert [r["text"] for r in json.loads(filtered.stdout)["results"]] == ["Lunch is at noon on Fridays."]
-
-    table = zapomni(data_dir, "search", "wifi password", "--limit", "1")
-    assert "office" in table.stdout and memory_id[:8] in table.stdout
-    stats = zapomni(data_dir, "stats")
-    assert "total_memories" in stats.stdout and "│ 2 " in stats.stdout
-    assert json.loads(zapomni(data_dir, "stats", "--json").stdout)["total_chunks"] == 2
+def ok(data_dir: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """A command that must succeed quietly: exit 0 and nothing at all on stderr."""
+    result = zapomni(data_dir, *args, stdin=stdin)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "", result.stderr
+    return result
 
 
-def test_invalid_input_exits_non_zero_with_the_field_named(data_dir: Path) -> None:
-    blank = zapomni(data_dir, "add", "   ")
-    assert blank.returncode != 0
-    assert "text: must contain something other than whitespace" in blank.stderr
-    limit = zapomni(data_dir, "search", "x", "--limit", "0")
-    assert limit.returncode != 0 and "limit: input should be greater than or equal to 1" in limit.stderr
-    assert json.loads(zapomni(data_dir, "stats", "--json").stdout)["total_memories"] == 0
+def as_json(data_dir: Path, *args: str, stdin: str = "") -> Any:
+    """`--json` output: stdout must be one JSON document and nothing else."""
+    return json.loads(ok(data_dir, *args, "--json", stdin=stdin).stdout)
+
+
+def refused(data_dir: Path, *args: str, code: int = 2) -> str:
+    """A command that must fail with `code` and a short message, never a traceback; the message."""
+    result = zapomni(data_dir, *args)
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    return result.stderr
+
+
+def on_a_terminal(data_dir: Path, *args: str, answer: str) -> subprocess.CompletedProcess[str]:
+    """Run with stdin on a pseudo-terminal, typing `answer` to the question it asks."""
+    controller, terminal = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [ZAPOMNI, *args], stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=cli_env(data_dir),
+        )  # fmt: skip
+        os.close(terminal)
+        os.write(controller, f"{answer}\n".encode())
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        os.close(controller)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def assert_fits_80_columns(table: str, headers: list[str]) -> None:
+    lines = [line for line in table.splitlines() if not line.startswith("next page: --cursor ")]
+    assert lines and all(len(line) <= 80 for line in lines), table
+    header = lines[0]
+    starts = [re.search(rf"(?<!\S){name}(?!\S)", header).start() for name in headers]  # type: ignore[union-attr]
+    widths = [b - a for a, b in zip(starts, [*starts[1:], 81], strict=True)]
+    assert min(widths) >= 6, (widths, table)  # no column squeezed to a sliver
+
+
+LONG_SOURCE = "https://wiki.example.com/spaces/TEAM/pages/123456789/Quarterly+planning+offsite"
+WIFI = (
+    "The office wifi password is written on the fridge, next to the [bold] lunch menu and the phone "
+    "numbers of the building manager, the cleaners and the people who repair the coffee machine."
+)
+
+
+def test_memory_commands_from_add_to_delete(data_dir: Path, tmp_path: Path) -> None:
+    # add: as TEXT (JSON), on stdin (a table line), from a file
+    added = as_json(data_dir, "add", WIFI, "--tag", "office", "--tag", "facilities", "--source", LONG_SOURCE)
+    wifi = added["memory_id"]
+    assert added["workspace"] == "default" and added["chunks_created"] == 1
+    piped = ok(data_dir, "add_memory", "-", "--tag", "lunch", "--date", "2024-05-01", stdin="Lunch is at noon.")
+    lunch = re.search(r"Stored memory ([0-9a-f-]{36}) in workspace 'default' \(1 chunk\)\.", piped.stdout)
+    assert lunch is not None, piped.stdout
+    notes = tmp_path / "notes.md"
+    notes.write_text("Standup moved to 9:30 on Mondays.\n")
+    standup = as_json(data_dir, "add", "--file", str(notes), "--tag", "files")["memory_id"]
+
+    # list: an 80-column table with short ids and the next page's cursor; the cursor continues it
+    page = ok(data_dir, "list", "--limit", "2", "--order", "oldest").stdout
+    assert_fits_80_columns(page, ["id", "added", "text", "tags", "source"])
+    assert wifi[:8] in page and lunch.group(1)[:8] in page and wifi not in page
+    cursor = re.search(r"^next page: --cursor (\S+)$", page, re.MULTILINE)
+    assert cursor is not None, page
+    rest = as_json(data_dir, "list_memories", "--order", "oldest", "--limit", "2", "--cursor", cursor.group(1))
+    assert [m["memory_id"] for m in rest["memories"]] == [standup] and rest["next_cursor"] is None
+
+    # get by the 8-character prefix the tables show: every field and the whole text
+    shown = ok(data_dir, "get", wifi[:8]).stdout
+    assert wifi in shown and WIFI in shown and LONG_SOURCE in shown
+
+    # update: new text and tags; the source it did not name is kept
+    updated = as_json(data_dir, "update", wifi, "--text", "The wifi password is on the fridge.", "--tag", "wifi")
+    assert updated["text_changed"] and updated["metadata_changed"]
+    memory = as_json(data_dir, "get_memory", wifi)
+    assert (memory["text"], memory["tags"], memory["source"]) == (
+        "The wifi password is on the fridge.",
+        ["wifi"],
+        LONG_SOURCE,
+    )
+
+    # search: JSON and an 80-column table
+    found = as_json(data_dir, "search", "where is the wifi password?", "--limit", "1")
+    assert [hit["memory_id"] for hit in found["results"]] == [wifi]
+    table = ok(data_dir, "search_memory", "wifi password", "--include-unrelated").stdout
+    assert_fits_80_columns(table, ["score", "id", "text", "tags", "source"])
+    assert table.splitlines()[2].split()[1] == wifi[:8] and "https://" in table and "…" in table
+
+    # delete by id, then by filter: a dry run, a refusal without a terminal, a "no" on one, then --yes
+    assert "Deleted 1 memory from workspace 'default':" in ok(data_dir, "delete", lunch.group(1)[:8]).stdout
+    dry = as_json(data_dir, "delete", "--tag", "files", "--dry-run")
+    assert (dry["dry_run"], dry["memory_ids"]) == (True, [standup])
+    assert "pass --yes" in refused(data_dir, "delete", "--tag", "files", code=1)
+    declined = on_a_terminal(data_dir, "delete_memory", "--tag", "files", answer="n")
+    assert declined.returncode == 1, declined.stderr
+    assert "Delete 1 memory from workspace 'default'? [y/N]" in declined.stderr
+    assert "nothing was deleted" in declined.stderr
+    assert as_json(data_dir, "delete", "--tag", "files", "--yes")["memory_ids"] == [standup]
+
+    # stats: the table without per-process figures; --json is get_stats's result whole
+    stats = ok(data_dir, "stats").stdout
+    assert re.search(r"^total_memories\s+1\s*$", stats, re.MULTILINE), stats
+    for per_process in ("avg_query_latency_ms", "cache_hit_rate", "uptime_s"):
+        assert per_process not in stats
+    whole = as_json(data_dir, "get_stats")
+    assert whole["total_memories"] == 1 and "uptime_s" in whole
+
+    # --verbose logs on stderr, and stdout stays pure JSON
+    verbose = zapomni(data_dir, "stats", "--json", "--verbose")
+    assert json.loads(verbose.stdout)["total_memories"] == 1
+    assert any(json.loads(line).get("event") for line in verbose.stderr.splitlines())
+
+
+def test_workspaces(data_dir: Path) -> None:
+    assert as_json(data_dir, "add", "Only in w.", "--workspace", "w")["workspace"] == "w"
+    listing = as_json(data_dir, "workspaces")
+    counts = {w["name"]: (w["memories"], w["chunks"]) for w in listing["workspaces"]}
+    assert counts["w"] == (1, 1) and counts.get("default", (0, 0)) == (0, 0) and listing["default"] == "default"
+
+    assert "--confirm" in refused(data_dir, "delete_workspace", "w")
+    assert "--confirm must repeat the workspace name exactly ('w')" in refused(
+        data_dir, "delete_workspace", "w", "--confirm", "default"
+    )
+    deleted = ok(data_dir, "delete_workspace", "w", "--confirm", "w").stdout
+    assert deleted.strip() == "Deleted workspace 'w': 1 memory, 1 chunk."
+    assert "workspace 'w' does not exist" in refused(data_dir, "delete_workspace", "w", "--confirm", "w", code=1)
+
+
+def test_what_a_new_user_gets_wrong_is_refused_in_one_line(data_dir: Path, tmp_path: Path) -> None:
+    binary = tmp_path / "image.png"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    text = tmp_path / "notes.txt"
+    text.write_text("notes")
+    for args, message in [
+        (["add", "--file", str(tmp_path / "missing.txt")], f"zapomni add: --file {tmp_path}/missing.txt: no such file"),
+        (["add", "--file", str(tmp_path)], f"zapomni add: --file {tmp_path}: is a directory; give a text file"),
+        (["add", "--file", str(binary)], f"zapomni add: --file {binary}: not a text file (it contains NUL bytes)"),
+        (["add", "typed", "--file", str(text)], "zapomni add: give the text as TEXT or with --file, not both"),
+        # errors name the flag, not the field path of the request (metadata.tags.0, filters.date_from)
+        (["add", "x", "--tag", "ok", "--tag", ""], "zapomni add: --tag: must not be empty"),
+        (["search", "x", "--limit", "0"], "zapomni search: --limit: must be at least 1 (got 0)"),
+        (["list", "--date-from", "last week"], "zapomni list: --date-from: must be an ISO 8601 date or datetime"),
+        (["get", "not-an-id"], "zapomni get: ID: not a memory id (got 'not-an-id')"),
+        (["stats", "--workspace", "My Notes"], "zapomni stats: --workspace: must be 1-63 lowercase letters"),
+    ]:
+        stderr = refused(data_dir, *args)
+        assert stderr.startswith(message) and stderr.count("\n") == 1, (args, stderr)
+        assert "metadata." not in stderr and "filters." not in stderr
+
+    version = zapomni(data_dir, "--version")
+    assert version.returncode == 0 and re.fullmatch(r"zapomni \d+\.\d+\.\d+\S*\n", version.stdout), version.stdout
+
+
+def test_doctor_on_a_stopped_embedded_store(data_dir: Path) -> None:
+    socket = EmbeddedPaths(data_dir.resolve()).socket
+    looked = zapomni(data_dir, "doctor", "--no-start")
+    assert looked.returncode == 1
+    assert "is not running; it runs while `zapomni serve` does" in " ".join(looked.stdout.split())
+    assert "without --no-start starts it briefly" in " ".join(looked.stdout.split())
+
+    checked = zapomni(data_dir, "doctor")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.rstrip().endswith("ready") and "not ready" not in checked.stdout
+    assert "the doctor started it for these checks and stopped it again" in " ".join(checked.stdout.split())
+    assert checked.stderr == ""  # operator commands log warnings only, and there were none
+    assert not socket.exists()  # stopped again
 
 
 def test_serve_greets_a_person_at_a_terminal_on_stderr(data_dir: Path) -> None:

@@ -31,7 +31,10 @@ MEMORIES = [
 async def test_tools_are_listed_with_strict_schemas(data_dir: Path) -> None:
     async with mcp_session(data_dir) as session:
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert set(tools) == {"add_memory", "search_memory", "get_stats"}
+    assert set(tools) == {
+        "add_memory", "search_memory", "get_memory", "list_memories", "update_memory", "delete_memory",
+        "get_stats", "list_workspaces", "delete_workspace",
+    }  # fmt: skip
     for tool in tools.values():
         assert tool.description
         assert tool.input_schema["type"] == "object"

@@ -105,3 +105,27 @@ async def test_a_killed_server_loses_no_acknowledged_write(data_dir: Path) -> No
         assert result.structured_content["count"] == 1
     assert wait_for(lambda: not server_pids(data_dir))
     assert await stored_memories(data_dir) == 1
+
+
+async def test_a_cancelled_add_stores_nothing_and_its_retry_stores_one(data_dir: Path, tmp_path: Path) -> None:
+    """notifications/cancelled stops an add still embedding; the client's retry then stores it once."""
+    server = RawServer(data_dir, tmp_path / "stderr.log")
+    text = long_text(80)  # two embedding slices: seconds of work before the database write
+    try:
+        server.initialize()
+        server.send(add_call(2, text))
+        time.sleep(1.0)
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+        assert wait_for(lambda: '"request.cancelled"' in (tmp_path / "stderr.log").read_text(), timeout_s=60)
+        retry = server.request(3, "tools/call", add_call(3, text)["params"])
+        assert retry["id"] == 3 and retry["result"]["isError"] is False
+        assert retry["result"]["structuredContent"]["deduplicated"] is False  # the cancelled add left nothing
+        again = server.request(4, "tools/call", add_call(4, text)["params"])
+        assert again["result"]["structuredContent"]["deduplicated"] is True
+        server.close_stdin()
+        assert server.wait() == 0
+    finally:
+        server.kill()
+    replies = [json.loads(line) for line in server.stdout_lines]
+    assert 2 not in {reply.get("id") for reply in replies}  # a cancelled request gets no answer
+    assert await stored_memories(data_dir) == 1

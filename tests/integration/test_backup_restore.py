@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.models import AddMemoryRequest, SearchRequest
-from zapomni_db import EmbeddedDatabase, GraphClient
+from zapomni_db import EmbeddedDatabase
 from zapomni_db.backup import (
     MANIFEST_NAME,
     RDB_NAME,
@@ -85,12 +86,9 @@ async def observe(core: ZapomniCore, data_dir: Path) -> Observed:
             result = await core.search(SearchRequest(query=query, limit=10, mode=mode))
             searches.append([(hit.memory_id, hit.chunk_id) for hit in result.results])
     stats = await core.stats()
-    client = GraphClient.over_unix_socket(str(EmbeddedPaths(data_dir).socket), "zapomni")
-    try:
+    async with graph_client(data_dir) as client:
         version = await current_version(client)
         claim = await client.ro_query("MATCH (e:EmbedderInfo {id: 'embedder'}) RETURN e.model, e.dimension")
-    finally:
-        await client.close()
     return Observed(stats.total_memories, stats.total_chunks, version, (claim[0][0], int(claim[0][1])), searches)
 
 

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.models import AddMemoryRequest, SearchRequest
-from zapomni_db import GraphClient, SchemaSettings, migrate
-from zapomni_db.repository import WRITE_BATCH
+from zapomni_db import SchemaSettings, migrate
+from zapomni_db.memories import WRITE_BATCH
 from zapomni_db.schema import current_version, latest_version
 
 pytestmark = pytest.mark.anyio
@@ -152,16 +153,11 @@ async def test_two_engines_on_one_data_dir_share_one_database(settings: Settings
 
 
 async def test_migrations_are_idempotent(core: ZapomniCore, data_dir: Path) -> None:
-    from zapomni_db.embedded import EmbeddedPaths
-
-    client = GraphClient.over_unix_socket(str(EmbeddedPaths(data_dir).socket), "zapomni")
-    try:
+    async with graph_client(data_dir) as client:
         settings = SchemaSettings(dimension=384)
         assert await current_version(client) == latest_version(settings)
         assert await migrate(client, settings) == []
         assert await migrate(client, settings, dry_run=True) == []
-    finally:
-        await client.close()
 
 
 async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> None:
@@ -169,40 +165,43 @@ async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> No
 
     db = EmbeddedDatabase(data_dir)
     db.open()
-    client = GraphClient.over_unix_socket(str(db.socket), "fresh")
     try:
-        settings = SchemaSettings(dimension=8)
-        assert await current_version(client) == 0
-        due = await migrate(client, settings, dry_run=True)
-        assert [m.version for m in due] == [1, 2]
-        assert await current_version(client) == 0, "a dry run changes nothing"
-        assert [m.version for m in await migrate(client, settings)] == [1, 2]
-        assert await current_version(client) == 2
-        indexes = await client.ro_query("CALL db.indexes() YIELD label, properties RETURN label, properties")
-        indexed = {(label, prop) for label, props in indexes for prop in props}
-        assert {("Chunk", "embedding"), ("Chunk", "id"), ("Memory", "id"), ("Memory", "seq")} <= indexed
-        assert await migrate(client, settings) == []
+        async with graph_client(data_dir, "fresh") as client:
+            settings = SchemaSettings(dimension=8)
+            assert await current_version(client) == 0
+            due = await migrate(client, settings, dry_run=True)
+            assert [m.version for m in due] == [1, 2, 3]
+            assert await current_version(client) == 0, "a dry run changes nothing"
+            assert [m.version for m in await migrate(client, settings)] == [1, 2, 3]
+            assert await current_version(client) == 3
+            indexes = await client.ro_query("CALL db.indexes() YIELD label, properties RETURN label, properties")
+            indexed = {(label, prop) for label, props in indexes for prop in props}
+            assert {
+                ("Chunk", "embedding"),
+                ("Chunk", "id"),
+                ("Memory", "id"),
+                ("Memory", "seq"),
+                ("Memory", "content_hash"),
+                ("Memory", "created_at"),
+                ("Change", "seq"),
+            } <= indexed
+            assert await migrate(client, settings) == []
     finally:
-        await client.close()
         db.close()
 
 
 async def test_orphan_chunks_from_an_interrupted_write_are_removed(settings: Settings, data_dir: Path) -> None:
-    from zapomni_db.embedded import EmbeddedPaths
-
     async with open_core(settings) as (core, _info):
         await add(core, "A complete memory.")
-        client = GraphClient.over_unix_socket(str(EmbeddedPaths(data_dir).socket), "zapomni")
-        # What a crash between chunk batches and the final link leaves behind.
-        await client.query(
-            "CREATE (:Chunk {id: 'orphan', memory_id: 'gone', text: 'half written', created_at: $t})",
-            {"t": time.time() - 7200},
-        )
-        await client.close()
+        async with graph_client(data_dir) as client:
+            # What a crash between chunk batches and the final link leaves behind.
+            await client.query(
+                "CREATE (:Chunk {id: 'orphan', memory_id: 'gone', text: 'half written', created_at: $t})",
+                {"t": time.time() - 7200},
+            )
         assert (await core.stats()).total_chunks == 1, "unlinked chunks are not counted"
         assert await search(core, "half written") != []  # the complete memory, never the orphan
     async with open_core(settings) as (core, _info):
-        client = GraphClient.over_unix_socket(str(EmbeddedPaths(data_dir).socket), "zapomni")
-        rows = await client.ro_query("MATCH (c:Chunk) RETURN c.id")
-        await client.close()
+        async with graph_client(data_dir) as client:
+            rows = await client.ro_query("MATCH (c:Chunk) RETURN c.id")
         assert "orphan" not in [r[0] for r in rows]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -142,3 +143,31 @@ def test_a_long_data_dir_gets_a_short_socket_path(tmp_path: Path) -> None:
     paths = EmbeddedPaths(deep)
     assert len(str(paths.socket)) <= 100
     assert paths.socket != EmbeddedPaths(tmp_path / "other").socket
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_new_data_dir_is_private_to_its_user(data_dir: Path) -> None:
+    fresh = data_dir / "home" / "zapomni"  # its parent does not exist either
+    umask = os.umask(0o022)  # the usual umask, which would leave a plain mkdir world-readable (0755)
+    try:
+        db = EmbeddedDatabase(fresh)
+        db.open()
+        write(db.socket, "k", "v")
+        db.close()
+    finally:
+        os.umask(umask)
+    assert {str(path.relative_to(fresh)): mode(path) for path in (fresh, fresh / "db", fresh / "run")} == {
+        ".": 0o700,
+        "db": 0o700,
+        "run": 0o700,
+    }
+
+
+def test_an_existing_data_dir_keeps_the_mode_its_user_gave_it(data_dir: Path) -> None:
+    data_dir.chmod(0o750)
+    EmbeddedPaths(data_dir).create()
+    assert mode(data_dir) == 0o750
+    assert mode(data_dir / "db") == mode(data_dir / "run") == mode(data_dir / "run" / "clients") == 0o700

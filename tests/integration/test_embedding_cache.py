@@ -18,7 +18,7 @@ from zapomni_core import Settings, open_core
 from zapomni_core.embedders import CachedEmbedder, MemoryCache, RedisCache
 from zapomni_core.embedders.ollama import OllamaEmbedder
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.models import AddMemoryRequest, DeleteMemoryRequest, SearchRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -123,8 +123,12 @@ async def test_unreachable_redis_falls_back_with_a_warning(data_dir: Path, onnx:
 async def test_stats_report_the_redis_backend_and_hit_rate(redis_url: str, data_dir: Path) -> None:
     settings = Settings(ZAPOMNI_DATA_DIR=data_dir / "store", REDIS_URL=redis_url, LOG_LEVEL="WARNING")
     async with open_core(settings) as (core, _info):
-        await core.add_memory(AddMemoryRequest(text="Re-added text should not be embedded twice."))
-        await core.add_memory(AddMemoryRequest(text="Re-added text should not be embedded twice."))
+        first = await core.add_memory(AddMemoryRequest(text="Re-added text should not be embedded twice."))
+        # Adding the same text again while it is stored deduplicates without embedding anything;
+        # deleted first, it is stored anew and its vector comes from the cache.
+        await core.delete_memory(DeleteMemoryRequest(memory_ids=[first.memory_id]))
+        again = await core.add_memory(AddMemoryRequest(text="Re-added text should not be embedded twice."))
+        assert not again.deduplicated and again.memory_id != first.memory_id
         await core.search(SearchRequest(query="embedded twice"))
         await core.search(SearchRequest(query="embedded twice"))
         stats = await core.stats()

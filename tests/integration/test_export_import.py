@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
+from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.models import AddMemoryRequest, SearchRequest
 from zapomni_core.transfer import TransferError, export
-from zapomni_db import GraphClient
-from zapomni_db.embedded import EmbeddedPaths
 
 pytestmark = pytest.mark.anyio
 
@@ -167,22 +166,20 @@ def assert_same_answers(expected: dict[Any, list[dict[str, Any]]], actual: dict[
 
 async def node_counts(data_dir: Path) -> tuple[int, int]:
     """Memory nodes and Chunk nodes (linked or not), read straight from the embedded database."""
-    client = GraphClient.over_unix_socket(str(EmbeddedPaths(data_dir).socket), "zapomni")
-    try:
+    async with graph_client(data_dir) as client:
         memories = await client.ro_query("MATCH (m:Memory) RETURN count(m)")
         chunks = await client.ro_query("MATCH (c:Chunk) RETURN count(c)")
-    finally:
-        await client.close()
     return int(memories[0][0]), int(chunks[0][0])
 
 
 async def test_the_export_holds_every_memory_in_order(source: Source) -> None:
     parsed = lines(source.export)
     header, memories, end = parsed[0], parsed[1:-1], parsed[-1]
-    assert header["type"] == "zapomni-export" and header["format_version"] == 1
+    assert header["type"] == "zapomni-export" and header["format_version"] == 2
     assert header["embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384}
     assert header["schema_version"] >= 2 and header["graph_name"] == "zapomni"
     assert [m["id"] for m in memories] == source.ids
+    assert {m["workspace"] for m in memories} == {"default"}
     assert end == {"type": "end", "memories": source.memories, "chunks": source.chunks}
     assert sum(len(m["chunks"]) for m in memories) == source.chunks
     long = next(m for m in memories if m["id"] == source.long_id)
@@ -228,6 +225,30 @@ async def test_an_interrupted_import_is_finished_by_running_it_again(source: Sou
     assert body(await _export(core)) == body(source.export)
 
 
+async def test_a_version_1_file_imports_into_the_default_workspace(source: Source, core: ZapomniCore) -> None:
+    # Format 1 had no `workspace` on memory lines; such files still import, into the default workspace.
+    old = []
+    for line in lines(source.export):
+        line.pop("workspace", None)
+        if line["type"] == "zapomni-export":
+            line["format_version"] = 1
+        old.append(json.dumps(line, ensure_ascii=False))
+    report = await core.import_memories(io.BytesIO(("\n".join(old) + "\n").encode()))
+    assert (report.imported, report.skipped) == (source.memories, 0)
+    assert body(await _export(core)) == body(source.export)
+
+
+async def test_a_memory_whose_text_is_already_stored_is_skipped(source: Source, core: ZapomniCore) -> None:
+    # The same text under another id: an import deduplicates as add_memory does, and counts it as skipped.
+    stored = await core.add_memory(AddMemoryRequest(text=lines(source.export)[2]["text"]))
+    report = await core.import_memories(io.BytesIO(_first(source.export, 3)))
+    assert (report.imported, report.skipped) == (2, 1)
+    stats = await core.stats()
+    assert stats.total_memories == 3
+    exported = [m["id"] for m in lines(await _export(core))[1:-1]]
+    assert exported == [stored.memory_id, source.ids[0], source.ids[2]]
+
+
 def _replace_line(export: bytes, number: int, edit: Any) -> bytes:
     raw = export.decode().splitlines()
     raw[number - 1] = json.dumps(edit(json.loads(raw[number - 1])))
@@ -268,7 +289,7 @@ def _cases(export: bytes) -> dict[str, tuple[bytes, list[str]]]:
             ["line 191: type: unknown line type 'entity'"],
         ),
         "a duplicate memory": (b"".join([*raw[:-1], raw[7], raw[-1]]), [f"line {end}: id: ", "appears twice"]),
-        "a newer format": (_replace_line(export, 1, with_("format_version", 2)), ["line 1: format_version: "]),
+        "a newer format": (_replace_line(export, 1, with_("format_version", 3)), ["line 1: format_version: "]),
         "not an export": (b'{"hello": "world"}\n', ["line 1: not a Zapomni export"]),
         "empty": (b"", ["the file is empty"]),
     }

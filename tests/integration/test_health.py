@@ -27,7 +27,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.helpers import free_port, server_pids, wait_for
+from tests.helpers import free_port, graph_client, server_pids, wait_for
 from zapomni_core.health import (
     DatabaseProbe,
     DatabaseTarget,
@@ -39,7 +39,7 @@ from zapomni_core.health import (
     sanitise,
 )
 from zapomni_core.settings import Settings
-from zapomni_db import GraphClient, SchemaSettings, migrate
+from zapomni_db import GraphClient, SchemaSettings, connect, migrate
 from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths
 from zapomni_db.server import falkordb_command, is_ready
 
@@ -108,11 +108,12 @@ class FalkorServer:
 
     def migrate(self, graph: str = "zapomni") -> None:
         async def run() -> None:
-            client = GraphClient.over_tcp("127.0.0.1", self.port, graph, password=PASSWORD)
+            target = DatabaseTarget("test server", graph, host="127.0.0.1", port=self.port, password=PASSWORD)
+            connection = connect(target)
             try:
-                await migrate(client, SchemaSettings(dimension=384))
+                await migrate(GraphClient(connection, graph), SchemaSettings(dimension=384))
             finally:
-                await client.close()
+                await connection.close()
 
         asyncio.run(run())
 
@@ -438,9 +439,8 @@ async def test_embedded_mode_observes_without_starting_a_database(data_dir: Path
         database = EmbeddedDatabase(data_dir, appendfsync="everysec")
         await asyncio.to_thread(database.open)
         try:
-            client = GraphClient.over_unix_socket(str(database.socket), settings.graph_name)
-            await migrate(client, SchemaSettings(dimension=384))
-            await client.close()
+            async with graph_client(data_dir, settings.graph_name) as client:
+                await migrate(client, SchemaSettings(dimension=384))
             report = await checker.readiness()
             assert report.ok, report
         finally:

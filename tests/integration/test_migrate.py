@@ -122,13 +122,13 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
     schema = SchemaSettings(dimension=ONNX_DIMENSION)
     async with graph(settings) as client:
         applied = await migrate(client, schema)
-        assert [m.version for m in applied] == [1, 2]
+        assert [m.version for m in applied] == [1, 2, 3]
         await wait_for_indexes(client)
         after = await snapshot(client)
 
-        assert after["version"] == latest_version(schema) == 2
+        assert after["version"] == latest_version(schema) == 3
         statuses = await client.ro_query("CALL db.indexes() YIELD label, status")
-        assert {label for label, _ in statuses} == {"Memory", "Chunk"}
+        assert {label for label, _ in statuses} == {"Memory", "Chunk", "Change"}
         assert all(status == "OPERATIONAL" for _, status in statuses)
         indexed = {
             (label, field, kind)
@@ -141,6 +141,9 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
             ("Memory", "source", "RANGE"),
             ("Memory", "date_ts", "RANGE"),
             ("Memory", "seq", "RANGE"),
+            ("Memory", "content_hash", "RANGE"),
+            ("Memory", "created_at", "RANGE"),
+            ("Change", "seq", "RANGE"),
             ("Chunk", "id", "RANGE"),
             ("Chunk", "memory_id", "RANGE"),
             ("Chunk", "embedding", "VECTOR"),
@@ -175,19 +178,22 @@ async def test_memories_added_after_migration_are_numbered_after_the_old_ones(
         added = await core.add_memory(AddMemoryRequest(text="The boiler service is due every October."))
         found = await core.search(SearchRequest(query="boiler service", limit=1, mode="keyword"))
         assert [hit.memory_id for hit in found.results] == [added.memory_id]
+        # The old memories got their content hash when the engine opened: adding one again deduplicates.
+        again = await core.add_memory(AddMemoryRequest(text=" ".join(FIXTURE["bike"][1])))
+        assert (again.memory_id, again.deduplicated) == (version_zero["bike"], True)
     async with graph(settings) as client:
         seqs = dict(await client.ro_query("MATCH (m:Memory) RETURN m.id, m.seq"))
     assert seqs[added.memory_id] == len(FIXTURE) + 1
     assert sorted(seqs.values()) == list(range(1, len(FIXTURE) + 2))
 
 
-async def test_dry_run_lists_both_migrations_and_changes_nothing(
+async def test_dry_run_lists_every_migration_and_changes_nothing(
     settings: Settings, version_zero: dict[str, str]
 ) -> None:
     async with graph(settings) as client:
         before = await snapshot(client)
         due = await migrate(client, SchemaSettings(dimension=ONNX_DIMENSION), dry_run=True)
-        assert [(m.version, bool(m.description)) for m in due] == [(1, True), (2, True)]
+        assert [(m.version, bool(m.description)) for m in due] == [(1, True), (2, True), (3, True)]
         assert await snapshot(client) == before
 
 
@@ -211,8 +217,8 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     status = zapomni(data_dir, "migrate", "status", "--json")
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
-    assert report["version"] == 0 and report["latest_version"] == 2
-    assert [m["version"] for m in report["pending"]] == [1, 2]
+    assert report["version"] == 0 and report["latest_version"] == 3
+    assert [m["version"] for m in report["pending"]] == [1, 2, 3]
     assert all(m["description"] for m in report["pending"])
     assert report["stored_embedder"] is None  # version 0 predates the claim
     assert report["configured_embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384, "error": None}
@@ -224,23 +230,24 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     assert dry.returncode == 0, dry.stderr
     assert "would apply migration 1: memories, chunks and their indexes" in dry.stdout
     assert "would apply migration 2: " in dry.stdout
+    assert "would apply migration 3: " in dry.stdout
     assert json.loads(zapomni(data_dir, "migrate", "status", "--json").stdout)["version"] == 0
 
     applied = zapomni(data_dir, "migrate", "apply", "--json")
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout) == {
         "dry_run": False,
-        "version": 2,
+        "version": 3,
         "migrations": report["pending"],
     }
     report = json.loads(zapomni(data_dir, "migrate", "status", "--json").stdout)
-    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (2, [], 384)
+    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (3, [], 384)
 
     again = zapomni(data_dir, "migrate", "apply")
-    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 2)"
+    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 3)"
 
     human = zapomni(data_dir, "migrate", "status")
-    assert "schema version:      2 (latest 2)" in human.stdout
+    assert "schema version:      3 (latest 3)" in human.stdout
     assert "pending migrations:  none" in human.stdout
     assert "re-embed:            not needed" in human.stdout
 

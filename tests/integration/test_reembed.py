@@ -22,7 +22,7 @@ from zapomni_core.database import open_database
 from zapomni_core.embedders import build_embedder
 from zapomni_core.models import AddMemoryRequest, SearchRequest
 from zapomni_core.reembed import ProgressCallback, ReembedReport, reembed
-from zapomni_db import EmbeddedDatabase, GraphClient, MemoryRepository
+from zapomni_db import EmbeddedDatabase, GraphClient, Maintenance
 from zapomni_db.embedded import ping
 from zapomni_db.schema import vector_index_dimension
 from zapomni_db.server import falkordb_command
@@ -122,7 +122,7 @@ def close(a: list[float], b: list[float]) -> bool:
 async def assert_fully_reembedded(settings: Settings) -> dict[str, tuple[str, str | None, list[float]]]:
     async with graph(settings) as client:
         stored = await chunks(client)
-        repository = MemoryRepository(client)
+        repository = Maintenance(client)
         claim = await repository.stored_embedder()
         assert claim is not None and (claim.model, claim.dimension) == (OLLAMA_MODEL, 768)
         assert await repository.reembed_state() is None
@@ -205,7 +205,7 @@ async def test_an_interrupted_reembed_resumes_where_it_stopped(
 
     async with graph(settings) as client:
         partial = await chunks(client)
-        repository = MemoryRepository(client)
+        repository = Maintenance(client)
         state = await repository.reembed_state()
         assert state is not None and (state.model, state.dimension) == (OLLAMA_MODEL, 768)
         claim = await repository.stored_embedder()
@@ -266,7 +266,7 @@ async def test_open_core_refuses_while_a_reembed_is_in_progress(
     finally:
         await asyncio.to_thread(other.close)
     async with graph(onnx_settings(data_dir)) as client:
-        state = await MemoryRepository(client).reembed_state()
+        state = await Maintenance(client).reembed_state()
         assert state is not None and state.model == OLLAMA_MODEL
 
 
@@ -278,7 +278,7 @@ async def test_an_interrupted_reembed_can_go_back_to_the_previous_embedder(
     report = await run_reembed(settings, batch_size=4)
     async with graph(settings) as client:
         stored = await chunks(client)
-        repository = MemoryRepository(client)
+        repository = Maintenance(client)
         claim = await repository.stored_embedder()
         assert claim is not None and (claim.model, claim.dimension) == (ONNX_MODEL, 384)
         assert await repository.reembed_state() is None
@@ -303,7 +303,7 @@ async def test_reembed_refuses_while_another_process_uses_the_database(
         await asyncio.to_thread(other.close)
 
     async with graph(settings) as client:  # nothing changed, and no in-progress mark was left
-        repository = MemoryRepository(client)
+        repository = Maintenance(client)
         assert await repository.reembed_state() is None
         assert await vector_index_dimension(client) == 384
         assert await repository.reembedded_chunks(OLLAMA_MODEL) == 0

@@ -16,7 +16,8 @@ import pytest
 from zapomni_core import Settings, open_core
 from zapomni_core.database import open_database
 from zapomni_core.models import AddMemoryRequest, SearchRequest
-from zapomni_db import ChunkRow, GraphClient, MemoryRecord, MemoryRepository, SchemaSettings, migrate, wait_for_indexes
+from zapomni_core.writes import content_hash
+from zapomni_db import ChunkRow, GraphClient, GraphStores, MemoryRecord, SchemaSettings, migrate, wait_for_indexes
 
 pytestmark = pytest.mark.anyio
 
@@ -48,18 +49,20 @@ def unit_vector(rng: random.Random) -> list[float]:
 
 
 async def write_without_compaction(settings: Settings, memories: int) -> None:
-    """Memories stored through the repository alone: nothing compacts the AOF afterwards."""
+    """Memories stored through the stores alone: nothing compacts the AOF afterwards."""
     rng = random.Random(7)
     async with AsyncExitStack() as stack:
         database = await open_database(settings, stack)
         await migrate(database.client, SchemaSettings(dimension=384))
-        repository = MemoryRepository(database.client)
-        await repository.claim_embedder("onnx:all-MiniLM-L6-v2-int8", 384)  # what open_core will use
+        stores = GraphStores.on(database.client)
+        await stores.maintenance.claim_embedder("onnx:all-MiniLM-L6-v2-int8", 384)  # what open_core will use
         for i in range(memories):
-            memory = MemoryRecord(id=str(uuid.uuid4()), text=f"memory {i}", created_at=1.0e9 + i, date_ts=1.0e9 + i)
+            text = f"memory {i}"
+            at, hashed = 1.0e9 + i, content_hash(text)
+            memory = MemoryRecord(id=str(uuid.uuid4()), text=text, created_at=at, content_hash=hashed, date_ts=at)
             terms = {"terms": ["memori", str(i)], "counts": [1, 1], "length": 2}
-            chunk = ChunkRow(id=str(uuid.uuid4()), index=0, text=f"memory {i}", embedding=unit_vector(rng), **terms)
-            await repository.insert(memory, [chunk])
+            chunk = ChunkRow(id=str(uuid.uuid4()), index=0, text=text, embedding=unit_vector(rng), **terms)
+            assert await stores.writes.insert(memory, [chunk])
 
 
 async def test_replayed_writes_are_repaired_at_start_up(settings: Settings) -> None:
@@ -68,9 +71,12 @@ async def test_replayed_writes_are_repaired_at_start_up(settings: Settings) -> N
     assert await raw_top_k(settings) < K
 
     async with open_core(settings) as (core, _info):
-        assert await distinct_neighbours(core._repository._client) == K
-        # What a user sees: a vector search asked for K memories gets K, not K/2.
-        result = await core.search(SearchRequest(query="memory 3", limit=K, mode="vector"))
+        workspace = await core.workspaces.get(None, create=False)
+        assert workspace is not None
+        assert await distinct_neighbours(workspace.stores.client) == K
+        # What a user sees: a vector search asked for K memories gets K, not K/2 (the vectors are
+        # random, so none is related to the query: it asks for unrelated results too).
+        result = await core.search(SearchRequest(query="memory 3", limit=K, mode="vector", include_unrelated=True))
         assert len(result.results) == K
     assert await raw_top_k(settings) == K  # the repair also compacted the file: the next start is clean
 

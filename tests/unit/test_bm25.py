@@ -74,3 +74,43 @@ def test_adding_chunks_updates_statistics_without_a_rebuild() -> None:
     after = dict(index.search(["payment"], k=10))
     assert "new" in after and after["new"] == max(after.values())
     assert after["c2"] < before["c2"], "a term in more chunks is worth less"
+
+
+def assert_same_ranking(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
+    assert [chunk for chunk, _ in got] == [chunk for chunk, _ in want]
+    assert [score for _, score in got] == pytest.approx([score for _, score in want], rel=1e-5)
+
+
+def test_a_removed_chunk_leaves_no_trace_in_scores() -> None:
+    """Removing chunks scores like an index that never held them (n, df and average length included)."""
+    index = build()
+    index.remove("c0")
+    index.remove("c3")
+    index.remove("c3")  # twice is harmless
+    index.add("c1", ["ignored"], [1], 1)  # adding an id already present changes nothing
+    fresh = Bm25Index()
+    for i, text in enumerate(DOCS):
+        if i not in (0, 3):
+            counts = ANALYZER.count(text)
+            fresh.add(f"c{i}", counts.terms, counts.counts, counts.length)
+    for query in ("proxy restarts connections", "error code E1047 payment", "ignored", "deployment"):
+        terms = ANALYZER.query_terms(query)
+        assert_same_ranking(index.search(terms, 10), fresh.search(terms, 10))
+    assert "c0" not in index and len(index) == 4
+
+
+def test_compaction_keeps_scores_and_order() -> None:
+    index, reference = Bm25Index(), Bm25Index()
+    texts = [f"{DOCS[i % len(DOCS)]} item{i}" for i in range(3000)]
+    for i, text in enumerate(texts):
+        counts = ANALYZER.count(text)
+        index.add(f"c{i}", counts.terms, counts.counts, counts.length)
+        if i % 2:
+            reference.add(f"c{i}", counts.terms, counts.counts, counts.length)
+    for i in range(0, 3000, 2):  # half removed: the index compacts itself on the way
+        index.remove(f"c{i}")
+    assert len(index) == len(reference) == 1500
+    assert len(index._chunk_ids) < 3000  # compacted
+    for query in ("payment service item7", "running track", "err_conn_reset proxy"):
+        terms = ANALYZER.query_terms(query)
+        assert_same_ranking(index.search(terms, 20), reference.search(terms, 20))

@@ -6,17 +6,13 @@ import pytest
 
 from zapomni_core.search import Candidate, best_per_memory, reciprocal_rank_fusion
 from zapomni_core.search.fusion import fractional_ranks
+from zapomni_db import ChunkHit, MemoryInfo
 
 
 def cand(chunk: str, memory: str | None = None, similarity: float = 0.5, score: float | None = None) -> Candidate:
+    info = MemoryInfo(memory or f"m-{chunk}", [], None, None, 0.0, 0.0, 1)
     return Candidate(
-        memory_id=memory or f"m-{chunk}",
-        chunk_id=chunk,
-        text=chunk,
-        tags=[],
-        source=None,
-        created_at=0.0,
-        date=None,
+        hit=ChunkHit(memory=info, chunk_id=chunk, text=chunk, distance=1.0 - similarity),
         similarity=similarity,
         # Distinct by default (derived from the name), so lists are strictly ranked unless a test says otherwise.
         leg_score=score if score is not None else 1.0 / (1 + sum(map(ord, chunk))),

@@ -30,7 +30,7 @@ def search_error(arguments: dict[str, Any]) -> str:
         ({"text": " \n\t "}, "- text: must contain something other than whitespace"),
         ({"text": 42}, "- text: input should be a valid string"),
         ({}, "- text: is required"),
-        ({"text": "a", "title": "x"}, "- title: unknown argument; allowed: text, metadata"),
+        ({"text": "a", "title": "x"}, "- title: unknown argument; allowed: workspace, text, metadata"),
         (
             {"text": "a", "metadata": {"project": {"name": "x"}}},
             "- metadata.project: must be a string, number or boolean",
@@ -48,7 +48,8 @@ def test_add_memory_rejections_name_the_field(arguments: dict[str, Any], expecte
     message = add_error(arguments)
     assert expected in message
     assert message.startswith("Invalid arguments for add_memory:")
-    assert "Allowed arguments: text (required), metadata (optional)." in message
+    # Every scoped request takes an optional workspace (issue 9).
+    assert "Allowed arguments: workspace (optional), text (required), metadata (optional)." in message
 
 
 def test_text_limit_is_ten_megabytes_of_utf8() -> None:

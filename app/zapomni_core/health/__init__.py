@@ -11,8 +11,9 @@ made lazily and dropped when they fail, so a database that comes back is seen wi
 
 from zapomni_core.health.checker import HealthChecker, open_health_checker
 from zapomni_core.health.checks import check_falkordb, expected_schema_version, missing_models
-from zapomni_core.health.probes import DatabaseProbe, DatabaseTarget
+from zapomni_core.health.probes import DatabaseProbe
 from zapomni_core.health.results import CheckResult, Report, run_check, sanitise
+from zapomni_db import DatabaseTarget
 
 __all__ = [
     "CheckResult",

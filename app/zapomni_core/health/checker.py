@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from zapomni_core.database import embedded_paths, falkordb_password
+from zapomni_core.database import database_target
 from zapomni_core.embedders.factory import build_embedder
 from zapomni_core.health.checks import (
     check_embedder,
@@ -20,7 +20,7 @@ from zapomni_core.health.checks import (
     check_schema,
     expected_schema_version,
 )
-from zapomni_core.health.probes import DatabaseProbe, DatabaseTarget, EmbedderProbe, RedisProbe
+from zapomni_core.health.probes import DatabaseProbe, EmbedderProbe, RedisProbe
 from zapomni_core.health.results import CHECK_TIMEOUT_S, CheckResult, Report, run_check
 from zapomni_core.settings import Settings
 
@@ -109,24 +109,6 @@ class HealthChecker:
             await self.cache.aclose()
         if self.ollama is not None:
             await self.ollama.aclose()
-
-
-def database_target(settings: Settings) -> DatabaseTarget:
-    if settings.db_mode == "server":
-        return DatabaseTarget(
-            label=f"FalkorDB at {settings.falkordb_host}:{settings.falkordb_port}",
-            graph_name=settings.graph_name,
-            host=settings.falkordb_host,
-            port=settings.falkordb_port,
-            password=falkordb_password(settings),
-        )
-    # Resolved as the embedded database resolves it: a long path's socket name is a hash of it.
-    paths = embedded_paths(settings)
-    return DatabaseTarget(
-        label=f"the embedded FalkorDB of ZAPOMNI_DATA_DIR={settings.data_dir}",
-        graph_name=settings.graph_name,
-        socket=paths.socket,
-    )
 
 
 def _secrets(settings: Settings) -> list[str]:

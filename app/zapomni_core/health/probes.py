@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import redis.asyncio as aioredis
 import structlog
@@ -18,7 +16,7 @@ from redis.exceptions import RedisError
 
 from zapomni_core.embedders.base import Embedder
 from zapomni_core.health.results import CHECK_TIMEOUT_S, CheckFailed, describe
-from zapomni_db.client import GraphClient
+from zapomni_db import DatabaseTarget, GraphClient, connect
 from zapomni_db.errors import DatabaseError
 from zapomni_db.schema import current_version
 
@@ -26,18 +24,6 @@ log = structlog.get_logger(__name__)
 
 
 # -- the database ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DatabaseTarget:
-    """Where the database answers: the embedded server's unix socket, or host:port in server mode."""
-
-    label: str
-    graph_name: str
-    socket: Path | None = None
-    host: str = "127.0.0.1"
-    port: int = 6379
-    password: str | None = field(default=None, repr=False)
 
 
 class DatabaseProbe:
@@ -85,29 +71,24 @@ class DatabaseProbe:
     async def _graph_client(self) -> GraphClient:
         if self._graph is None:
             # No waiting while the server loads: LOADING is the answer here, not a reason to wait.
-            pool_options = {
-                "max_connections": 2,
-                "timeout": self.timeout_s,
-                "socket_timeout": self.timeout_s,
-                "socket_connect_timeout": self.timeout_s,
-            }
-            if self.target.socket is not None:
-                pool = aioredis.BlockingConnectionPool(
-                    connection_class=aioredis.UnixDomainSocketConnection, path=str(self.target.socket), **pool_options
-                )
-            else:
-                pool = aioredis.BlockingConnectionPool(
-                    host=self.target.host, port=self.target.port, password=self.target.password, **pool_options
-                )
             # The FalkorDB client sends one blocking INFO while it is built: keep it off the loop.
-            self._graph = await asyncio.to_thread(GraphClient, pool, self.target.graph_name, loading_timeout_s=0.0)
+            connection = await asyncio.to_thread(
+                connect,
+                self.target,
+                max_connections=2,
+                timeout_s=self.timeout_s,
+                socket_timeout_s=self.timeout_s,
+                connect_timeout_s=self.timeout_s,
+                loading_timeout_s=0.0,
+            )
+            self._graph = GraphClient(connection, self.target.graph_name)
         return self._graph
 
     async def _drop_graph_client(self) -> None:
         client, self._graph = self._graph, None
         if client is not None:
             with suppress(Exception):
-                await client.close()
+                await client.connection.close()
 
     async def aclose(self) -> None:
         await self._drop_graph_client()

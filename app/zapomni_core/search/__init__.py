@@ -1,12 +1,13 @@
 """Retrieval: vector and keyword legs, fused with reciprocal rank fusion."""
 
-from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion
+from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only
 from zapomni_core.search.keyword import KeywordRetriever
-from zapomni_core.search.pipeline import Mode, SearchOptions, SearchPipeline
+from zapomni_core.search.pipeline import DEFAULT_RELEVANCE_FLOOR, Mode, SearchOptions, SearchPipeline
 from zapomni_core.search.types import Candidate, Ranked, RetrievalQuery, Retriever, similarity_from_distance
 from zapomni_core.search.vector import VectorRetriever
 
 __all__ = [
+    "DEFAULT_RELEVANCE_FLOOR",
     "Candidate",
     "KeywordRetriever",
     "Mode",
@@ -18,5 +19,6 @@ __all__ = [
     "VectorRetriever",
     "best_per_memory",
     "reciprocal_rank_fusion",
+    "relevant_only",
     "similarity_from_distance",
 ]

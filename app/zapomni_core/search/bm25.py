@@ -20,7 +20,7 @@ import time
 import numpy as np
 import structlog
 
-from zapomni_db import MemoryRepository
+from zapomni_db import SearchReads
 
 log = structlog.get_logger(__name__)
 
@@ -32,42 +32,66 @@ _SYNC_WINDOW = 2000
 
 
 class _Postings:
-    """Chunk positions and term counts for one term; arrays are rebuilt only after it grows."""
+    """Chunk positions and term counts for one term; the live arrays are rebuilt only after a change."""
 
-    __slots__ = ("_arrays", "counts", "positions")
+    __slots__ = ("_arrays", "_generation", "counts", "positions")
 
     def __init__(self) -> None:
         self.positions: list[int] = []
         self.counts: list[int] = []
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._generation = -1
 
     def add(self, position: int, count: int) -> None:
         self.positions.append(position)
         self.counts.append(count)
         self._arrays = None
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._arrays is None:
-            self._arrays = (np.asarray(self.positions, dtype=np.int64), np.asarray(self.counts, dtype=np.float32))
+    def arrays(self, alive: np.ndarray, generation: int) -> tuple[np.ndarray, np.ndarray]:
+        """Positions and counts of the chunks still in the index (`generation` counts removals)."""
+        if self._arrays is None or self._generation != generation:
+            positions = np.asarray(self.positions, dtype=np.int64)
+            counts = np.asarray(self.counts, dtype=np.float32)
+            live = alive[positions]
+            self._arrays = (positions[live], counts[live]) if not live.all() else (positions, counts)
+            self._generation = generation
         return self._arrays
 
 
 class Bm25Index:
+    """BM25 over chunks that can be added (idempotently, by id) and removed.
+
+    A removed chunk's slot is marked dead and left out of every statistic; once dead slots are a
+    quarter of the index it is compacted.
+    """
+
     def __init__(self) -> None:
         self._chunk_ids: list[str] = []
+        self._positions: dict[str, int] = {}
         self._lengths = np.zeros(1024, dtype=np.float32)
+        self._alive = np.zeros(1024, dtype=bool)
         self._total_length = 0.0
+        self._dead = 0
+        self._generation = 0
         self._postings: dict[str, _Postings] = {}
 
     def __len__(self) -> int:
-        return len(self._chunk_ids)
+        return len(self._positions)
+
+    def __contains__(self, chunk_id: str) -> bool:
+        return chunk_id in self._positions
 
     def add(self, chunk_id: str, terms: list[str], counts: list[int], length: int) -> None:
+        if chunk_id in self._positions:
+            return
         position = len(self._chunk_ids)
         self._chunk_ids.append(chunk_id)
+        self._positions[chunk_id] = position
         if position == len(self._lengths):
             self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
+            self._alive = np.concatenate([self._alive, np.zeros_like(self._alive)])
         self._lengths[position] = length
+        self._alive[position] = True
         self._total_length += length
         for term, count in zip(terms, counts, strict=True):
             postings = self._postings.get(term)
@@ -75,20 +99,35 @@ class Bm25Index:
                 postings = self._postings[term] = _Postings()
             postings.add(position, count)
 
+    def remove(self, chunk_id: str) -> None:
+        position = self._positions.pop(chunk_id, None)
+        if position is None:
+            return
+        self._alive[position] = False
+        self._total_length -= float(self._lengths[position])
+        self._dead += 1
+        self._generation += 1
+        if self._dead > 1000 and self._dead * 4 > len(self._chunk_ids):
+            self._compact()
+
     def search(self, terms: list[str], k: int) -> list[tuple[str, float]]:
         """The `k` best chunks for `terms` by BM25, best first; chunks matching no term are left out."""
-        n = len(self._chunk_ids)
+        n = len(self._positions)
         if n == 0 or k <= 0:
             return []
-        lengths = self._lengths[:n]
+        size = len(self._chunk_ids)
+        lengths = self._lengths[:size]
+        alive = self._alive[:size]
         average = self._total_length / n or 1.0
-        scores = np.zeros(n, dtype=np.float32)
+        scores = np.zeros(size, dtype=np.float32)
         for term in dict.fromkeys(terms):
             postings = self._postings.get(term)
             if postings is None:
                 continue
-            positions, tf = postings.arrays()
+            positions, tf = postings.arrays(alive, self._generation)
             df = len(positions)
+            if df == 0:
+                continue
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             norm = K1 * (1.0 - B + B * lengths[positions] / average)
             # Lucene's form: the constant (k1 + 1) of the textbook numerator is left out.
@@ -100,12 +139,34 @@ class Bm25Index:
         best = matched[np.lexsort((matched, -scores[matched]))]
         return [(self._chunk_ids[i], float(scores[i])) for i in best]
 
+    def _compact(self) -> None:
+        """Rebuild without the dead slots, keeping the live chunks' order."""
+        terms_of: dict[int, tuple[list[str], list[int]]] = {}
+        for term, postings in self._postings.items():
+            for position, count in zip(postings.positions, postings.counts, strict=True):
+                if self._alive[position]:
+                    entry = terms_of.setdefault(position, ([], []))
+                    entry[0].append(term)
+                    entry[1].append(count)
+        fresh = Bm25Index()
+        for position in range(len(self._chunk_ids)):
+            if self._alive[position]:
+                terms, counts = terms_of.get(position, ([], []))
+                fresh.add(self._chunk_ids[position], terms, counts, int(self._lengths[position]))
+        vars(self).update(vars(fresh))
+
 
 class SyncedBm25Index:
-    """A `Bm25Index` that catches up with the database before every search."""
+    """A `Bm25Index` that catches up with the database before every search.
 
-    def __init__(self, repository: MemoryRepository) -> None:
-        self._repository = repository
+    It reads what changed since the last sequence number it saw: chunks of memories made visible,
+    chunks added by updates, chunk ids removed by updates and deletes (the change log). When the
+    store's counter went backwards (the workspace was deleted and made again) or the change log
+    was pruned past what it saw, it starts over from the stored term counts.
+    """
+
+    def __init__(self, search: SearchReads) -> None:
+        self._reads = search
         self._index = Bm25Index()
         self._seen_seq = 0
         self._lock = asyncio.Lock()
@@ -114,20 +175,26 @@ class SyncedBm25Index:
         return len(self._index)
 
     async def sync(self) -> int:
-        """Add every chunk stored since the last sync (by any process); return how many."""
+        """Apply every change stored since the last sync (by any process); return how many chunks changed."""
         async with self._lock:
-            started, added = time.perf_counter(), 0
-            latest = await self._repository.chunk_sequence()
+            started, changed = time.perf_counter(), 0
+            latest, pruned_upto = await self._reads.sequence()
+            if latest < self._seen_seq or (0 < self._seen_seq < pruned_upto):
+                log.info("keyword_index.rebuild", seen=self._seen_seq, latest=latest, pruned_upto=pruned_upto)
+                self._index, self._seen_seq = Bm25Index(), 0
             while self._seen_seq < latest:
                 upto = min(latest, self._seen_seq + _SYNC_WINDOW)
-                for row in await self._repository.chunk_terms_between(self._seen_seq, upto):
+                changes = await self._reads.changes_between(self._seen_seq, upto)
+                for row in changes.added:
                     self._index.add(row.chunk_id, row.terms, row.counts, row.length)
-                    added += 1
+                for chunk_id in changes.removed:
+                    self._index.remove(chunk_id)
+                changed += len(changes.added) + len(changes.removed)
                 self._seen_seq = upto
-            if added > 1000:
-                log.info("keyword_index.synced", chunks=added, total=len(self._index),
+            if changed > 1000:
+                log.info("keyword_index.synced", chunks=changed, total=len(self._index),
                          duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
-            return added
+            return changed
 
     async def search(self, terms: list[str], k: int) -> list[tuple[str, float]]:
         await self.sync()

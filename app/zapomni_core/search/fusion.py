@@ -1,4 +1,5 @@
-"""Reciprocal rank fusion (Cormack et al., 2009): score = sum over legs of 1 / (k + rank).
+"""Reciprocal rank fusion (Cormack et al., 2009): score = sum over legs of 1 / (k + rank), then
+the relevance rule and per-memory grouping.
 
 Candidates a leg scored equally share one rank, the mean of the positions they occupy: BM25
 gives identical scores to chunks that match a query the same way, and the arbitrary order among
@@ -48,3 +49,13 @@ def best_per_memory(ranked: list[Ranked]) -> list[Ranked]:
             seen.add(item.candidate.memory_id)
             out.append(item)
     return out
+
+
+def relevant_only(ranked: list[Ranked], floor: float) -> list[Ranked]:
+    """Keep what a leg vouches for: a keyword match, or a cosine similarity of at least `floor`.
+
+    The keyword leg returns only chunks sharing a (non-stopword, stemmed) term with the query, so
+    its finding a chunk is evidence enough; the vector leg returns the k nearest chunks however far
+    they are, so its finding one is not. The order is kept, so a floor of 0 keeps everything.
+    """
+    return [r for r in ranked if "keyword" in r.legs or r.candidate.similarity >= floor]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_core.search.types import Candidate, LegName, RetrievalQuery
-from zapomni_db import MemoryRepository
+from zapomni_db import SearchReads
 
 # BM25 candidates fetched per wanted result before filters; widened when filters discard many.
 _OVERFETCH = 4
@@ -18,8 +18,8 @@ _OVERFETCH = 4
 class KeywordRetriever:
     name: LegName = "keyword"
 
-    def __init__(self, repository: MemoryRepository, index: SyncedBm25Index, analyzer: Analyzer) -> None:
-        self._repository = repository
+    def __init__(self, reads: SearchReads, index: SyncedBm25Index, analyzer: Analyzer) -> None:
+        self._reads = reads
         self._index = index
         self._analyzer = analyzer
 
@@ -31,7 +31,7 @@ class KeywordRetriever:
         fetch = k * _OVERFETCH if query.filters.active else k
         while True:
             ranked = dict(await self._index.search(terms, fetch))
-            hits = await self._repository.fetch_chunks(list(ranked), query.vector, filters=query.filters)
+            hits = await self._reads.fetch_chunks(list(ranked), query.vector, filters=query.filters)
             if len(hits) >= k or len(ranked) < fetch:
                 return [Candidate.from_hit(hit, leg_score=ranked[hit.chunk_id]) for hit in hits[:k]]
             fetch *= _OVERFETCH

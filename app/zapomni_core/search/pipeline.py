@@ -1,4 +1,4 @@
-"""Runs the retrieval legs concurrently, fuses them with RRF, groups, filters and cuts to `limit`."""
+"""Runs the retrieval legs concurrently, fuses them with RRF, drops the unrelated, groups, filters, cuts to `limit`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion
+from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only
 from zapomni_core.search.types import LegName, Ranked, RetrievalQuery, Retriever
 
 Mode = Literal["hybrid", "vector", "keyword"]
+
+# Cosine similarity below which a result the keyword leg did not find counts as unrelated.
+# Calibrated on the SciFact train claims: docs/decisions/0008-relevance-floor.md.
+DEFAULT_RELEVANCE_FLOOR = 0.275
 
 
 @dataclass(frozen=True)
@@ -19,13 +23,29 @@ class SearchOptions:
     mode: Mode = "hybrid"
     min_score: float | None = None  # on cosine similarity
     all_chunks: bool = False
+    include_unrelated: bool = False  # keep results that neither leg finds relevant (pads up to `limit`)
 
 
 class SearchPipeline:
-    def __init__(self, retrievers: Sequence[Retriever], *, rrf_k: int = 60, leg_depth: int = 50) -> None:
+    def __init__(
+        self,
+        retrievers: Sequence[Retriever],
+        *,
+        rrf_k: int = 60,
+        leg_depth: int = 50,
+        relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
+    ) -> None:
+        if not 0.0 <= relevance_floor <= 1.0:
+            raise ValueError(f"relevance_floor must be a cosine similarity in [0, 1], got {relevance_floor}")
         self._retrievers = {r.name: r for r in retrievers}
         self._rrf_k = rrf_k
         self._leg_depth = leg_depth
+        self._relevance_floor = relevance_floor
+
+    @property
+    def retrievers(self) -> list[Retriever]:
+        """The legs (a benchmark rebuilds the pipeline around them to try other settings on one store)."""
+        return list(self._retrievers.values())
 
     async def run(self, query: RetrievalQuery, options: SearchOptions) -> list[Ranked]:
         wanted: list[LegName] = ["vector", "keyword"] if options.mode == "hybrid" else [options.mode]
@@ -35,6 +55,9 @@ class SearchPipeline:
         depth = max(self._leg_depth, options.limit if options.all_chunks else 2 * options.limit)
         results = await asyncio.gather(*(leg.retrieve(query, depth) for leg in legs))
         ranked = reciprocal_rank_fusion(dict(zip(names, results, strict=True)), k=self._rrf_k)
+        # Before grouping, so a memory is shown by its best *relevant* chunk and dropped only if it has none.
+        if not options.include_unrelated:
+            ranked = relevant_only(ranked, self._relevance_floor)
         if not options.all_chunks:
             ranked = best_per_memory(ranked)
         if options.min_score is not None:

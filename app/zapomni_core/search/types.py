@@ -19,30 +19,24 @@ class RetrievalQuery:
 
 @dataclass(frozen=True)
 class Candidate:
-    memory_id: str
-    chunk_id: str
-    text: str
-    tags: list[str]
-    source: str | None
-    created_at: float
-    date: str | None
+    """A chunk a leg found, with its similarity to the query and the score its leg ranked it by."""
+
+    hit: ChunkHit
     similarity: float  # cosine similarity to the query, clamped to [0, 1]
-    leg_score: float = 0.0  # the score its leg ranked it by (cosine similarity, or BM25)
+    leg_score: float = 0.0  # cosine similarity, or BM25
+
+    @property
+    def chunk_id(self) -> str:
+        return self.hit.chunk_id
+
+    @property
+    def memory_id(self) -> str:
+        return self.hit.memory.id
 
     @classmethod
     def from_hit(cls, hit: ChunkHit, leg_score: float | None = None) -> Candidate:
         similarity = similarity_from_distance(hit.distance)
-        return cls(
-            memory_id=hit.memory_id,
-            chunk_id=hit.chunk_id,
-            text=hit.text,
-            tags=hit.tags,
-            source=hit.source,
-            created_at=hit.created_at,
-            date=hit.date,
-            similarity=similarity,
-            leg_score=similarity if leg_score is None else leg_score,
-        )
+        return cls(hit=hit, similarity=similarity, leg_score=similarity if leg_score is None else leg_score)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from zapomni_core.transfer.format import (
     TransferError,
     TransferProgress,
 )
-from zapomni_db.repository import MemoryRepository, StoredChunk, StoredMemory
+from zapomni_db import MemoryReads, StoredChunk, StoredMemory
 from zapomni_db.version import package_version
 
 log = structlog.get_logger(__name__)
@@ -32,6 +32,14 @@ EXPORT_CHUNK_PAGE = 1000
 
 
 @dataclass(frozen=True)
+class ExportSource:
+    """One workspace to export: its name and its reads."""
+
+    workspace: str
+    reads: MemoryReads
+
+
+@dataclass(frozen=True)
 class ExportReport:
     memories: int
     chunks: int
@@ -40,21 +48,22 @@ class ExportReport:
 
 
 async def export_memories(
-    repository: MemoryRepository,
+    sources: list[ExportSource],
     embedder: EmbedderInfo,
     out: TextIO,
     progress: ProgressFn | None = None,
     *,
     graph_name: str,
 ) -> ExportReport:
-    """Write every memory visible when the export starts to `out`, streaming a page at a time.
+    """Write every memory of every workspace in `sources` to `out`, streaming a page at a time.
 
-    Memories stored while it runs are left out (they have later sequence numbers), so the file
-    is a consistent cut: exactly the first N memories the store made visible.
+    Per workspace, memories stored while it runs are left out (they have later sequence numbers),
+    so each workspace's part is a consistent cut: exactly the first N memories it made visible.
     """
     started = time.perf_counter()
-    latest = await repository.chunk_sequence()
-    total = (await repository.counts()).memories
+    total = 0
+    for source in sources:
+        total += await source.reads.count_memories()
     header = {
         "type": HEADER_TYPE,
         "format_version": FORMAT_VERSION,
@@ -62,28 +71,31 @@ async def export_memories(
         "zapomni_version": package_version(),
         "embedder": {"model": embedder.model, "dimension": embedder.dimension},
         "graph_name": graph_name,
-        "schema_version": await repository.schema_version(),
+        "schema_version": await sources[0].reads.schema_version() if sources else 0,
     }
     out.write(_dumps(header) + "\n")
     memories = chunks = 0
-    after = 0
-    while after < latest:
-        upto = min(latest, after + EXPORT_SEQ_WINDOW)
-        page = await repository.memories_between(after, upto)
-        for group in _chunk_groups(page):
-            if len(group) == 1 and group[0].chunk_count > EXPORT_CHUNK_PAGE:
-                chunks += await _write_large_memory(repository, group[0], out)
-            else:
-                by_memory = _by_memory(await repository.chunks_of([m.id for m in group]))
-                for memory in group:
-                    stored = by_memory.get(memory.id, [])
-                    _check_chunks(memory, stored, 0)
-                    out.write(_memory_prefix(memory) + ",".join(_chunk_json(c) for c in stored) + "]}\n")
-                    chunks += len(stored)
-        memories += len(page)
-        after = upto
-        if progress:
-            progress(TransferProgress("export", memories, chunks, max(total, memories)))
+    for source in sources:
+        reads, workspace = source.reads, source.workspace
+        latest = await reads.latest_sequence()
+        after = 0
+        while after < latest:
+            upto = min(latest, after + EXPORT_SEQ_WINDOW)
+            page = await reads.memories_between(after, upto)
+            for group in _chunk_groups(page):
+                if len(group) == 1 and group[0].info.chunk_count > EXPORT_CHUNK_PAGE:
+                    chunks += await _write_large_memory(reads, group[0], workspace, out)
+                else:
+                    by_memory = _by_memory(await reads.chunks_of([m.info.id for m in group]))
+                    for memory in group:
+                        stored = by_memory.get(memory.info.id, [])
+                        _check_chunks(memory, stored, 0)
+                        out.write(_memory_prefix(memory, workspace) + ",".join(_chunk_json(c) for c in stored) + "]}\n")
+                        chunks += len(stored)
+            memories += len(page)
+            after = upto
+            if progress:
+                progress(TransferProgress("export", memories, chunks, max(total, memories)))
     out.write(_dumps({"type": "end", "memories": memories, "chunks": chunks}) + "\n")
     out.flush()
     duration = time.perf_counter() - started
@@ -96,21 +108,21 @@ def _chunk_groups(page: list[StoredMemory]) -> Iterator[list[StoredMemory]]:
     group: list[StoredMemory] = []
     size = 0
     for memory in page:
-        if group and size + memory.chunk_count > EXPORT_CHUNK_PAGE:
+        if group and size + memory.info.chunk_count > EXPORT_CHUNK_PAGE:
             yield group
             group, size = [], 0
         group.append(memory)
-        size += memory.chunk_count
+        size += memory.info.chunk_count
     if group:
         yield group
 
 
-async def _write_large_memory(repository: MemoryRepository, memory: StoredMemory, out: TextIO) -> int:
+async def _write_large_memory(reads: MemoryReads, memory: StoredMemory, workspace: str, out: TextIO) -> int:
     """One memory line written a page of chunks at a time, so its vectors never sit in RAM together."""
-    out.write(_memory_prefix(memory))
+    out.write(_memory_prefix(memory, workspace))
     written = 0
-    for start in range(0, memory.chunk_count, EXPORT_CHUNK_PAGE):
-        page = await repository.chunk_range(memory.id, start, start + EXPORT_CHUNK_PAGE)
+    for start in range(0, memory.info.chunk_count, EXPORT_CHUNK_PAGE):
+        page = await reads.chunk_range(memory.info.id, start, start + EXPORT_CHUNK_PAGE)
         _check_chunks(memory, page, start)
         out.write(("," if written else "") + ",".join(_chunk_json(c) for c in page))
         written += len(page)
@@ -120,10 +132,10 @@ async def _write_large_memory(repository: MemoryRepository, memory: StoredMemory
 
 def _check_chunks(memory: StoredMemory, chunks: list[StoredChunk], start: int) -> None:
     # A store whose chunks do not number 0..n-1 would produce a file no import accepts: say so now.
-    expected = list(range(start, min(memory.chunk_count, start + EXPORT_CHUNK_PAGE)))
+    expected = list(range(start, min(memory.info.chunk_count, start + EXPORT_CHUNK_PAGE)))
     if [c.index for c in chunks] != expected:
         raise TransferError(
-            f"memory {memory.id} records {memory.chunk_count} chunks but the store holds indexes "
+            f"memory {memory.info.id} records {memory.info.chunk_count} chunks but the store holds indexes "
             f"{[c.index for c in chunks][:10]}: the store is inconsistent; nothing more was exported"
         )
 
@@ -135,17 +147,18 @@ def _by_memory(chunks: list[StoredChunk]) -> dict[str, list[StoredChunk]]:
     return grouped
 
 
-def _memory_prefix(memory: StoredMemory) -> str:
+def _memory_prefix(memory: StoredMemory, workspace: str) -> str:
     """The memory's line up to the opening bracket of its chunk list."""
     line = _dumps(
         {
             "type": "memory",
-            "id": memory.id,
+            "id": memory.info.id,
+            "workspace": workspace,
             "text": memory.text,
-            "created_at": _iso(memory.created_at),
-            "tags": memory.tags,
-            "source": memory.source,
-            "date": memory.date,
+            "created_at": _iso(memory.info.created_at),
+            "tags": memory.info.tags,
+            "source": memory.info.source,
+            "date": memory.info.date,
             "metadata": json.loads(memory.metadata_json),
         }
     )

@@ -11,9 +11,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from zapomni_core.errors import ZapomniError
-from zapomni_core.models import MetadataValue, parse_iso8601
+from zapomni_core.models import DEFAULT_WORKSPACE, MetadataValue, WorkspaceName, parse_iso8601
 
-FORMAT_VERSION = 1
+# 2 added `workspace` to memory lines; a version 1 file is read as all in the default workspace.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 HEADER_TYPE = "zapomni-export"
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -86,7 +88,7 @@ class EmbedderLine(_Line):
 
 class HeaderLine(_Line):
     type: Literal["zapomni-export"]
-    format_version: Literal[1]
+    format_version: Literal[1, 2]
     exported_at: str
     zapomni_version: str
     embedder: EmbedderLine
@@ -118,6 +120,7 @@ class ChunkLine(_Line):
 class MemoryLine(_Line):
     type: Literal["memory"]
     id: Uuid
+    workspace: WorkspaceName = DEFAULT_WORKSPACE
     text: str
     created_at: str
     tags: list[str] = Field(default_factory=list)

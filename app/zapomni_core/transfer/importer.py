@@ -7,7 +7,7 @@ import json
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import BinaryIO
 
@@ -16,12 +16,12 @@ from pydantic import ValidationError
 
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.models import AddMemoryRequest, parse_iso8601
-from zapomni_core.records import chunk_rows, memory_record
-from zapomni_core.search.analyzer import Analyzer, TermCounts
+from zapomni_core.search.analyzer import TermCounts
 from zapomni_core.transfer.format import (
     BODY_LINE,
     FORMAT_VERSION,
     HEADER_TYPE,
+    READABLE_VERSIONS,
     TOP_LEVEL_FIELDS,
     EmbedderInfo,
     EndLine,
@@ -31,7 +31,8 @@ from zapomni_core.transfer.format import (
     TransferError,
     TransferProgress,
 )
-from zapomni_db.repository import MemoryRepository
+from zapomni_core.workspaces import Workspace, Workspaces
+from zapomni_core.writes import WritePipeline, chunk_rows, memory_record
 
 log = structlog.get_logger(__name__)
 
@@ -50,7 +51,7 @@ class ImportReport:
     memories_in_file: int
     chunks_in_file: int
     imported: int  # memories written
-    skipped: int  # memories whose id was already in the store
+    skipped: int  # memories whose id, or text, was already in their workspace
     chunks_written: int
     re_embedded: bool  # whether any vector was computed with the configured embedder
     chunks_embedded: int  # vectors computed now
@@ -63,13 +64,11 @@ class ImportReport:
 
 @dataclass(frozen=True)
 class ImportTarget:
-    """What an import writes with: the engine's repository, embedder, analyzer and chunking."""
+    """What an import writes with: the engine's workspaces, embedder and write pipeline."""
 
-    repository: MemoryRepository
+    workspaces: Workspaces
     embedder: CachedEmbedder
-    analyzer: Analyzer
-    # Text -> (chunks, their keyword statistics): the same split `add_memory` makes.
-    analyse: Callable[[str], tuple[list[str], list[TermCounts]]]
+    writer: WritePipeline
 
 
 @dataclass(frozen=True)
@@ -87,6 +86,7 @@ class _IdCheck:
     """What the first pass keeps of a memory line until its ids are looked up in the store."""
 
     line: int
+    workspace: str
     memory_id: str
     chunk_ids: list[str | None]
 
@@ -107,7 +107,7 @@ async def import_memories(target: ImportTarget, src: BinaryIO, progress: Progres
     source = _Source(src)
     try:
         try:
-            scan = await _validate(source, target.repository, progress)
+            scan = await _validate(source, target.workspaces, progress)
         except TransferError as exc:
             raise TransferError(f"{exc}; nothing was imported") from None
         configured = EmbedderInfo(target.embedder.name, target.embedder.dimension)
@@ -184,7 +184,7 @@ class _Source:
             self._spool.close()
 
 
-async def _validate(source: _Source, repository: MemoryRepository, progress: ProgressFn | None) -> _Scan:
+async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressFn | None) -> _Scan:
     """The first pass: every line, the counts, the ids; raises on the first problem, writes nothing."""
     header: HeaderLine | None = None
     end: tuple[int, EndLine] | None = None
@@ -213,14 +213,14 @@ async def _validate(source: _Source, repository: MemoryRepository, progress: Pro
                 chunk_ids.add(chunk.id)
         memories += 1
         chunks += len(item.memory.chunks)
-        pending.append(_IdCheck(number, item.memory.id, [c.id for c in item.memory.chunks]))
+        pending.append(_IdCheck(number, item.memory.workspace, item.memory.id, [c.id for c in item.memory.chunks]))
         pending_ids += 1 + len(item.memory.chunks)
         if pending_ids >= CHECK_BATCH_IDS:
-            await _check_against_store(repository, pending)
+            await _check_against_store(workspaces, pending)
             pending, pending_ids = [], 0
             if progress:
                 progress(TransferProgress("validate", memories, chunks, None))
-    await _check_against_store(repository, pending)
+    await _check_against_store(workspaces, pending)
     if header is None:
         raise TransferError("the file is empty: a Zapomni export starts with a header line")
     if end is None:
@@ -238,22 +238,26 @@ async def _validate(source: _Source, repository: MemoryRepository, progress: Pro
     return _Scan(header=header, memories=memories, chunks=chunks)
 
 
-async def _check_against_store(repository: MemoryRepository, checks: list[_IdCheck]) -> None:
-    """A chunk id of a memory to import must not already belong to a stored memory."""
-    if not checks:
-        return
-    present = await repository.existing_memory_ids([c.memory_id for c in checks])
-    owners = {cid: c for c in checks if c.memory_id not in present for cid in c.chunk_ids if cid is not None}
-    if not owners:
-        return
-    taken = await repository.linked_chunk_ids(list(owners))
-    if taken:
-        first = min(taken, key=lambda cid: owners[cid].line)
-        item = owners[first]
-        position = item.chunk_ids.index(first)
-        raise TransferError(
-            f"line {item.line}: chunks.{position}.id: chunk {first} already belongs to another memory in this store"
-        )
+async def _check_against_store(workspaces: Workspaces, checks: list[_IdCheck]) -> None:
+    """A chunk id of a memory to import must not already belong to a stored memory of its workspace."""
+    for name in sorted({c.workspace for c in checks}):
+        workspace = await workspaces.get(name, create=False)  # validation creates nothing
+        if workspace is None:
+            continue
+        mine = [c for c in checks if c.workspace == name]
+        present = await workspace.stores.reads.existing_ids([c.memory_id for c in mine])
+        owners = {cid: c for c in mine if c.memory_id not in present for cid in c.chunk_ids if cid is not None}
+        if not owners:
+            continue
+        taken = await workspace.stores.reads.linked_chunk_ids(list(owners))
+        if taken:
+            first = min(taken, key=lambda cid: owners[cid].line)
+            item = owners[first]
+            position = item.chunk_ids.index(first)
+            raise TransferError(
+                f"line {item.line}: chunks.{position}.id: chunk {first} already belongs to another memory "
+                f"in workspace {name!r}"
+            )
 
 
 def _parse_header(raw: bytes) -> HeaderLine:
@@ -265,7 +269,7 @@ def _parse_header(raw: bytes) -> HeaderLine:
     if not isinstance(value, dict) or value.get("type") != HEADER_TYPE:
         raise TransferError(f'line 1: not a Zapomni export (expected a header line with "type": "{HEADER_TYPE}")')
     found = value.get("format_version")
-    if type(found) is not int or found != FORMAT_VERSION:
+    if type(found) is not int or found not in READABLE_VERSIONS:
         raise TransferError(
             f"line 1: format_version: this Zapomni reads format_version {FORMAT_VERSION}, the file has {found!r}; "
             "a newer version may be needed to import it"
@@ -346,7 +350,7 @@ class _Planned:
 
 
 class _Writer:
-    """The second pass: writes batches of validated memories through `MemoryRepository.insert`."""
+    """The second pass: writes batches of validated memories through `MemoryWrites.insert`, workspace by workspace."""
 
     def __init__(self, target: ImportTarget, *, reuse_vectors: bool, total: int, progress: ProgressFn | None) -> None:
         self._target = target
@@ -359,24 +363,32 @@ class _Writer:
     async def write(self, batch: list[_Parsed]) -> None:
         if not batch:
             return
+        for name in dict.fromkeys(p.memory.workspace for p in batch):
+            workspace = await self._target.workspaces.get(name, create=True)
+            assert workspace is not None
+            await self._write_to(workspace, [p for p in batch if p.memory.workspace == name])
+        if self._progress:
+            done = self.imported + self.skipped
+            self._progress(TransferProgress("import", done, self.chunks_written, self._total))
+
+    async def _write_to(self, workspace: Workspace, batch: list[_Parsed]) -> None:
         # Checked again here: another process may have stored some of them since the first pass.
-        present = await self._target.repository.existing_memory_ids([p.memory.id for p in batch])
+        present = await workspace.stores.reads.existing_ids([p.memory.id for p in batch])
         todo = [p for p in batch if p.memory.id not in present]
         self.skipped += len(batch) - len(todo)
         planned = await asyncio.to_thread(self._plan, todo)
         await self._embed_missing(planned)
         for plan in planned:
             memory = plan.parsed.memory
-            record = memory_record(
-                memory.id, memory.text, parse_iso8601(memory.created_at).timestamp(), plan.parsed.request.metadata
-            )
+            created_at = parse_iso8601(memory.created_at).timestamp()
+            record = memory_record(memory.id, memory.text, plan.parsed.request.metadata, created_at=created_at)
             vectors = [v for v in plan.vectors if v is not None]
-            await self._target.repository.insert(record, chunk_rows(plan.pieces, vectors, plan.counts, plan.ids))
-            self.imported += 1
-            self.chunks_written += len(plan.pieces)
-        if self._progress:
-            done = self.imported + self.skipped
-            self._progress(TransferProgress("import", done, self.chunks_written, self._total))
+            rows = chunk_rows(plan.pieces, vectors, plan.counts, plan.ids)
+            if await workspace.stores.writes.insert(record, rows):
+                self.imported += 1
+                self.chunks_written += len(plan.pieces)
+            else:  # the same text is already stored in this workspace under another id
+                self.skipped += 1
 
     def _plan(self, todo: list[_Parsed]) -> list[_Planned]:
         """Keyword statistics from the chunk texts; the file's chunks and vectors when they fit this store."""
@@ -390,13 +402,14 @@ class _Writer:
                         parsed,
                         ids=[c.id or _new_id() for c in chunks],
                         pieces=pieces,
-                        counts=[self._target.analyzer.count(p) for p in pieces],
+                        counts=self._target.writer.count(pieces),
                         vectors=[c.embedding for c in chunks],
                     )
                 )
             else:
                 # Another embedder's chunks may not fit this one's window: split as `add` would here.
-                pieces, counts = self._target.analyse(parsed.memory.text)
+                split = self._target.writer.split(parsed.memory.text)
+                pieces, counts = split.pieces, split.counts
                 self.rechunked += bool(chunks)
                 plans.append(_Planned(parsed, ids=None, pieces=pieces, counts=counts, vectors=[None] * len(pieces)))
         return plans

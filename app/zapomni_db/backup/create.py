@@ -25,6 +25,7 @@ from zapomni_db.backup.manifest import (
 )
 from zapomni_db.backup.snapshot import copy_aof, server_file_names, snapshot_and_copy
 from zapomni_db.backup.verify import state_of_copy
+from zapomni_db.embedded import make_private_dir
 from zapomni_db.version import package_version
 
 log = structlog.get_logger(__name__)
@@ -51,7 +52,7 @@ def create_backup(
     answer (`verify_backup`, a restore). Nothing with a backup's name appears unless the backup is
     complete, and verified when asked.
     """
-    backups_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(backups_dir)  # the backups themselves are 0700 too (`new_partial_dir`)
     rdb_name, aof_name = server_file_names(client)
     partial = new_partial_dir(backups_dir)
     try:

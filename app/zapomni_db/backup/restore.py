@@ -42,7 +42,7 @@ from zapomni_db.backup.graph_state import read_state
 from zapomni_db.backup.manifest import AOF_DIR_NAME, RDB_NAME, Manifest, check_files, check_state, read_manifest
 from zapomni_db.backup.persistence import wait_for_aof_rewrite
 from zapomni_db.backup.verify import backup_client, scratch_client
-from zapomni_db.embedded import EmbeddedPaths, ping
+from zapomni_db.embedded import EmbeddedPaths, make_private_dir, ping
 from zapomni_db.errors import DatabaseUnavailable
 
 log = structlog.get_logger(__name__)
@@ -162,7 +162,9 @@ def _exclusive_use(
 ) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         if embedded is not None:
-            embedded.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            # A restore into a new data directory (a drill) creates it private, as a client would.
+            make_private_dir(embedded.data_dir)
+            make_private_dir(embedded.run_dir)
             try:
                 # Clients start the embedded server under this lock: while we hold it none can
                 # start one on half-restored files; they wait, then start on the restored ones.

@@ -1,14 +1,31 @@
-"""The MCP tools Zapomni offers."""
+"""The MCP tools Zapomni offers, one module each."""
 
 from zapomni_core import ZapomniCore
 from zapomni_mcp.registry import ToolRegistry
 from zapomni_mcp.tools.add_memory import AddMemoryTool
+from zapomni_mcp.tools.delete_memory import DeleteMemoryTool
+from zapomni_mcp.tools.get_memory import GetMemoryTool
 from zapomni_mcp.tools.get_stats import GetStatsTool
+from zapomni_mcp.tools.list_memories import ListMemoriesTool
 from zapomni_mcp.tools.search_memory import SearchMemoryTool
+from zapomni_mcp.tools.update_memory import UpdateMemoryTool
+from zapomni_mcp.tools.workspaces import DeleteWorkspaceTool, ListWorkspacesTool
+
+TOOLS = (
+    AddMemoryTool,
+    SearchMemoryTool,
+    GetMemoryTool,
+    ListMemoriesTool,
+    UpdateMemoryTool,
+    DeleteMemoryTool,
+    GetStatsTool,
+    ListWorkspacesTool,
+    DeleteWorkspaceTool,
+)
 
 
 def build_registry(core: ZapomniCore) -> ToolRegistry:
-    return ToolRegistry([AddMemoryTool(core), SearchMemoryTool(core), GetStatsTool(core)])
+    return ToolRegistry([tool(core) for tool in TOOLS])
 
 
 __all__ = ["build_registry"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mcp_types as types
 
+from zapomni_core import RequestContext
 from zapomni_core.models import AddMemoryRequest, AddMemoryResult
 from zapomni_mcp.registry import Tool
 
@@ -13,14 +14,23 @@ class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
     description = (
         "Remember a piece of text for later. The text is chunked, embedded locally and stored; "
         "find it again with search_memory. Optional metadata: tags (list of strings), source "
-        "(string), date (ISO 8601), and any other flat string/number/boolean keys."
+        "(string), date (ISO 8601), and any other flat string/number/boolean keys. Adding the same "
+        "text again (whitespace aside) is harmless: it returns the existing memory (deduplicated: true) "
+        "and adds the new tags to it. Optional workspace keeps memories of different projects apart."
     )
     input_model = AddMemoryRequest
     output_model = AddMemoryResult
-    annotations = types.ToolAnnotations(title="Add memory", read_only_hint=False, destructive_hint=False)
+    annotations = types.ToolAnnotations(
+        title="Add memory", read_only_hint=False, destructive_hint=False, idempotent_hint=True
+    )
 
-    async def execute(self, arguments: AddMemoryRequest) -> AddMemoryResult:
-        return await self.core.add_memory(arguments)
+    async def execute(self, arguments: AddMemoryRequest, ctx: RequestContext) -> AddMemoryResult:
+        return await self.core.add_memory(arguments, ctx)
 
     def render(self, result: AddMemoryResult) -> str:
-        return f"Stored memory {result.memory_id} in {result.chunks_created} chunk(s): {result.text_preview}"
+        if result.deduplicated:
+            return f"Already stored as memory {result.memory_id} in {result.workspace!r}: {result.text_preview}"
+        return (
+            f"Stored memory {result.memory_id} in {result.workspace!r} ({result.chunks_created} chunk(s)): "
+            f"{result.text_preview}"
+        )

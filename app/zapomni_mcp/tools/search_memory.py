@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mcp_types as types
 
+from zapomni_core import RequestContext
 from zapomni_core.models import SearchRequest, SearchResult
 from zapomni_mcp.registry import Tool
 
@@ -14,19 +15,21 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
         "Search stored memories by meaning and by exact words (names, identifiers, error codes), "
         "fused with reciprocal rank fusion. Returns the best chunk of each matching memory with a "
         "similarity_score in [0, 1] and the legs that found it. mode: hybrid (default), vector or "
-        "keyword. Filters: tags (matches any), source (exact), date_from / date_to (ISO 8601, inclusive)."
+        "keyword. Filters: tags (matches any), source (exact), date_from / date_to (ISO 8601, inclusive). "
+        "Memories neither leg finds relevant are left out (fewer than limit results is normal); "
+        "include_unrelated: true returns them too."
     )
     input_model = SearchRequest
     output_model = SearchResult
     annotations = types.ToolAnnotations(title="Search memory", read_only_hint=True, idempotent_hint=True)
 
-    async def execute(self, arguments: SearchRequest) -> SearchResult:
+    async def execute(self, arguments: SearchRequest, ctx: RequestContext) -> SearchResult:
         return await self.core.search(arguments)
 
     def render(self, result: SearchResult) -> str:
         if not result.results:
-            return "No memories matched."
-        lines = [f"{result.count} result(s):"]
+            return f"No memories matched in workspace {result.workspace!r}."
+        lines = [f"{result.count} result(s) in workspace {result.workspace!r}:"]
         for rank, hit in enumerate(result.results, start=1):
             labels = ", ".join(filter(None, [hit.source, *hit.tags]))
             suffix = f" [{labels}]" if labels else ""

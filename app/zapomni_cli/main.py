@@ -1,0 +1,108 @@
+"""`zapomni`: the parser, the log level, and dispatch to serve, the memory commands and the operator commands."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from zapomni_cli import memory_commands
+from zapomni_core import Settings, ZapomniError, package_version
+from zapomni_core.logs import configure_logging
+from zapomni_ops.cli import register as register_operator_commands
+
+# Commands that run until stopped: they log at LOG_LEVEL (default INFO), like any server.
+LONG_RUNNING = frozenset({"serve", "health-server"})
+# One-shot commands log less unless asked: the memory commands only errors (their result says
+# the rest), the operator commands warnings too (a skipped file in a backup is worth a line).
+MEMORY_COMMAND_LEVEL = "ERROR"
+OPERATOR_COMMAND_LEVEL = "WARNING"
+VERBOSE_LEVEL = "INFO"
+
+EPILOG = """\
+Every memory command takes --workspace NAME and --json (exactly the tool's structured result on
+stdout, nothing else). Run `zapomni COMMAND --help` for a command's options.
+
+Logs are JSON lines on stderr, never on stdout. serve and health-server log at LOG_LEVEL (default
+INFO). Other commands log only errors (memory commands) or warnings (operator commands), unless
+--verbose (INFO) is given or LOG_LEVEL is set in the environment, which then wins.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zapomni",
+        description="Local-first long-term memory for AI agents.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"zapomni {package_version()}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO on stderr")
+    # The same flag after the command (`zapomni add --verbose ...`); SUPPRESS keeps an earlier one.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO on stderr")
+
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("serve", help="run the MCP server on stdin/stdout (what MCP clients start)", parents=[common])
+    memory_commands.register(commands, common)
+    register_operator_commands(commands)
+    for subparser in {id(p): p for p in commands.choices.values()}.values():  # operator commands, once each
+        if "--verbose" not in subparser._option_string_actions:
+            subparser.add_argument(
+                "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO on stderr"
+            )
+    return parser
+
+
+def log_level(args: argparse.Namespace, settings: Settings) -> str:
+    if args.command in LONG_RUNNING or "LOG_LEVEL" in os.environ:
+        return settings.log_level
+    if args.verbose:
+        return VERBOSE_LEVEL
+    return MEMORY_COMMAND_LEVEL if hasattr(args, "memory_command") else OPERATOR_COMMAND_LEVEL
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        sys.exit(f"zapomni: invalid configuration in the environment:\n{exc}")
+    configure_logging(log_level(args, settings))
+    try:
+        sys.exit(_dispatch(args, settings))
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        # The reader went away (`zapomni list --json | head`): not an error worth a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "serve":
+        return _serve(settings)
+    if hasattr(args, "memory_command"):
+        return memory_commands.run(args, settings)
+    try:
+        return args.run(args, settings)
+    except ZapomniError as exc:
+        print(f"zapomni {args.command}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _serve(settings: Settings) -> int:
+    from zapomni_mcp.serve import serve  # the MCP SDK loads only for this command
+
+    try:
+        asyncio.run(serve(settings))
+    except KeyboardInterrupt:
+        pass
+    except ZapomniError as exc:
+        print(f"zapomni serve: {exc}", file=sys.stderr)
+        return 1
+    return 0

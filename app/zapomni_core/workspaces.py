@@ -1,0 +1,153 @@
+"""Workspaces: each one a graph of its own, opened once per process with its stores and search.
+
+A workspace's graph is prepared the first time this process writes to it (or, for one that
+exists, reads from it): schema migrations, the embedder claim, the vector-index repair and the
+sweep of crash leftovers, then its keyword index is built. Reads of a workspace that does not
+exist create nothing and find nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+from zapomni_core.errors import ConfigurationError, NotFound
+from zapomni_core.reembed import in_progress_message
+from zapomni_core.search import SearchPipeline
+from zapomni_core.search.bm25 import SyncedBm25Index
+from zapomni_core.writes import content_hash
+from zapomni_db import (
+    Connection,
+    GraphClient,
+    GraphStores,
+    SchemaMismatch,
+    SchemaSettings,
+    migrate,
+    repair_vector_index,
+    wait_for_indexes,
+)
+from zapomni_db.workspaces import drop_workspace_graph, existing_workspaces, graph_for
+
+log = structlog.get_logger(__name__)
+
+# A large add that crashed leaves unlinked chunks; anything this old is certainly not in progress.
+ORPHAN_GRACE_S = 3600.0
+_HASH_BACKFILL_BATCH = 500
+
+
+@dataclass(frozen=True)
+class Workspace:
+    name: str
+    stores: GraphStores
+    keyword_index: SyncedBm25Index
+    search: SearchPipeline
+
+
+@dataclass(frozen=True)
+class EmbedderIdentity:
+    name: str
+    dimension: int
+
+
+class Workspaces:
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        base_graph: str,
+        default: str,
+        schema: SchemaSettings,
+        embedder: EmbedderIdentity,
+        search_for: Callable[[GraphStores, SyncedBm25Index], SearchPipeline],
+    ) -> None:
+        self._connection = connection
+        self._base = base_graph
+        self.default = default
+        self._schema = schema
+        self._embedder = embedder
+        self._search_for = search_for
+        self._open: dict[str, Workspace] = {}
+        self._lock = asyncio.Lock()
+
+    def resolve(self, name: str | None) -> str:
+        return name or self.default
+
+    async def get(self, name: str | None, *, create: bool) -> Workspace | None:
+        """The open workspace `name` (None: the default); None when it does not exist and `create` is False."""
+        name = self.resolve(name)
+        workspace = self._open.get(name)
+        if workspace is not None and (not create or await self._graph_exists(name)):
+            return workspace
+        async with self._lock:
+            workspace = self._open.get(name)
+            if workspace is not None and await self._graph_exists(name):
+                return workspace
+            # Gone since it was opened: another process deleted the workspace.
+            self._open.pop(name, None)
+            if not create and not await self._graph_exists(name):
+                return None
+            workspace = await self._prepare(name)
+            self._open[name] = workspace
+            return workspace
+
+    async def require(self, name: str | None) -> Workspace:
+        """An existing workspace, or NotFound naming it."""
+        workspace = await self.get(name, create=False)
+        if workspace is None:
+            raise NotFound(f"workspace {self.resolve(name)!r} does not exist (list_workspaces shows those that do)")
+        return workspace
+
+    async def names(self) -> list[str]:
+        return await existing_workspaces(self._connection, self._base)
+
+    async def drop(self, name: str) -> bool:
+        async with self._lock:
+            self._open.pop(name, None)
+            return await drop_workspace_graph(self._connection, self._base, name)
+
+    def opened(self) -> list[Workspace]:
+        return list(self._open.values())
+
+    async def _graph_exists(self, name: str) -> bool:
+        return bool(await self._connection.command("EXISTS", graph_for(self._base, name)))
+
+    async def _prepare(self, name: str) -> Workspace:
+        started = time.perf_counter()
+        client = GraphClient(self._connection, graph_for(self._base, name))
+        stores = GraphStores.on(client)
+        in_progress = await stores.maintenance.reembed_state()
+        if in_progress is not None:  # without a vector index and with vectors of two models: unusable
+            raise ConfigurationError(f"workspace {name!r}: {in_progress_message(in_progress)}")
+        try:
+            await migrate(client, self._schema)
+        except SchemaMismatch as exc:  # an old, unversioned graph whose vectors have another dimension
+            raise ConfigurationError(f"{exc} (`zapomni migrate status` shows what is stored)") from None
+        await wait_for_indexes(client)
+        try:
+            await stores.maintenance.claim_embedder(self._embedder.name, self._embedder.dimension)
+        except SchemaMismatch as exc:
+            raise ConfigurationError(
+                f"{exc}. Use the embedder that built it (ZAPOMNI_EMBEDDER / EMBEDDING_MODEL), point "
+                "ZAPOMNI_DATA_DIR or GRAPH_NAME at a new store, or re-embed the stored memories with the "
+                "configured embedder: stop every Zapomni server on this store, then run `zapomni migrate reembed`."
+            ) from None
+        await repair_vector_index(client, self._schema)
+        removed = await stores.maintenance.remove_orphan_chunks(time.time() - ORPHAN_GRACE_S)
+        if removed:
+            log.warning("db.orphans_removed", workspace=name, chunks=removed)
+        await _backfill_content_hashes(stores)
+        await stores.maintenance.prune_changes()
+        keyword_index = SyncedBm25Index(stores.search)
+        await keyword_index.sync()  # built from the stored term counts before the first search
+        log.info("workspace.opened", workspace=name, duration_ms=round((time.perf_counter() - started) * 1000, 1))
+        return Workspace(name, stores, keyword_index, self._search_for(stores, keyword_index))
+
+
+async def _backfill_content_hashes(stores: GraphStores) -> None:
+    """Memories stored before deduplication existed get their content hash (once)."""
+    while batch := await stores.maintenance.memories_without_hash(_HASH_BACKFILL_BATCH):
+        await stores.maintenance.set_content_hashes([(mid, content_hash(text)) for mid, text in batch])

@@ -1,0 +1,168 @@
+"""The one write pipeline — split → count terms → embed → rows — used by add, update and import."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from zapomni_core.chunking import Chunker
+from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate
+from zapomni_core.embedders import CachedEmbedder
+from zapomni_core.errors import ShuttingDown
+from zapomni_core.models import MemoryMetadata, parse_iso8601
+from zapomni_core.search.analyzer import Analyzer, TermCounts
+from zapomni_db import ChunkRow, MemoryRecord, StoredChunk
+
+log = structlog.get_logger(__name__)
+
+# Chunks embedded per step: between two steps an add checks for cancellation and the shutdown
+# deadline, and reports progress (a few seconds of work at most).
+EMBED_SLICE = 64
+
+
+def content_hash(text: str) -> str:
+    """The identity of a text for deduplication: whitespace runs collapsed, ends trimmed."""
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def memory_record(
+    memory_id: str,
+    text: str,
+    metadata: MemoryMetadata | None,
+    *,
+    created_at: float,
+    updated_at: float | None = None,
+) -> MemoryRecord:
+    """The stored form of a memory; add, update and import build it the same way."""
+    date = metadata.date if metadata else None
+    return MemoryRecord(
+        id=memory_id,
+        text=text,
+        created_at=created_at,
+        updated_at=updated_at,
+        content_hash=content_hash(text),
+        tags=list(metadata.tags) if metadata else [],
+        source=metadata.source if metadata else None,
+        date=date,
+        date_ts=parse_iso8601(date).timestamp() if date else created_at,
+        metadata_json=json.dumps(metadata.extra() if metadata else {}, sort_keys=True),
+    )
+
+
+@dataclass(frozen=True)
+class Split:
+    """A text cut into chunks, with each chunk's keyword statistics."""
+
+    pieces: list[str]
+    counts: list[TermCounts]
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    keep: list[str]  # chunk ids left as they are
+    drop: list[str]  # chunk ids removed
+    new: list[ChunkRow]  # chunks created
+    embedded: int  # of `new`, how many needed a fresh vector
+
+
+class WritePipeline:
+    def __init__(
+        self,
+        chunker: Chunker,
+        analyzer: Analyzer,
+        embedder: CachedEmbedder,
+        shutdown: ShutdownGate,
+    ) -> None:
+        self._chunker = chunker
+        self._analyzer = analyzer
+        self._embedder = embedder
+        self._shutdown = shutdown
+
+    def split(self, text: str) -> Split:
+        pieces = self._chunker.split(text)
+        return Split(pieces, [self._analyzer.count(piece) for piece in pieces])
+
+    def count(self, pieces: Sequence[str]) -> list[TermCounts]:
+        return [self._analyzer.count(piece) for piece in pieces]
+
+    async def split_async(self, text: str) -> Split:
+        return await asyncio.to_thread(self.split, text)
+
+    async def embed(self, pieces: Sequence[str], ctx: RequestContext = NO_CONTEXT) -> list[list[float]]:
+        """Vectors for `pieces`, a slice at a time; raises ShuttingDown past the shutdown deadline."""
+        vectors: list[list[float]] = []
+        for start in range(0, len(pieces), EMBED_SLICE):
+            ctx.check_cancelled()
+            if self._shutdown.expired():
+                log.warning("memory.add_abandoned", reason="shutdown grace period over", chunks=len(pieces))
+                raise ShuttingDown("the server shut down before this memory was embedded; nothing was stored")
+            vectors.extend(await self._embedder.embed_documents(pieces[start : start + EMBED_SLICE]))
+            if len(pieces) > EMBED_SLICE:
+                await ctx.progress(len(vectors), len(pieces), "embedding chunks")
+        return vectors
+
+    async def rows(self, text: str, ctx: RequestContext = NO_CONTEXT) -> list[ChunkRow]:
+        """A new memory's chunks, embedded."""
+        split = await self.split_async(text)
+        vectors = await self.embed(split.pieces, ctx)
+        return chunk_rows(split.pieces, vectors, split.counts)
+
+    async def plan_update(self, text: str, old: Sequence[StoredChunk], ctx: RequestContext = NO_CONTEXT) -> UpdatePlan:
+        """Chunks for `text` given the memory's current ones: unchanged chunks stay, the rest are redone.
+
+        A chunk whose text is unchanged at the same position is kept as it is. One whose text is
+        unchanged but moved is written anew with its old vector (a Chunk is never modified in
+        place, see zapomni_db._cypher); only chunks with new text are embedded.
+        """
+        split = await self.split_async(text)
+        by_position = {c.index: c for c in old}
+        vectors_by_text = {c.text: c.embedding for c in old}
+        keep: list[str] = []
+        todo = [i for i, piece in enumerate(split.pieces) if piece not in vectors_by_text]
+        fresh = dict(zip(todo, await self.embed([split.pieces[i] for i in todo], ctx), strict=True))
+        new: list[ChunkRow] = []
+        for i, piece in enumerate(split.pieces):
+            current = by_position.get(i)
+            if current is not None and current.text == piece:
+                keep.append(current.id)
+                continue
+            vector = fresh[i] if i in fresh else vectors_by_text[piece]
+            new.append(_row(new_id(), i, piece, vector, split.counts[i]))
+        kept = set(keep)
+        return UpdatePlan(keep=keep, drop=[c.id for c in old if c.id not in kept], new=new, embedded=len(todo))
+
+
+def chunk_rows(
+    pieces: Sequence[str],
+    vectors: Sequence[list[float]],
+    term_counts: Sequence[TermCounts],
+    ids: Sequence[str] | None = None,
+) -> list[ChunkRow]:
+    """A memory's chunks in order; fresh ids unless `ids` are given (an import keeps the exported ones)."""
+    chunk_ids = list(ids) if ids is not None else [new_id() for _ in pieces]
+    return [
+        _row(chunk_id, i, piece, vector, counts)
+        for i, (chunk_id, piece, vector, counts) in enumerate(zip(chunk_ids, pieces, vectors, term_counts, strict=True))
+    ]
+
+
+def _row(chunk_id: str, index: int, text: str, vector: list[float], counts: TermCounts) -> ChunkRow:
+    return ChunkRow(
+        id=chunk_id,
+        index=index,
+        text=text,
+        embedding=vector,
+        terms=counts.terms,
+        counts=counts.counts,
+        length=counts.length,
+    )

@@ -1,0 +1,164 @@
+"""Housekeeping of one graph: counts, the embedder claim, re-embedding, crash leftovers, the change log."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from zapomni_db.client import GraphClient
+from zapomni_db.errors import SchemaMismatch
+from zapomni_db.records import Counts, EmbedderClaim, ReembedState
+from zapomni_db.schema import current_version
+
+# Change-log entries older than this are pruned; a process whose keyword index is further behind
+# (idle that long while others deleted) rebuilds its index from the store.
+CHANGE_LOG_KEEP_S = 15 * 60.0
+
+
+class Maintenance:
+    def __init__(self, client: GraphClient) -> None:
+        self._client = client
+
+    async def counts(self) -> Counts:
+        rows = await self._client.ro_query("MATCH (m:Memory) RETURN count(m), sum(m.chunk_count)")
+        return Counts(memories=int(rows[0][0]), chunks=int(rows[0][1] or 0)) if rows else Counts(0, 0)
+
+    async def remove_orphan_chunks(self, older_than_ts: float) -> int:
+        """Delete chunks no Memory links to, written before `older_than_ts` (a crashed large write)."""
+        rows = await self._client.query(
+            "MATCH (c:Chunk) WHERE c.created_at < $cutoff AND NOT (c)<-[:HAS_CHUNK]-(:Memory) DELETE c RETURN count(c)",
+            {"cutoff": older_than_ts},
+        )
+        return int(rows[0][0]) if rows else 0
+
+    async def prune_changes(self, now: float | None = None) -> int:
+        """Drop change-log entries older than `CHANGE_LOG_KEEP_S`, remembering how far the log was cut."""
+        rows = await self._client.query(
+            "MATCH (x:Change) WHERE x.at < $cutoff WITH max(x.seq) AS top, collect(x) AS old "
+            "WHERE size(old) > 0 MATCH (q:Sequence {id: 'chunks'}) "
+            "SET q.pruned_upto = CASE WHEN coalesce(q.pruned_upto, 0) > top THEN q.pruned_upto ELSE top END "
+            "WITH old UNWIND old AS x DELETE x RETURN count(x)",
+            {"cutoff": (now or time.time()) - CHANGE_LOG_KEEP_S},
+        )
+        return int(rows[0][0]) if rows else 0
+
+    async def memories_without_hash(self, limit: int) -> list[tuple[str, str]]:
+        """(id, text) of memories stored before content hashes were recorded."""
+        rows = await self._client.ro_query(
+            "MATCH (m:Memory) WHERE m.content_hash IS NULL RETURN m.id, m.text LIMIT $limit", {"limit": limit}
+        )
+        return [(row[0], row[1]) for row in rows]
+
+    async def set_content_hashes(self, hashes: Sequence[tuple[str, str]]) -> None:
+        # Memory nodes are not vector-indexed: setting a property on them is safe.
+        await self._client.query(
+            "UNWIND $rows AS r MATCH (m:Memory {id: r[0]}) SET m.content_hash = r[1]",
+            {"rows": [list(pair) for pair in hashes]},
+        )
+
+    async def database_size_bytes(self) -> int:
+        info = await self._client.command("INFO", "memory")
+        return int(info.get("used_memory", 0)) if isinstance(info, dict) else 0
+
+    async def schema_version(self) -> int:
+        return await current_version(self._client)
+
+    async def claim_embedder(self, model: str, dimension: int) -> None:
+        """Record the embedder that builds this graph; refuse a different one."""
+        rows = await self._client.query(
+            "MERGE (e:EmbedderInfo {id: 'embedder'}) "
+            "ON CREATE SET e.model = $model, e.dimension = $dimension, e.created_at = timestamp() "
+            "RETURN e.model, e.dimension",
+            {"model": model, "dimension": dimension},
+        )
+        stored_model, stored_dimension = rows[0][0], int(rows[0][1])
+        if (stored_model, stored_dimension) != (model, dimension):
+            raise SchemaMismatch(
+                f"this graph was built with the embedder {stored_model} ({stored_dimension}-d), "
+                f"but {model} ({dimension}-d) is configured"
+            )
+
+    # -- re-embedding (`zapomni migrate reembed`) ----------------------------------------------
+
+    async def stored_embedder(self) -> EmbedderClaim | None:
+        """The embedder this graph is claimed by, or None before the first start."""
+        rows = await self._client.ro_query("MATCH (e:EmbedderInfo {id: 'embedder'}) RETURN e.model, e.dimension")
+        return EmbedderClaim(model=rows[0][0], dimension=int(rows[0][1])) if rows else None
+
+    async def reembed_state(self) -> ReembedState | None:
+        """The re-embed in progress, if one started and has not finished; the engine must not open meanwhile."""
+        rows = await self._client.ro_query(
+            "MATCH (r:Reembed {id: 'reembed'}) RETURN r.model, r.dimension, r.started_at"
+        )
+        if not rows:
+            return None
+        model, dimension, started_at = rows[0]
+        return ReembedState(model=model, dimension=int(dimension), started_at=float(started_at))
+
+    async def begin_reembed(self, model: str, dimension: int, now: float) -> tuple[ReembedState, bool]:
+        """Mark a re-embed to `model` as in progress; the flag is True when none was before this call.
+
+        A run that resumes keeps its start time; one that resumes with another target model takes
+        that model (chunks are skipped only when they already carry the new one).
+        """
+        rows = await self._client.query(
+            "OPTIONAL MATCH (old:Reembed {id: 'reembed'}) WITH count(old) = 0 AS fresh "
+            "MERGE (r:Reembed {id: 'reembed'}) ON CREATE SET r.started_at = $now "
+            "SET r.model = $model, r.dimension = $dimension RETURN r.started_at, fresh",
+            {"model": model, "dimension": dimension, "now": now},
+        )
+        started_at, fresh = rows[0]
+        return ReembedState(model=model, dimension=dimension, started_at=float(started_at)), bool(fresh)
+
+    async def abandon_reembed(self) -> None:
+        """Remove the in-progress mark of a re-embed that never touched a chunk."""
+        await self._client.query("MATCH (r:Reembed {id: 'reembed'}) DELETE r")
+
+    async def stored_chunks(self) -> int:
+        """Every Chunk node, linked or not (0 for a graph that does not exist yet)."""
+        rows = await self._client.ro_query("MATCH (c:Chunk) RETURN count(c)")
+        return int(rows[0][0]) if rows else 0
+
+    async def reembedded_chunks(self, model: str) -> int:
+        """Chunks whose vector a re-embed to `model` has already written."""
+        rows = await self._client.ro_query(
+            "MATCH (c:Chunk) WHERE c.embedding_model = $model RETURN count(c)", {"model": model}
+        )
+        return int(rows[0][0]) if rows else 0
+
+    async def chunk_ids_to_reembed(self, model: str, *, after: str, limit: int) -> list[str]:
+        """Up to `limit` ids, in id order after `after`, of chunks whose vector is not from `model` yet."""
+        rows = await self._client.ro_query(
+            "MATCH (c:Chunk) WHERE c.id > $after AND (c.embedding_model IS NULL OR c.embedding_model <> $model) "
+            "RETURN c.id ORDER BY c.id LIMIT $limit",
+            {"model": model, "after": after, "limit": limit},
+        )
+        return [row[0] for row in rows]
+
+    async def chunk_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        rows = await self._client.ro_query(
+            "UNWIND $ids AS cid MATCH (c:Chunk {id: cid}) RETURN c.id, c.text", {"ids": list(ids)}
+        )
+        return {row[0]: row[1] for row in rows}
+
+    async def set_chunk_embeddings(self, model: str, vectors: dict[str, list[float]]) -> int:
+        """Replace chunk vectors and tag them with `model` in one SET; returns the chunks updated.
+
+        Only with the vector index dropped: a SET on an indexed Chunk re-inserts it into the HNSW
+        index and leaves a stale copy behind.
+        """
+        rows = await self._client.query(
+            "UNWIND $rows AS r MATCH (c:Chunk {id: r.id}) "
+            "SET c.embedding = vecf32(r.embedding), c.embedding_model = $model RETURN count(c)",
+            {"model": model, "rows": [{"id": cid, "embedding": vector} for cid, vector in vectors.items()]},
+        )
+        return int(rows[0][0]) if rows else 0
+
+    async def finish_reembed(self, model: str, dimension: int) -> None:
+        """Claim the graph for the new embedder and clear the in-progress mark, in one (atomic) query."""
+        await self._client.query(
+            "MERGE (e:EmbedderInfo {id: 'embedder'}) ON CREATE SET e.created_at = timestamp() "
+            "SET e.model = $model, e.dimension = $dimension, e.reembedded_at = timestamp() "
+            "WITH e OPTIONAL MATCH (r:Reembed {id: 'reembed'}) DELETE r",
+            {"model": model, "dimension": dimension},
+        )

@@ -1,0 +1,160 @@
+"""Writes of memories and their chunks: insert (deduplicated), update, delete, metadata merge.
+
+Every write that changes which chunks exist takes the next sequence number and, for removed or
+replaced chunks, leaves a `(:Change {seq, added, removed, at})` entry of chunk ids only (no text),
+which other processes' keyword indexes read to catch up. Changes are pruned after a while
+(`Maintenance.prune_changes`); a process that fell further behind rebuilds its index.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from zapomni_db._cypher import CHUNK_PROPERTIES, NEXT_SEQ
+from zapomni_db.client import GraphClient
+from zapomni_db.records import ChunkRow, MemoryRecord
+
+# A single query this size stays well inside FalkorDB's comfortable parameter payload
+# (500 chunks x 384 floats); bigger writes put their chunks in first, in batches, unlinked.
+WRITE_BATCH = 500
+
+_MEMORY_PROPERTIES = (
+    "{id: $memory_id, text: $text, created_at: $created_at, updated_at: $updated_at, tags: $tags, "
+    "source: $source, date: $date, date_ts: $date_ts, metadata: $metadata, chunk_count: $chunk_count, "
+    "content_hash: $content_hash, seq: seq}"
+)
+# Nothing is created when a memory with the same content hash exists: two processes adding the
+# same text at once store it once (FalkorDB runs one write query at a time).
+_IF_NEW = "OPTIONAL MATCH (dup:Memory {content_hash: $content_hash}) WITH count(dup) AS dups WHERE dups = 0 "
+_INSERT_WHOLE = (
+    f"{_IF_NEW}{NEXT_SEQ}CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m UNWIND $chunks AS c "
+    f"CREATE (m)-[:HAS_CHUNK]->(:Chunk {CHUNK_PROPERTIES}) WITH m, count(*) AS n RETURN m.id"
+)
+_STAGE_CHUNKS = f"UNWIND $chunks AS c CREATE (:Chunk {CHUNK_PROPERTIES})"
+_INSERT_LINK = (
+    f"{_IF_NEW}{NEXT_SEQ}CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m "
+    "MATCH (c:Chunk {memory_id: $memory_id}) WHERE NOT (c)<-[:HAS_CHUNK]-() CREATE (m)-[:HAS_CHUNK]->(c) "
+    "WITH m, count(*) AS n RETURN m.id"
+)
+_DROP_STAGED = "MATCH (c:Chunk {memory_id: $memory_id}) WHERE NOT (c)<-[:HAS_CHUNK]-() DELETE c"
+
+_SET_FIELDS = (
+    "m.text = $text, m.tags = $tags, m.source = $source, m.date = $date, m.date_ts = $date_ts, "
+    "m.metadata = $metadata, m.content_hash = $content_hash, m.updated_at = $updated_at"
+)
+# One query: readers see the old memory or the new one, never a mix. A large update's chunks were
+# staged (unlinked) beforehand and are linked here; a small one's are created here.
+_UPDATE = (
+    "MATCH (m:Memory {id: $memory_id}) "
+    "MERGE (q:Sequence {id: 'chunks'}) SET q.value = coalesce(q.value, 0) + 1 WITH m, q.value AS seq "
+    f"SET {_SET_FIELDS}, m.chunk_count = $chunk_count "
+    "WITH m, seq OPTIONAL MATCH (m)-[:HAS_CHUNK]->(old:Chunk) WHERE old.id IN $drop DETACH DELETE old "
+    "WITH DISTINCT m, seq CREATE (:Change {seq: seq, removed: $drop, added: $added, at: $now}) "
+    "WITH m OPTIONAL MATCH (s:Chunk {memory_id: $memory_id}) WHERE s.id IN $staged AND NOT (s)<-[:HAS_CHUNK]-() "
+    "FOREACH (x IN CASE WHEN s IS NULL THEN [] ELSE [s] END | CREATE (m)-[:HAS_CHUNK]->(x)) "
+    f"WITH DISTINCT m FOREACH (c IN $chunks | CREATE (m)-[:HAS_CHUNK]->(:Chunk {CHUNK_PROPERTIES})) RETURN m.id"
+)
+_UPDATE_FIELDS = f"MATCH (m:Memory {{id: $memory_id}}) SET {_SET_FIELDS} RETURN m.id"
+
+_DELETE = (
+    f"{NEXT_SEQ}UNWIND $ids AS mid MATCH (m:Memory {{id: mid}}) OPTIONAL MATCH (m)-[:HAS_CHUNK]->(c:Chunk) "
+    "WITH seq, collect(DISTINCT m) AS ms, collect(c) AS cs, collect(c.id) AS cids, collect(DISTINCT m.id) AS mids "
+    "CREATE (:Change {seq: seq, removed: cids, added: [], at: $now}) "
+    "WITH ms + cs AS doomed, mids UNWIND doomed AS n DETACH DELETE n WITH mids, count(n) AS gone RETURN mids, gone"
+)
+
+
+class MemoryWrites:
+    """Creates, changes and removes `Memory` and `Chunk` nodes in one graph."""
+
+    def __init__(self, client: GraphClient) -> None:
+        self._client = client
+
+    async def insert(self, memory: MemoryRecord, chunks: Sequence[ChunkRow]) -> bool:
+        """Store a memory with its chunks, whole or not at all; False when its content hash is taken.
+
+        Small memories go in one query (atomic in FalkorDB). Large ones write their chunks in
+        batches first and create the Memory node and its HAS_CHUNK edges last: searches only
+        reach chunks through a Memory, so a half-written memory is invisible, and
+        `Maintenance.remove_orphan_chunks` clears what a crash left behind.
+        """
+        params = _memory_params(memory, len(chunks))
+        rows = [_chunk_param(c) for c in chunks]
+        if len(rows) <= WRITE_BATCH:
+            return bool(await self._client.query(_INSERT_WHOLE, {**params, "chunks": rows}))
+        await self._stage(memory.id, memory.created_at, rows)
+        if await self._client.query(_INSERT_LINK, params):
+            return True
+        await self._client.query(_DROP_STAGED, {"memory_id": memory.id})
+        return False
+
+    async def update(
+        self, memory: MemoryRecord, *, keep: Sequence[str], drop: Sequence[str], new: Sequence[ChunkRow]
+    ) -> bool:
+        """Replace a memory's fields and changed chunks in one query; False when it no longer exists.
+
+        `keep` are chunk ids left untouched, `drop` those removed, `new` the chunks created.
+        """
+        params = {
+            **_memory_params(memory, len(keep) + len(new)),
+            "drop": list(drop),
+            "added": [c.id for c in new],
+            "now": time.time(),
+        }
+        rows = [_chunk_param(c) for c in new]
+        staged: list[str] = []
+        if len(rows) > WRITE_BATCH:
+            await self._stage(memory.id, memory.created_at, rows)
+            staged, rows = [r["id"] for r in rows], []
+        done = bool(await self._client.query(_UPDATE, {**params, "chunks": rows, "staged": staged}))
+        if not done and staged:
+            await self._client.query(_DROP_STAGED, {"memory_id": memory.id})
+        return done
+
+    async def update_fields(self, memory: MemoryRecord) -> bool:
+        """Change only the Memory node's own fields: its chunks, and so every index, stay as they are."""
+        return bool(await self._client.query(_UPDATE_FIELDS, _memory_params(memory, 0)))
+
+    async def delete(self, memory_ids: Sequence[str]) -> list[str]:
+        """Delete these memories and their chunks (from every index); return the ids that existed."""
+        if not memory_ids:
+            return []
+        rows = await self._client.query(_DELETE, {"ids": list(memory_ids), "now": time.time()})
+        return list(rows[0][0]) if rows else []
+
+    async def _stage(self, memory_id: str, created_at: float, rows: list[dict[str, Any]]) -> None:
+        for start in range(0, len(rows), WRITE_BATCH):
+            await self._client.query(
+                _STAGE_CHUNKS,
+                {"memory_id": memory_id, "created_at": created_at, "chunks": rows[start : start + WRITE_BATCH]},
+            )
+
+
+def _memory_params(memory: MemoryRecord, chunk_count: int) -> dict[str, Any]:
+    return {
+        "memory_id": memory.id,
+        "text": memory.text,
+        "created_at": memory.created_at,
+        "tags": list(memory.tags),
+        "source": memory.source,
+        "date": memory.date,
+        "date_ts": memory.date_ts,
+        "metadata": memory.metadata_json,
+        "chunk_count": chunk_count,
+        "content_hash": memory.content_hash,
+        "updated_at": memory.updated_at if memory.updated_at is not None else memory.created_at,
+    }
+
+
+def _chunk_param(chunk: ChunkRow) -> dict[str, Any]:
+    return {
+        "id": chunk.id,
+        "idx": chunk.index,
+        "text": chunk.text,
+        "embedding": chunk.embedding,
+        "terms": chunk.terms,
+        "counts": chunk.counts,
+        "length": chunk.length,
+    }

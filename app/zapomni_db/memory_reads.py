@@ -1,0 +1,145 @@
+"""Reads of memories as a user sees them: one, a page, those matching filters, and export pages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from zapomni_db._cypher import FILTER
+from zapomni_db.client import GraphClient
+from zapomni_db.records import MemoryInfo, PageKey, SearchFilter, StoredChunk, StoredMemory
+from zapomni_db.schema import current_version
+
+# Characters of the text a page brings back per memory: enough for a preview, never a whole 10 MB text.
+PAGE_TEXT_CHARS = 400
+
+_STORED = f"{MemoryInfo.PROJECTION}, m.text, m.metadata, m.content_hash, m.seq"
+# Keyset pagination on (creation time in whole microseconds, id), which never change: adds and
+# deletes while a client pages neither shift nor repeat what it has not seen yet. The key is an
+# integer computed in the database because FalkorDB returns doubles with 15 significant digits:
+# a returned created_at is not the stored one, and a cursor built from it would repeat or skip.
+# The comparison and order come from this fixed table, never from user input.
+_KEY = "toInteger(m.created_at * 1000000)"
+_PAGE = {
+    order: (
+        f"MATCH (m:Memory) WHERE {FILTER} WITH m, {_KEY} AS key "
+        f"WHERE $after_key IS NULL OR key {op} $after_key OR (key = $after_key AND m.id {op} $after_id) "
+        f"RETURN {MemoryInfo.PROJECTION}, substring(m.text, 0, {PAGE_TEXT_CHARS}), key "
+        f"ORDER BY key {direction}, m.id {direction} LIMIT $limit"
+    )
+    for order, op, direction in (("newest", "<", "DESC"), ("oldest", ">", "ASC"))
+}
+
+
+class MemoryReads:
+    def __init__(self, client: GraphClient) -> None:
+        self._client = client
+
+    async def get(self, memory_id: str) -> StoredMemory | None:
+        rows = await self._client.ro_query(f"MATCH (m:Memory {{id: $id}}) RETURN {_STORED}", {"id": memory_id})
+        return _stored(rows[0]) if rows else None
+
+    async def by_content_hash(self, content_hash: str) -> StoredMemory | None:
+        rows = await self._client.ro_query(
+            f"MATCH (m:Memory {{content_hash: $hash}}) RETURN {_STORED} LIMIT 1", {"hash": content_hash}
+        )
+        return _stored(rows[0]) if rows else None
+
+    async def page(
+        self, filters: SearchFilter, *, order: Literal["newest", "oldest"], after: PageKey | None, limit: int
+    ) -> list[tuple[MemoryInfo, str, PageKey]]:
+        """Up to `limit` memories after `after` in `order`, each with the start of its text and its page key."""
+        rows = await self._client.ro_query(
+            _PAGE[order],
+            {
+                **filters.as_params(),
+                "after_key": after.created_us if after else None,
+                "after_id": after.memory_id if after else None,
+                "limit": limit,
+            },
+        )
+        w = MemoryInfo.WIDTH
+        return [(MemoryInfo.from_row(row), row[w] or "", PageKey(int(row[w + 1]), row[0])) for row in rows]
+
+    async def matching_ids(self, filters: SearchFilter) -> list[str]:
+        """Ids of the memories that pass `filters`, oldest first."""
+        rows = await self._client.ro_query(
+            f"MATCH (m:Memory) WHERE {FILTER} RETURN m.id ORDER BY m.created_at, m.id", filters.as_params()
+        )
+        return [row[0] for row in rows]
+
+    async def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        """Those of `ids` that name a stored memory."""
+        rows = await self._client.ro_query(
+            "UNWIND $ids AS mid MATCH (m:Memory {id: mid}) RETURN m.id", {"ids": list(ids)}
+        )
+        return {row[0] for row in rows}
+
+    async def chunks(self, memory_id: str) -> list[StoredChunk]:
+        """A memory's chunks with their vectors, in order."""
+        return await self.chunks_of([memory_id])
+
+    # -- export pages ---------------------------------------------------------------------------
+
+    async def count_memories(self) -> int:
+        rows = await self._client.ro_query("MATCH (m:Memory) RETURN count(m)")
+        return int(rows[0][0]) if rows else 0
+
+    async def schema_version(self) -> int:
+        return await current_version(self._client)
+
+    async def latest_sequence(self) -> int:
+        rows = await self._client.ro_query("MATCH (q:Sequence {id: 'chunks'}) RETURN q.value")
+        return int(rows[0][0]) if rows else 0
+
+    async def memories_between(self, after: int, upto: int) -> list[StoredMemory]:
+        """Memories with `after < seq <= upto`, in `seq` order (the order they became visible)."""
+        rows = await self._client.ro_query(
+            f"MATCH (m:Memory) WHERE m.seq > $after AND m.seq <= $upto RETURN {_STORED} ORDER BY m.seq",
+            {"after": after, "upto": upto},
+        )
+        return [_stored(row) for row in rows]
+
+    async def chunks_of(self, memory_ids: Sequence[str]) -> list[StoredChunk]:
+        """Every chunk of `memory_ids` (with its vector), by memory id then idx."""
+        rows = await self._client.ro_query(
+            "UNWIND $ids AS mid MATCH (m:Memory {id: mid})-[:HAS_CHUNK]->(c:Chunk) "
+            "RETURN m.id, c.id, c.idx, c.text, c.embedding ORDER BY m.id, c.idx",
+            {"ids": list(memory_ids)},
+        )
+        return [_stored_chunk(row) for row in rows]
+
+    async def chunk_range(self, memory_id: str, from_index: int, to_index: int) -> list[StoredChunk]:
+        """The chunks of one memory with `from_index <= idx < to_index`, in idx order.
+
+        A query of its own: an optional bound (`$hi IS NULL OR ...`) made FalkorDB 5x slower here.
+        """
+        rows = await self._client.ro_query(
+            "MATCH (m:Memory {id: $id})-[:HAS_CHUNK]->(c:Chunk) WHERE c.idx >= $lo AND c.idx < $hi "
+            "RETURN m.id, c.id, c.idx, c.text, c.embedding ORDER BY c.idx",
+            {"id": memory_id, "lo": from_index, "hi": to_index},
+        )
+        return [_stored_chunk(row) for row in rows]
+
+    async def linked_chunk_ids(self, ids: Sequence[str]) -> set[str]:
+        """Those of `ids` that name a chunk of a stored memory (unlinked leftovers of a crash do not count)."""
+        rows = await self._client.ro_query(
+            "UNWIND $ids AS cid MATCH (c:Chunk {id: cid})<-[:HAS_CHUNK]-(:Memory) RETURN DISTINCT c.id",
+            {"ids": list(ids)},
+        )
+        return {row[0] for row in rows}
+
+
+def _stored(row: list[Any]) -> StoredMemory:
+    w = MemoryInfo.WIDTH
+    return StoredMemory(
+        info=MemoryInfo.from_row(row),
+        text=row[w],
+        metadata_json=row[w + 1] or "{}",
+        content_hash=row[w + 2],
+        seq=int(row[w + 3] or 0),
+    )
+
+
+def _stored_chunk(row: list[Any]) -> StoredChunk:
+    return StoredChunk(memory_id=row[0], id=row[1], index=int(row[2]), text=row[3], embedding=list(row[4] or []))

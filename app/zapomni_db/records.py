@@ -1,0 +1,164 @@
+"""What the stores take and return. A memory's listed fields are declared once, in `MemoryInfo`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """A memory to write."""
+
+    id: str
+    text: str
+    created_at: float
+    content_hash: str
+    tags: list[str] = field(default_factory=list)
+    source: str | None = None
+    date: str | None = None
+    # Seconds since the epoch of `date` when given, else of `created_at`: what date filters use.
+    date_ts: float = 0.0
+    metadata_json: str = "{}"
+    updated_at: float | None = None
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: str
+    index: int
+    text: str
+    embedding: list[float]
+    # Keyword-index statistics, computed once at write time: distinct terms, their counts, length.
+    terms: list[str] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    length: int = 0
+
+
+@dataclass(frozen=True)
+class MemoryInfo:
+    """The fields every listing of a memory carries (search hits, pages, details, exports)."""
+
+    id: str
+    tags: list[str]
+    source: str | None
+    date: str | None
+    created_at: float
+    updated_at: float
+    chunk_count: int
+
+    # The Cypher projection that `from_row` reads, for a memory bound to `m`.
+    PROJECTION = "m.id, m.tags, m.source, m.date, m.created_at, coalesce(m.updated_at, m.created_at), m.chunk_count"
+    WIDTH = 7
+
+    @classmethod
+    def from_row(cls, row: list[Any], start: int = 0) -> MemoryInfo:
+        r = row[start : start + cls.WIDTH]
+        return cls(
+            id=r[0],
+            tags=list(r[1] or []),
+            source=r[2],
+            date=r[3],
+            created_at=float(r[4]),
+            updated_at=float(r[5]),
+            chunk_count=int(r[6] or 0),
+        )
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    """A memory as stored, without its chunks: what get_memory and an export read."""
+
+    info: MemoryInfo
+    text: str
+    metadata_json: str
+    content_hash: str | None
+    seq: int
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    memory_id: str
+    id: str
+    index: int
+    text: str
+    embedding: list[float]
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    """A chunk found by either search leg, with its memory and its cosine distance to the query vector."""
+
+    memory: MemoryInfo
+    chunk_id: str
+    text: str
+    distance: float
+
+
+@dataclass(frozen=True)
+class ChunkTerms:
+    chunk_id: str
+    terms: list[str]
+    counts: list[int]
+    length: int
+
+
+@dataclass(frozen=True)
+class IndexChanges:
+    """What the keyword index must apply to catch up with the store between two sequence numbers."""
+
+    added: list[ChunkTerms]
+    removed: list[str]
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    tags: list[str] | None = None
+    source: str | None = None
+    date_from_ts: float | None = None
+    date_to_ts: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return (
+            bool(self.tags) or self.source is not None or self.date_from_ts is not None or self.date_to_ts is not None
+        )
+
+    def as_params(self) -> dict[str, Any]:
+        return {
+            "tags": self.tags or None,
+            "source": self.source,
+            "date_from": self.date_from_ts,
+            "date_to": self.date_to_ts,
+        }
+
+
+@dataclass(frozen=True)
+class PageKey:
+    """Where a page of memories continues: after this (creation time in microseconds, id) in the page's order."""
+
+    created_us: int
+    memory_id: str
+
+
+@dataclass(frozen=True)
+class Counts:
+    memories: int
+    chunks: int
+
+
+@dataclass(frozen=True)
+class EmbedderClaim:
+    """The `(:EmbedderInfo)` record: which embedder's vectors the graph holds."""
+
+    model: str
+    dimension: int
+
+
+@dataclass(frozen=True)
+class ReembedState:
+    """The `(:Reembed)` record of a re-embed that started and has not finished."""
+
+    model: str
+    dimension: int
+    started_at: float

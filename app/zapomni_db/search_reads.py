@@ -1,0 +1,92 @@
+"""What the search legs read: vector neighbours, chunks by id, and the changes the keyword index catches up on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from zapomni_db._cypher import FILTER
+from zapomni_db.client import GraphClient
+from zapomni_db.records import ChunkHit, ChunkTerms, IndexChanges, MemoryInfo, SearchFilter
+
+_HIT = f"{MemoryInfo.PROJECTION}, node.id, node.text, distance"
+_VECTOR_SEARCH = (
+    "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($vector)) YIELD node, score "
+    f"MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WHERE {FILTER} "
+    f"WITH m, node, score AS distance RETURN {_HIT} ORDER BY distance ASC, node.id ASC LIMIT $limit"
+)
+# Keyword candidates come ranked from the in-process BM25 index; this applies the filters and
+# brings the cosine distance along so every hit has a similarity. Chunks deleted meanwhile (by
+# this process or another) are simply not found.
+_FETCH_CHUNKS = (
+    "UNWIND $ids AS cid MATCH (node:Chunk {id: cid}) WITH node MATCH (node)<-[:HAS_CHUNK]-(m:Memory) "
+    f"WHERE {FILTER} WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
+)
+_TERMS = "c.id, c.terms, c.term_counts, c.term_length"
+
+
+class SearchReads:
+    def __init__(self, client: GraphClient) -> None:
+        self._client = client
+
+    async def vector_search(self, vector: list[float], *, k: int, limit: int, filters: SearchFilter) -> list[ChunkHit]:
+        """The `limit` nearest chunks among the `k` nearest in the index that pass `filters`."""
+        rows = await self._client.ro_query(
+            _VECTOR_SEARCH, {"vector": vector, "k": k, "limit": limit, **filters.as_params()}
+        )
+        return [_hit(row) for row in rows]
+
+    async def fetch_chunks(self, ids: Sequence[str], vector: list[float], *, filters: SearchFilter) -> list[ChunkHit]:
+        """The chunks among `ids` that pass `filters`, in the order of `ids`."""
+        rows = await self._client.ro_query(_FETCH_CHUNKS, {"ids": list(ids), "vector": vector, **filters.as_params()})
+        by_id = {hit.chunk_id: hit for hit in map(_hit, rows)}
+        return [by_id[i] for i in ids if i in by_id]
+
+    async def indexed_chunks(self) -> int:
+        """Chunk nodes in the vector index, linked or not: the ceiling for a vector query's k."""
+        rows = await self._client.ro_query("MATCH (c:Chunk) RETURN count(c)")
+        return int(rows[0][0]) if rows else 0
+
+    async def sequence(self) -> tuple[int, int]:
+        """The latest change's number, and the number up to which the change log was pruned."""
+        rows = await self._client.ro_query("MATCH (q:Sequence {id: 'chunks'}) RETURN q.value, q.pruned_upto")
+        return (int(rows[0][0]), int(rows[0][1] or 0)) if rows else (0, 0)
+
+    async def changes_between(self, after: int, upto: int) -> IndexChanges:
+        """Chunks that appeared and chunk ids that went away with `after < seq <= upto`.
+
+        Memories made visible in the window bring all their current chunks; updates bring the
+        chunks they added (those still stored). Chunk ids are never reused, so applying additions
+        first and removals second is right whatever happened in between.
+        """
+        window = {"after": after, "upto": upto}
+        new_memories = await self._client.ro_query(
+            "MATCH (m:Memory) WHERE m.seq > $after AND m.seq <= $upto "
+            f"MATCH (m)-[:HAS_CHUNK]->(c:Chunk) RETURN {_TERMS}",
+            window,
+        )
+        changes = await self._client.ro_query(
+            "MATCH (x:Change) WHERE x.seq > $after AND x.seq <= $upto RETURN x.added, x.removed", window
+        )
+        added_ids = [cid for added, _ in changes for cid in (added or [])]
+        updated = (
+            await self._client.ro_query(
+                f"UNWIND $ids AS cid MATCH (c:Chunk {{id: cid}})<-[:HAS_CHUNK]-(:Memory) RETURN {_TERMS}",
+                {"ids": added_ids},
+            )
+            if added_ids
+            else []
+        )
+        return IndexChanges(
+            added=[_terms(row) for row in (*new_memories, *updated)],
+            removed=[cid for _, removed in changes for cid in (removed or [])],
+        )
+
+
+def _terms(row: list[Any]) -> ChunkTerms:
+    return ChunkTerms(chunk_id=row[0], terms=list(row[1] or []), counts=list(row[2] or []), length=int(row[3] or 0))
+
+
+def _hit(row: list[Any]) -> ChunkHit:
+    w = MemoryInfo.WIDTH
+    return ChunkHit(memory=MemoryInfo.from_row(row), chunk_id=row[w], text=row[w + 1], distance=float(row[w + 2]))

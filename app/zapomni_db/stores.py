@@ -1,0 +1,24 @@
+"""The stores of one graph (one workspace), built together on one client."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zapomni_db.client import GraphClient
+from zapomni_db.maintenance import Maintenance
+from zapomni_db.memories import MemoryWrites
+from zapomni_db.memory_reads import MemoryReads
+from zapomni_db.search_reads import SearchReads
+
+
+@dataclass(frozen=True)
+class GraphStores:
+    client: GraphClient
+    writes: MemoryWrites
+    reads: MemoryReads
+    search: SearchReads
+    maintenance: Maintenance
+
+    @classmethod
+    def on(cls, client: GraphClient) -> GraphStores:
+        return cls(client, MemoryWrites(client), MemoryReads(client), SearchReads(client), Maintenance(client))

@@ -1,0 +1,28 @@
+"""get_memory: one memory in full."""
+
+from __future__ import annotations
+
+import mcp_types as types
+
+from zapomni_core import RequestContext
+from zapomni_core.models import GetMemoryRequest, MemoryDetail
+from zapomni_mcp.registry import Tool
+
+
+class GetMemoryTool(Tool[GetMemoryRequest, MemoryDetail]):
+    name = "get_memory"
+    description = "One memory in full by its id: the whole text, its metadata, chunk count and timestamps."
+    input_model = GetMemoryRequest
+    output_model = MemoryDetail
+    annotations = types.ToolAnnotations(title="Get memory", read_only_hint=True, idempotent_hint=True)
+
+    async def execute(self, arguments: GetMemoryRequest, ctx: RequestContext) -> MemoryDetail:
+        return await self.core.get_memory(arguments)
+
+    def render(self, result: MemoryDetail) -> str:
+        labels = ", ".join(filter(None, [result.source, *result.tags]))
+        return (
+            f"Memory {result.memory_id} in {result.workspace!r}"
+            f"{f' [{labels}]' if labels else ''}, added {result.created_at}, updated {result.updated_at}, "
+            f"{result.chunk_count} chunk(s):\n{result.text}"
+        )

@@ -1,0 +1,37 @@
+"""update_memory: correct a memory's text or metadata, keeping its id."""
+
+from __future__ import annotations
+
+import mcp_types as types
+
+from zapomni_core import RequestContext
+from zapomni_core.models import UpdateMemoryRequest, UpdateMemoryResult
+from zapomni_mcp.registry import Tool
+
+
+class UpdateMemoryTool(Tool[UpdateMemoryRequest, UpdateMemoryResult]):
+    name = "update_memory"
+    description = (
+        "Change a memory's text and/or metadata; the id stays. New metadata replaces the old as a whole "
+        "(give every tag you want to keep). A metadata-only change re-embeds nothing; a text change "
+        "re-embeds only the chunks whose text changed. Searches see the old memory or the new one, never a mix."
+    )
+    input_model = UpdateMemoryRequest
+    output_model = UpdateMemoryResult
+    annotations = types.ToolAnnotations(
+        title="Update memory", read_only_hint=False, destructive_hint=True, idempotent_hint=True
+    )
+
+    async def execute(self, arguments: UpdateMemoryRequest, ctx: RequestContext) -> UpdateMemoryResult:
+        return await self.core.update_memory(arguments, ctx)
+
+    def render(self, result: UpdateMemoryResult) -> str:
+        if not result.text_changed and not result.metadata_changed:
+            return f"Memory {result.memory_id} already says that; nothing changed."
+        changed = " and ".join(
+            n for n, c in (("text", result.text_changed), ("metadata", result.metadata_changed)) if c
+        )
+        return (
+            f"Updated the {changed} of memory {result.memory_id}: {result.chunk_count} chunk(s), "
+            f"{result.chunks_embedded} re-embedded, {result.chunks_kept} kept."
+        )

@@ -1,0 +1,48 @@
+"""list_workspaces and delete_workspace: the separate memory spaces of one store."""
+
+from __future__ import annotations
+
+import mcp_types as types
+
+from zapomni_core import RequestContext
+from zapomni_core.models import (
+    WORKSPACE_RULE,
+    DeleteWorkspaceRequest,
+    DeleteWorkspaceResult,
+    NoArguments,
+    WorkspaceList,
+)
+from zapomni_mcp.registry import Tool
+
+
+class ListWorkspacesTool(Tool[NoArguments, WorkspaceList]):
+    name = "list_workspaces"
+    description = (
+        "The workspaces in this store with their memory and chunk counts, and the default one. Every other "
+        f"tool takes an optional workspace ({WORKSPACE_RULE}); a workspace is created by its first add_memory."
+    )
+    input_model = NoArguments
+    output_model = WorkspaceList
+    annotations = types.ToolAnnotations(title="List workspaces", read_only_hint=True, idempotent_hint=True)
+
+    async def execute(self, arguments: NoArguments, ctx: RequestContext) -> WorkspaceList:
+        return await self.core.list_workspaces()
+
+    def render(self, result: WorkspaceList) -> str:
+        lines = [f"{len(result.workspaces)} workspace(s); default: {result.default!r}"]
+        lines += [f"- {w.name}: {w.memories} memories, {w.chunks} chunks" for w in result.workspaces]
+        return "\n".join(lines)
+
+
+class DeleteWorkspaceTool(Tool[DeleteWorkspaceRequest, DeleteWorkspaceResult]):
+    name = "delete_workspace"
+    description = "Delete a workspace and every memory in it, irreversibly. confirm must repeat the name exactly."
+    input_model = DeleteWorkspaceRequest
+    output_model = DeleteWorkspaceResult
+    annotations = types.ToolAnnotations(title="Delete workspace", read_only_hint=False, destructive_hint=True)
+
+    async def execute(self, arguments: DeleteWorkspaceRequest, ctx: RequestContext) -> DeleteWorkspaceResult:
+        return await self.core.delete_workspace(arguments)
+
+    def render(self, result: DeleteWorkspaceResult) -> str:
+        return f"Deleted workspace {result.name!r}: {result.deleted_memories} memories, {result.deleted_chunks} chunks."
