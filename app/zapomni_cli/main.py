@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Sequence
@@ -96,13 +95,6 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _serve(settings: Settings) -> int:
-    from zapomni_mcp.serve import serve  # the MCP SDK loads only for this command
+    from zapomni_mcp.serve import run  # the MCP SDK loads only for this command
 
-    try:
-        asyncio.run(serve(settings))
-    except KeyboardInterrupt:
-        pass
-    except ZapomniError as exc:
-        print(f"zapomni serve: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run(settings)

@@ -106,7 +106,8 @@ class MemoryWrites:
         rows = [_chunk_param(c) for c in new]
         staged: list[str] = []
         if len(rows) > WRITE_BATCH:
-            await self._stage(memory.id, memory.created_at, rows)
+            # Staged now, so the start-up sweep of crash leftovers (older than an hour) leaves them be.
+            await self._stage(memory.id, params["now"], rows)
             staged, rows = [r["id"] for r in rows], []
         done = bool(await self._client.query(_UPDATE, {**params, "chunks": rows, "staged": staged}))
         if not done and staged:

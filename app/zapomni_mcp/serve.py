@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sys
 from collections.abc import Callable
@@ -11,12 +12,24 @@ from typing import Any
 import anyio
 import structlog
 
-from zapomni_core import RuntimeInfo, Settings, open_core, package_version
+from zapomni_core import RuntimeInfo, Settings, ZapomniError, open_core, package_version
 from zapomni_mcp.server import build_server
 from zapomni_mcp.tools import build_registry
 from zapomni_mcp.transport import stdio_transport
 
 log = structlog.get_logger(__name__)
+
+
+def run(settings: Settings) -> int:
+    """Serve until the client goes away or a signal arrives; the exit status (1: could not start)."""
+    try:
+        asyncio.run(serve(settings))
+    except KeyboardInterrupt:
+        pass
+    except ZapomniError as exc:
+        print(f"zapomni serve: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 async def serve(settings: Settings) -> None:

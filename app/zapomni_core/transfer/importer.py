@@ -6,7 +6,6 @@ import asyncio
 import json
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import BinaryIO
@@ -32,7 +31,7 @@ from zapomni_core.transfer.format import (
     TransferProgress,
 )
 from zapomni_core.workspaces import Workspace, Workspaces
-from zapomni_core.writes import WritePipeline, chunk_rows, memory_record
+from zapomni_core.writes import WritePipeline, chunk_rows, memory_record, new_id
 
 log = structlog.get_logger(__name__)
 
@@ -40,8 +39,6 @@ log = structlog.get_logger(__name__)
 IMPORT_BATCH_MEMORIES = 100
 IMPORT_BATCH_CHUNKS = 512
 IMPORT_BATCH_BYTES = 8 * 1024 * 1024
-# Chunks embedded per call while re-embedding (the engine's slice for one add).
-EMBED_SLICE = 64
 # First pass: ids looked up in the store per round trip.
 CHECK_BATCH_IDS = 2000
 
@@ -400,7 +397,7 @@ class _Writer:
                 plans.append(
                     _Planned(
                         parsed,
-                        ids=[c.id or _new_id() for c in chunks],
+                        ids=[c.id or new_id() for c in chunks],
                         pieces=pieces,
                         counts=self._target.writer.count(pieces),
                         vectors=[c.embedding for c in chunks],
@@ -417,13 +414,7 @@ class _Writer:
     async def _embed_missing(self, planned: list[_Planned]) -> None:
         missing = [(plan, i) for plan in planned for i, v in enumerate(plan.vectors) if v is None]
         self.chunks_from_file += sum(len(plan.vectors) for plan in planned) - len(missing)
-        for start in range(0, len(missing), EMBED_SLICE):
-            part = missing[start : start + EMBED_SLICE]
-            vectors = await self._target.embedder.embed_documents([plan.pieces[i] for plan, i in part])
-            for (plan, i), vector in zip(part, vectors, strict=True):
-                plan.vectors[i] = vector
+        vectors = await self._target.writer.embed([plan.pieces[i] for plan, i in missing])
+        for (plan, i), vector in zip(missing, vectors, strict=True):
+            plan.vectors[i] = vector
         self.chunks_embedded += len(missing)
-
-
-def _new_id() -> str:
-    return str(uuid.uuid4())
