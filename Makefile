@@ -44,6 +44,7 @@ lint: $(STAMP)  ## static checks (ruff)
 
 bench: $(STAMP)  ## run the benchmarks (~40 min on 2 cores); results go to bench/results/
 	$(BIN)/python -m bench.quality
+	$(BIN)/python -m bench.relevance
 	$(BIN)/python -m bench.scale
 	$(BIN)/python -m bench.foundation
 	$(BIN)/python -m bench.index_repair

@@ -49,6 +49,50 @@ def test_quality_bench_reports_every_mode_and_baseline(tmp_path: Path) -> None:
     assert out.with_suffix(".png").stat().st_size > 1000
 
 
+def write_locomo(path: Path) -> None:
+    """Two tiny conversations in LoCoMo's format; the last question is of a category left out."""
+    lines = [
+        "I adopted a cat named Milo.",
+        "My sister marries in June.",
+        "We hiked in the Alps.",
+        "I'm allergic to peanuts.",
+    ]
+    turns = [{"speaker": "A", "dia_id": f"D1:{i + 1}", "text": t} for i, t in enumerate(lines)]
+    qa = [
+        {"question": "What is the cat called?", "answer": "Milo", "evidence": ["D1:1"], "category": 1},
+        {"question": "Where did they go hiking?", "answer": "Alps", "evidence": ["D1:3"], "category": 4},
+        {"question": "Any allergies?", "answer": "peanuts", "evidence": ["D1:4"], "category": 5},
+    ]
+    conversation = {"speaker_a": "A", "speaker_b": "B", "session_1_date_time": "1 May 2023", "session_1": turns}
+    path.write_text(json.dumps([{"sample_id": f"c{i}", "conversation": conversation, "qa": qa} for i in range(2)]))
+
+
+def test_relevance_bench_calibrates_the_floor_and_reports_test_with_and_without(tmp_path: Path) -> None:
+    write_beir(tmp_path / "beir")
+    write_locomo(tmp_path / "locomo.json")
+    out = tmp_path / "relevance.md"
+    done = run_module(
+        "bench.relevance",
+        *("--data-dir", str(tmp_path / "beir"), "--locomo", str(tmp_path / "locomo.json")),
+        *("--output", str(out), "--json", str(tmp_path / "r.json")),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["sweep_matches_pipeline"] is True
+    assert str(report["chosen_floor"]) in report["sweep"]
+    without, with_rule = report["test"]["without"], report["test"]["with"]
+    assert set(without) == set(with_rule) == {"vector", "keyword", "hybrid"}
+    assert without["vector"]["mean_results_limit100"] == 40, "without the rule the vector leg pads the limit"
+    assert with_rule["vector"]["mean_results_limit100"] < 40
+    assert with_rule["keyword"] == {**without["keyword"], "relevant_dropped": 0.0}, "keyword hits always stay"
+    assert report["locomo_questions"] == 4
+    assert report["locomo"]["0.0"]["hybrid"]["recall10"] == 1.0
+    assert len(report["unrelated"]) == 2, "questions asked of a store that cannot answer them, both ways"
+    for by_floor in report["unrelated"].values():
+        assert by_floor["0.0"]["vector"]["mean_results"] > by_floor["0.4"]["vector"]["mean_results"]
+    assert "## Test (reported)" in out.read_text()
+
+
 def test_quality_bench_says_clearly_when_the_data_is_missing(tmp_path: Path) -> None:
     done = run_module("bench.quality", "--data-dir", str(tmp_path / "nothing"))
     assert done.returncode == 2

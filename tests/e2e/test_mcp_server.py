@@ -61,11 +61,20 @@ async def test_store_search_filter_and_count(data_dir: Path, tmp_path: Path) -> 
             assert result.structured_content["results"][0]["memory_id"] == ids[1]
             assert "orchids" in result.content[0].text  # the readable block says the same
 
-            infra = await call(session, "search_memory", {"query": "birthday", "filters": {"tags": ["infra"]}})
+            # Filters restrict what both legs may return; unrelated results are asked for here, so the
+            # filter alone decides (by default "birthday" finds nothing relevant among infra notes).
+            unrelated = {"include_unrelated": True}
+            infra = await call(
+                session, "search_memory", {"query": "birthday", "filters": {"tags": ["infra"]}, **unrelated}
+            )
             assert {r["memory_id"] for r in infra["results"]} == {ids[0], ids[2]}
-            dated = await call(session, "search_memory", {"query": "x", "filters": {"date_to": "2024-12-31"}})
+            relevant = await call(session, "search_memory", {"query": "birthday", "filters": {"tags": ["infra"]}})
+            assert relevant["results"] == []
+            dated = await call(
+                session, "search_memory", {"query": "x", "filters": {"date_to": "2024-12-31"}, **unrelated}
+            )
             assert [r["memory_id"] for r in dated["results"]] == [ids[1]]
-            limited = await call(session, "search_memory", {"query": "infrastructure", "limit": 1})
+            limited = await call(session, "search_memory", {"query": "infrastructure", "limit": 1, **unrelated})
             assert limited["count"] == 1
 
             stats = await call(session, "get_stats")

@@ -101,7 +101,7 @@ async def test_a_killed_server_loses_no_acknowledged_write(data_dir: Path) -> No
             victim.process.wait()
         finally:
             victim.kill()
-        result = await survivor.call_tool("search_memory", {"query": "who wrote this?"})
+        result = await survivor.call_tool("search_memory", {"query": "who wrote this?", "include_unrelated": True})
         assert result.structured_content["count"] == 1
     assert wait_for(lambda: not server_pids(data_dir))
     assert await stored_memories(data_dir) == 1

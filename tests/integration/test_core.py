@@ -39,7 +39,10 @@ async def add(core: ZapomniCore, text: str, **metadata: object) -> str:
 
 
 async def search(core: ZapomniCore, query: str, limit: int = 10, **filters: object) -> list[str]:
-    request = SearchRequest.model_validate({"query": query, "limit": limit, "filters": filters or None})
+    """Memory ids in rank order; unrelated results included, so filters alone decide what may come back."""
+    request = SearchRequest.model_validate(
+        {"query": query, "limit": limit, "filters": filters or None, "include_unrelated": True}
+    )
     return [hit.memory_id for hit in (await core.search(request)).results]
 
 
@@ -58,7 +61,7 @@ async def test_search_finds_the_right_memory_first(core: ZapomniCore, facts: dic
 
 
 async def test_results_carry_scores_and_metadata(core: ZapomniCore, facts: dict[str, str]) -> None:
-    result = await core.search(SearchRequest(query="Eiffel Tower", limit=3))
+    result = await core.search(SearchRequest(query="Eiffel Tower", limit=3, include_unrelated=True))
     top = result.results[0]
     assert top.memory_id == facts["paris"]
     assert top.text == FACTS["paris"][0]
@@ -67,6 +70,10 @@ async def test_results_carry_scores_and_metadata(core: ZapomniCore, facts: dict[
     assert all(0.0 <= s <= 1.0 for s in scores)
     assert scores == sorted(scores, reverse=True)
     assert top.similarity_score > 0.5 > scores[-1]
+    # By default the unrelated memories (low similarity, no word in common) are left out.
+    assert [hit.memory_id for hit in (await core.search(SearchRequest(query="Eiffel Tower", limit=3))).results] == [
+        facts["paris"]
+    ]
 
 
 async def test_filters_narrow_the_results(core: ZapomniCore, facts: dict[str, str]) -> None:

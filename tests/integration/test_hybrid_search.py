@@ -107,3 +107,25 @@ async def test_both_legs_see_the_same_chunks_after_adds_and_a_restart(settings: 
             request = SearchRequest(query="zebra0 zebra1 zebra2 shared marker", limit=100, mode=mode, all_chunks=True)
             found = {r.chunk_id for r in (await core.search(request)).results}
             assert found == before, mode
+
+
+async def test_unrelated_memories_do_not_pad_the_results(core: ZapomniCore) -> None:
+    """Issue 9: "database" within one tag used to return an allergy note at similarity 0.000."""
+
+    async def add(text: str, tag: str) -> str:
+        request = AddMemoryRequest.model_validate({"text": text, "metadata": {"tags": [tag]}})
+        return (await core.add_memory(request)).memory_id
+
+    postgres = await add("We keep user sessions in PostgreSQL with a read replica.", "work")
+    allergy = await add("Alice is allergic to peanuts and shellfish.", "work")
+    insurance = await add("Remember to renew the car insurance before March.", "work")
+    await add("The database backup runs every night at two.", "home")
+    for mode in ("hybrid", "vector"):
+        request = {"query": "database", "mode": mode, "filters": {"tags": ["work"]}}
+        found = (await core.search(SearchRequest.model_validate(request))).results
+        assert [r.memory_id for r in found] == [postgres], mode
+        padded = (await core.search(SearchRequest.model_validate({**request, "include_unrelated": True}))).results
+        assert padded[0].memory_id == postgres, mode
+        assert {r.memory_id for r in padded[1:]} == {allergy, insurance}, mode
+    keyword = SearchRequest.model_validate({"query": "database", "mode": "keyword", "filters": {"tags": ["work"]}})
+    assert (await core.search(keyword)).results == []
