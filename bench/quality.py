@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import DATA_DIR, load_scifact, mean_ndcg, progress, read_jsonl, read_qrels
+from bench.common import DATA_DIR, SciFact, load_scifact, mean_ndcg, progress, read_jsonl, read_qrels
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
@@ -73,6 +73,18 @@ def train_queries(data_dir: Path) -> tuple[list[str], list[str], dict[str, dict[
             ids.append(str(query["_id"]))
             texts.append(str(query["text"]))
     return ids, texts, qrels
+
+
+def query_splits(
+    data_dir: Path, data: SciFact
+) -> tuple[list[str], list[str], list[str], list[str], dict[str, dict[str, int]]]:
+    """Test ids and texts, train ids and texts, train qrels; with a partial corpus (smoke runs) only the
+    queries whose relevant documents are present."""
+    train_ids, train_texts, train_qrels = train_queries(data_dir)
+    known = set(data.doc_ids)
+    test = [(q, t) for q, t in zip(data.query_ids, data.query_texts, strict=True) if set(data.qrels[q]) & known]
+    train = [(q, t) for q, t in zip(train_ids, train_texts, strict=True) if set(train_qrels[q]) & known]
+    return [q for q, _ in test], [t for _, t in test], [q for q, _ in train], [t for _, t in train], train_qrels
 
 
 async def ingest(core: ZapomniCore, doc_ids: list[str], texts: list[str]) -> tuple[dict[str, str], float]:
@@ -139,13 +151,7 @@ def exact_cosine_rankings(doc_ids: list[str], texts: list[str], queries: list[st
 
 async def run(data_dir: Path, limit_docs: int | None, workdir: Path) -> tuple[Quality, dict[str, tuple[float, float]]]:
     data = load_scifact(data_dir, limit_docs)
-    train_ids, train_texts, train_qrels = train_queries(data_dir)
-    known = set(data.doc_ids)
-    # With a partial corpus (smoke runs) keep only queries whose relevant documents are present.
-    test = [(q, t) for q, t in zip(data.query_ids, data.query_texts, strict=True) if set(data.qrels[q]) & known]
-    train = [(q, t) for q, t in zip(train_ids, train_texts, strict=True) if set(train_qrels[q]) & known]
-    test_ids, test_texts = [q for q, _ in test], [t for _, t in test]
-    tr_ids, tr_texts = [q for q, _ in train], [t for _, t in train]
+    test_ids, test_texts, tr_ids, tr_texts, train_qrels = query_splits(data_dir, data)
 
     quality = Quality(test_queries=len(test_ids))
     base = {"ZAPOMNI_DATA_DIR": workdir, "ZAPOMNI_APPENDFSYNC": "everysec", "LOG_LEVEL": "WARNING"}

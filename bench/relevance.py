@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import DATA_DIR, REPO_ROOT, load_scifact, mean_ndcg
-from bench.quality import ingest, recall_at_100, train_queries
+from bench.quality import ingest, query_splits, recall_at_100
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_core.models import SearchRequest
@@ -283,13 +283,7 @@ async def locomo_sweep(
 
 async def run(data_dir: Path, limit_docs: int | None, workdir: Path, locomo: Path | None) -> Report:
     data = load_scifact(data_dir, limit_docs)
-    train_ids, train_texts, train_qrels = train_queries(data_dir)
-    known = set(data.doc_ids)
-    # With a partial corpus (smoke runs) keep only queries whose relevant documents are present.
-    test = [(q, t) for q, t in zip(data.query_ids, data.query_texts, strict=True) if set(data.qrels[q]) & known]
-    train = [(q, t) for q, t in zip(train_ids, train_texts, strict=True) if set(train_qrels[q]) & known]
-    test_ids, test_texts = [q for q, _ in test], [t for _, t in test]
-    tr_ids, tr_texts = [q for q, _ in train], [t for _, t in train]
+    test_ids, test_texts, tr_ids, tr_texts, train_qrels = query_splits(data_dir, data)
 
     conversations = load_locomo(locomo) if locomo is not None and locomo.is_file() else []
     locomo_questions = [q for conversation in conversations for q, _ in conversation.questions]
