@@ -131,5 +131,9 @@ def test_memory_ops_bench_measures_deletes_pages_and_workspaces(tmp_path: Path) 
     assert report["delete_1"]["p50"] > 0 and len(report["delete_1000"]["runs_ms"]) == 3
     assert set(report["list_page_20"]) >= {"first page, newest", "page in the middle", "tag filter (10% match)"}
     mechanism = report["workspace_mechanism"]
-    assert all(figures["mean_results"] == 10 for figures in mechanism.values())  # both designs find 10
+    # A workspace of its own holds 100 memories, so every search fills its limit of 10; the filtered
+    # design may find fewer (the HNSW walk runs out before 10 pass the filter).
+    assert mechanism["vector: graph per workspace"]["mean_results"] == 10
+    assert mechanism["hybrid: graph per workspace"]["mean_results"] == 10
+    assert all(0 < figures["mean_results"] <= 10 for figures in mechanism.values())
     assert "Workspace mechanism" in (tmp_path / "memory_ops.md").read_text()
