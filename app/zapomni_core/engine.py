@@ -294,16 +294,14 @@ class ZapomniCore:
 
     async def stats(self, request: StatsRequest | None = None) -> Stats:
         name = self.workspaces.resolve(request.workspace if request else None)
-        workspace = await self.workspaces.get(name, create=False)
-        counts = await workspace.stores.maintenance.counts() if workspace else None
-        default = await self.workspaces.get(None, create=True)
-        assert default is not None
+        maintenance = self.workspaces.stores(name).maintenance
+        counts = await maintenance.counts()
         return Stats(
             workspace=name,
-            total_memories=counts.memories if counts else 0,
-            total_chunks=counts.chunks if counts else 0,
+            total_memories=counts.memories,
+            total_chunks=counts.chunks,
             workspaces=len(await self.workspaces.names()),
-            database_size_mb=round(await default.stores.maintenance.database_size_bytes() / (1024 * 1024), 3),
+            database_size_mb=round(await maintenance.database_size_bytes() / (1024 * 1024), 3),
             graph_name=self._graph_name,
             embedder=self.embedder.name,
             embedding_dimension=self.embedder.dimension,
@@ -318,18 +316,12 @@ class ZapomniCore:
     async def list_workspaces(self) -> WorkspaceList:
         infos = []
         for name in await self.workspaces.names():
-            workspace = await self.workspaces.get(name, create=False)
-            counts = await workspace.stores.maintenance.counts() if workspace else None
-            infos.append(
-                WorkspaceInfo(
-                    name=name, memories=counts.memories if counts else 0, chunks=counts.chunks if counts else 0
-                )
-            )
+            counts = await self.workspaces.stores(name).maintenance.counts()
+            infos.append(WorkspaceInfo(name=name, memories=counts.memories, chunks=counts.chunks))
         return WorkspaceList(workspaces=infos, default=self.workspaces.default)
 
     async def delete_workspace(self, request: DeleteWorkspaceRequest) -> DeleteWorkspaceResult:
-        workspace = await self.workspaces.require(request.name)
-        counts = await workspace.stores.maintenance.counts()
+        counts = await (await self.workspaces.existing_stores(request.name)).maintenance.counts()
         with anyio.CancelScope(shield=True):
             await self.workspaces.drop(request.name)
         self.writes_committed += 1
@@ -341,8 +333,7 @@ class ZapomniCore:
     async def export_memories(self, out: TextIO, progress: transfer.ProgressFn | None = None) -> transfer.ExportReport:
         """Write every memory of every workspace to `out` as portable JSONL (docs/export-format.md)."""
         embedder = transfer.EmbedderInfo(self.embedder.name, self.embedder.dimension)
-        opened = [await self.workspaces.require(name) for name in await self.workspaces.names()]
-        sources = [transfer.ExportSource(w.name, w.stores.reads) for w in opened]
+        sources = [transfer.ExportSource(name, self.workspaces.stores(name)) for name in await self.workspaces.names()]
         return await transfer.export_memories(sources, embedder, out, progress, graph_name=self._graph_name)
 
     async def import_memories(

@@ -101,6 +101,19 @@ class Workspaces:
             raise NotFound(f"workspace {self.resolve(name)!r} does not exist (list_workspaces shows those that do)")
         return workspace
 
+    def stores(self, name: str | None) -> GraphStores:
+        """The stores of a workspace's graph without preparing it: for counting, sizing and exporting.
+
+        Reads of a graph that does not exist find nothing and create nothing; no keyword index is built.
+        """
+        return GraphStores.on(GraphClient(self._connection, graph_for(self._base, self.resolve(name))))
+
+    async def existing_stores(self, name: str) -> GraphStores:
+        """`stores(name)` of a workspace that exists, or NotFound naming it."""
+        if not await self._graph_exists(name):
+            raise NotFound(f"workspace {name!r} does not exist (list_workspaces shows those that do)")
+        return self.stores(name)
+
     async def names(self) -> list[str]:
         return await existing_workspaces(self._connection, self._base)
 

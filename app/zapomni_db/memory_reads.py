@@ -8,7 +8,6 @@ from typing import Any, Literal
 from zapomni_db._cypher import FILTER
 from zapomni_db.client import GraphClient
 from zapomni_db.records import MemoryInfo, PageKey, SearchFilter, StoredChunk, StoredMemory
-from zapomni_db.schema import current_version
 
 # Characters of the text a page brings back per memory: enough for a preview, never a whole 10 MB text.
 PAGE_TEXT_CHARS = 400
@@ -80,13 +79,6 @@ class MemoryReads:
         return await self.chunks_of([memory_id])
 
     # -- export pages ---------------------------------------------------------------------------
-
-    async def count_memories(self) -> int:
-        rows = await self._client.ro_query("MATCH (m:Memory) RETURN count(m)")
-        return int(rows[0][0]) if rows else 0
-
-    async def schema_version(self) -> int:
-        return await current_version(self._client)
 
     async def latest_sequence(self) -> int:
         rows = await self._client.ro_query("MATCH (q:Sequence {id: 'chunks'}) RETURN q.value")

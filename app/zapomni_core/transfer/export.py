@@ -20,7 +20,7 @@ from zapomni_core.transfer.format import (
     TransferError,
     TransferProgress,
 )
-from zapomni_db import MemoryReads, StoredChunk, StoredMemory
+from zapomni_db import GraphStores, MemoryReads, StoredChunk, StoredMemory
 from zapomni_db.version import package_version
 
 log = structlog.get_logger(__name__)
@@ -33,10 +33,10 @@ EXPORT_CHUNK_PAGE = 1000
 
 @dataclass(frozen=True)
 class ExportSource:
-    """One workspace to export: its name and its reads."""
+    """One workspace to export: its name and its stores."""
 
     workspace: str
-    reads: MemoryReads
+    stores: GraphStores
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ async def export_memories(
     started = time.perf_counter()
     total = 0
     for source in sources:
-        total += await source.reads.count_memories()
+        total += (await source.stores.maintenance.counts()).memories
     header = {
         "type": HEADER_TYPE,
         "format_version": FORMAT_VERSION,
@@ -71,12 +71,12 @@ async def export_memories(
         "zapomni_version": package_version(),
         "embedder": {"model": embedder.model, "dimension": embedder.dimension},
         "graph_name": graph_name,
-        "schema_version": await sources[0].reads.schema_version() if sources else 0,
+        "schema_version": await sources[0].stores.maintenance.schema_version() if sources else 0,
     }
     out.write(_dumps(header) + "\n")
     memories = chunks = 0
     for source in sources:
-        reads, workspace = source.reads, source.workspace
+        reads, workspace = source.stores.reads, source.workspace
         latest = await reads.latest_sequence()
         after = 0
         while after < latest:
