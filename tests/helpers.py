@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
+import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,3 +65,33 @@ async def all_chunk_ids(data_dir: Path, graph: str = "zapomni") -> set[str]:
     async with graph_client(data_dir, graph) as client:
         rows = await client.ro_query("MATCH (:Memory)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id")
     return {row[0] for row in rows}
+
+
+@contextmanager
+def mounted_tmpfs(size: str) -> Iterator[Path]:
+    """A fresh tmpfs of `size` (e.g. "32m") on a short path under /tmp: a real disk that fills up.
+
+    Needs root (the test machines run as root); elsewhere the test is skipped. Unmounted on exit,
+    lazily if something still holds it, so a failing test does not leave a mount behind.
+    """
+    import pytest
+
+    path = Path(tempfile.mkdtemp(prefix="zfs-", dir="/tmp"))
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)], check=False)
+    if mounted.returncode != 0:
+        path.rmdir()
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        yield path
+    finally:
+        if subprocess.run(["umount", str(path)], check=False, capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(path)], check=False)
+        path.rmdir()
+
+
+def fill_disk(path: Path, leave_bytes: int) -> Path:
+    """A file that takes all the free space on `path`'s disk but `leave_bytes`; delete it to free the space."""
+    filler = path / "filler"
+    with filler.open("wb") as out:
+        out.write(b"\0" * max(shutil.disk_usage(path).free - leave_bytes, 0))
+    return filler

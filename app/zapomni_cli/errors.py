@@ -39,6 +39,9 @@ FLAGS: dict[tuple[str, ...], str] = {
     ("filters", "source"): "--source",
     ("filters", "date_from"): "--date-from",
     ("filters", "date_to"): "--date-to",
+    ("job_id",): "JOB_ID",
+    ("wait_s",): "--wait",
+    ("state",): "--state",
 }
 
 # Field names inside messages about several fields at once ("date_from must not be later than date_to").
@@ -48,10 +51,11 @@ _WORDS = {
     "memory_ids": "IDs",
     "memory_id": "ID",
     "confirm": "--confirm",
+    "job_id": "JOB_ID",
 }
 _WORD_PATTERN = re.compile(r"\b(" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r")\b")
 # Fields whose offending value is worth quoting back (short, and the person may have typed several).
-_QUOTED = {"--tag", "ID"}
+_QUOTED = {"--tag", "ID", "JOB_ID"}
 
 
 class CliError(Exception):
@@ -103,7 +107,7 @@ def describe_engine_error(message: str, overrides: Mapping[str, str] | None = No
     """An engine error ("cursor: not a cursor this server made") with its leading field as the flag."""
     field, sep, rest = message.partition(": ")
     if sep and re.fullmatch(r"[a-z_]+", field):
-        if field == "memory_id":
+        if field in {"memory_id", "job_id"}:
             return in_cli_words(rest)  # "no memory <id> in workspace 'x'" names the memory already
         flag = flag_for((field,), overrides)
         if flag:
@@ -119,6 +123,8 @@ def _message(error: Mapping[str, Any], flag: str | None) -> str:
             return f"must be {WORKSPACE_RULE}{_got(error)}"
         if flag == "ID":
             return f"not a memory id{_got(error)}: give the id `add` printed, or its first 8 characters"
+        if flag == "JOB_ID":
+            return f"not a job id{_got(error)}: give the id list_jobs shows (its first 8 characters will do)"
     if kind == "string_too_short" and ctx.get("min_length") == 1:
         return "must not be empty"
     if kind == "string_too_long":

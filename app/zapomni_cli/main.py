@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from zapomni_cli import memory_commands
+from zapomni_cli import job_commands, memory_commands
 from zapomni_core import Settings, ZapomniError, package_version
 from zapomni_core.logs import configure_logging
 from zapomni_ops.cli import register as register_operator_commands
@@ -23,8 +23,10 @@ OPERATOR_COMMAND_LEVEL = "WARNING"
 VERBOSE_LEVEL = "INFO"
 
 EPILOG = """\
-Every memory command takes --workspace NAME and --json (exactly the tool's structured result on
-stdout, nothing else). Run `zapomni COMMAND --help` for a command's options.
+Every memory and job command takes --json (exactly the tool's structured result on stdout, nothing
+else), and those that act on one workspace take --workspace NAME. Background jobs (a large add's
+indexing) are run by `zapomni serve`; job_status, list_jobs and cancel_job follow them. Run
+`zapomni COMMAND --help` for a command's options.
 
 Logs are JSON lines on stderr, never on stdout. serve and health-server log at LOG_LEVEL (default
 INFO). Other commands log only errors (memory commands) or warnings (operator commands), unless
@@ -48,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("serve", help="run the MCP server on stdin/stdout (what MCP clients start)", parents=[common])
     memory_commands.register(commands, common)
+    job_commands.register(commands, common)
     register_operator_commands(commands)
     for subparser in {id(p): p for p in commands.choices.values()}.values():  # operator commands, once each
         if "--verbose" not in subparser._option_string_actions:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+from rich.console import Console
 
 from zapomni_cli import ids, render
 from zapomni_cli.errors import CliError, describe_engine_error, validate
@@ -53,26 +54,31 @@ class Command:
     prepare: Callable[[argparse.Namespace], Prepared]
     execute: Callable[[ZapomniCore, Prepared, argparse.Namespace], Awaitable[BaseModel]]
     scoped: bool = True  # takes --workspace
+    # How to print the result for people when it needs the arguments too (default: `render.render`).
+    show: Callable[[BaseModel, argparse.Namespace, Console], None] | None = None
 
 
 def register(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     for command in COMMANDS:
-        parser = commands.add_parser(
-            command.name,
-            aliases=list(command.aliases),
-            help=command.help,
-            description=command.help[:1].upper() + command.help[1:] + ".",
-            parents=[common],
-        )
-        command.configure(parser)
-        if command.scoped:
-            parser.add_argument(
-                "--workspace", metavar="NAME", help="the workspace to use (default: ZAPOMNI_WORKSPACE, or 'default')"
-            )
+        add_command(commands, common, command)
+
+
+def add_command(commands: argparse._SubParsersAction, common: argparse.ArgumentParser, command: Command) -> None:
+    """The subcommand (and its aliases) of one tool, with --workspace when scoped and --json."""
+    parser = commands.add_parser(
+        command.name,
+        aliases=list(command.aliases),
+        help=command.help,
+        description=command.help[:1].upper() + command.help[1:] + ".",
+        parents=[common],
+    )
+    command.configure(parser)
+    if command.scoped:
         parser.add_argument(
-            "--json", action="store_true", help="print exactly the structured result as JSON, nothing else"
+            "--workspace", metavar="NAME", help="the workspace to use (default: ZAPOMNI_WORKSPACE, or 'default')"
         )
-        parser.set_defaults(memory_command=command)
+    parser.add_argument("--json", action="store_true", help="print exactly the structured result as JSON, nothing else")
+    parser.set_defaults(memory_command=command)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -90,13 +96,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     if args.json:
         render.print_json(result)
+    elif command.show is not None:
+        command.show(result, args, render.console())
     else:
         render.render(result, render.console())
     return 0
 
 
 async def _execute(settings: Settings, command: Command, prepared: Prepared, args: argparse.Namespace) -> BaseModel:
-    async with open_core(settings) as (core, _info):
+    async with open_core(settings, background_jobs=False) as (core, _info):
         return await command.execute(core, prepared, args)
 
 

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from zapomni_core.jobs import CancelJobResult, JobInfo, JobList
 from zapomni_core.models import (
     AddMemoryResult,
     DeleteMemoryResult,
@@ -102,6 +103,18 @@ def _added(result: AddMemoryResult, out: Console) -> None:
         chunks = plural(result.chunks_created, "chunk")
         line = f"Stored memory {result.memory_id} in workspace {result.workspace!r} ({chunks})."
     _line(out, line)
+    if result.status != "indexed":
+        _line(out, memory_status(result.status, result.job_id))
+
+
+def memory_status(status: str, job_id: str | None) -> str:
+    """What a memory's status other than indexed means, and the command that says more."""
+    follow = f"`zapomni job_status {job_id}`" if job_id else "`zapomni list_jobs`"
+    if status == "indexing":
+        return f"indexing: not searchable until its job completes ({follow} follows it)"
+    if status == "failed":
+        return f"failed: its indexing job failed ({follow} says why); adding the text again retries"
+    return status
 
 
 def _search(result: SearchResult, out: Console) -> None:
@@ -130,7 +143,9 @@ def _page(result: MemoryPage, out: Console) -> None:
         _line(out, f"No memories in workspace {result.workspace!r}.")
     else:
         tags_width, source_width = _label_widths(out)
-        table = _table("id", "added")
+        # A status column only when a memory on the page is not (yet) searchable.
+        statuses = any(memory.status != "indexed" for memory in result.memories)
+        table = _table("id", "added", *(["status"] if statuses else []))
         _text_column(table)
         table.add_column("tags")
         table.add_column("source")
@@ -138,6 +153,7 @@ def _page(result: MemoryPage, out: Console) -> None:
             table.add_row(
                 short_id(memory.memory_id),
                 memory.created_at[:10],
+                *([memory.status] if statuses else []),
                 Text(clip(memory.preview, 120)),
                 Text(clip(", ".join(memory.tags), tags_width)),
                 Text(clip(memory.source or "", source_width)),
@@ -158,6 +174,8 @@ def _detail(result: MemoryDetail, out: Console) -> None:
         ("updated", result.updated_at),
         ("chunks", result.chunk_count),
     ]
+    if result.status != "indexed":
+        rows.append(("status", memory_status(result.status, result.job_id)))
     rows += sorted(result.metadata.items())
     width = max(len(field) for field, _value in rows)
     for field, value in rows:
@@ -220,6 +238,82 @@ def _workspace_deleted(result: DeleteWorkspaceResult, out: Console) -> None:
     _line(out, f"Deleted workspace {result.name!r}: {memories}, {plural(result.deleted_chunks, 'chunk')}.")
 
 
+def job_progress(job: JobInfo) -> str:
+    total = f"/{job.progress.total}" if job.progress.total is not None else ""
+    return f"{job.progress.done}{total} {job.progress.unit}"
+
+
+def _when(timestamp: str | None) -> str:
+    """An ISO 8601 time to the second, as a person reads it: 2024-05-01 13:45:07."""
+    return timestamp[:19].replace("T", " ") if timestamp else ""
+
+
+def _job(result: JobInfo, out: Console) -> None:
+    rows: list[tuple[str, str]] = [
+        ("job", result.job_id),
+        ("kind", result.kind),
+        ("workspace", result.workspace),
+        ("state", result.state),
+        ("progress", job_progress(result)),
+        ("memory", result.memory_id or ""),
+        ("message", result.message or ""),
+        ("counts", ", ".join(f"{key} {value}" for key, value in sorted(result.counts.items()))),
+        ("failed", plural(result.failed_items, "item") if result.failed_items else ""),
+        ("error", result.error or ""),
+        ("attempts", str(result.attempts)),
+        ("created", _when(result.created_at)),
+        ("started", _when(result.started_at)),
+        ("updated", _when(result.updated_at)),
+        ("finished", _when(result.finished_at)),
+    ]
+    shown = [(field, value) for field, value in rows if value]
+    width = max(len(field) for field, _value in shown)
+    for field, value in shown:
+        out.print(Text(f"{field:<{width}}  ", style="bold") + Text(value), soft_wrap=True)
+    for failure in result.failures:
+        _line(out, f"  {failure}")
+    if result.state == "pending":
+        _line(out, "A running Zapomni server (`zapomni serve`, as MCP clients start it) runs pending jobs.")
+
+
+def jobs(result: JobList, out: Console, state: str | None = None) -> None:
+    """list_jobs as a table; `state` is the filter it was asked for, to say what there is none of."""
+    if not result.jobs:
+        _line(out, f"No {state + ' ' if state else ''}jobs in workspace {result.workspace!r}.")
+        return
+    table = _table("id", "state", "progress", "created")
+    for column in table.columns:
+        column.no_wrap = True
+    # The note takes what is left, on one line: cut with an ellipsis, never wrapped.
+    table.add_column("note", ratio=1)
+    for job in result.jobs:
+        table.add_row(
+            short_id(job.job_id),
+            job.state,
+            job_progress(job),
+            _when(job.created_at)[:16],
+            Text(clip(_job_note(job)), no_wrap=True, overflow="ellipsis"),
+        )
+    out.print(table)
+
+
+def _job_note(job: JobInfo) -> str:
+    """The one thing worth knowing about a job in a list: why it failed, what it waits for, or its memory."""
+    failed = plural(job.failed_items, "failed item") if job.failed_items else ""
+    memory = f"memory {short_id(job.memory_id)}" if job.memory_id else ""
+    return job.error or job.message or "; ".join(filter(None, [failed, memory]))
+
+
+def _job_cancelled(result: CancelJobResult, out: Console) -> None:
+    job = result.job
+    if not result.cancelled:
+        _line(out, f"Job {job.job_id} had already ended ({job.state}): nothing was cancelled.")
+        return
+    _line(out, f"Cancelled job {job.job_id} ({job.kind}) in workspace {job.workspace!r}.")
+    if result.memory_deleted:
+        _line(out, f"Its add was withdrawn: memory {job.memory_id} was deleted.")
+
+
 _RENDERERS: dict[type[BaseModel], Callable[[Any, Console], None]] = {
     AddMemoryResult: _added,
     SearchResult: _search,
@@ -230,4 +324,7 @@ _RENDERERS: dict[type[BaseModel], Callable[[Any, Console], None]] = {
     Stats: _stats,
     WorkspaceList: _workspaces,
     DeleteWorkspaceResult: _workspace_deleted,
+    JobInfo: _job,
+    JobList: jobs,
+    CancelJobResult: _job_cancelled,
 }

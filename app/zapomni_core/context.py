@@ -17,11 +17,10 @@ import anyio
 import structlog
 
 from zapomni_core.errors import Cancelled
+from zapomni_core.progress import Progress, ProgressSink
 
 T = TypeVar("T")
 log = structlog.get_logger(__name__)
-# (done, total, message): total is None when unknown.
-ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -30,9 +29,9 @@ class RequestContext:
     progress_sink: ProgressSink | None = None
     cancelled: Callable[[], bool] = lambda: False
 
-    async def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+    async def progress(self, progress: Progress) -> None:
         if self.progress_sink is not None:
-            await self.progress_sink(done, total, message)
+            await self.progress_sink(progress)
 
     def check_cancelled(self) -> None:
         """Raise `Cancelled` if the caller gave up; called only before a write begins."""

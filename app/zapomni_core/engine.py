@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import BinaryIO, TextIO
 
 import anyio
@@ -15,8 +17,12 @@ from pydantic import ValidationError
 
 from zapomni_core import results, transfer
 from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate, until_committed
+from zapomni_core.disk import MB, DiskGuard, write_estimate
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import Conflict, NotFound, ShuttingDown
+from zapomni_core.faults import storage_faults
+from zapomni_core.jobs import JobService
+from zapomni_core.jobs.indexing import index_job
 from zapomni_core.models import (
     MAX_DELETE_IDS,
     AddMemoryRequest,
@@ -74,9 +80,17 @@ class ZapomniCore:
         writer: WritePipeline,
         shutdown: ShutdownGate,
         graph_name: str,
+        jobs: JobService,
+        wake_jobs: Callable[[], None],
+        background_add_bytes: int,
+        disk: DiskGuard,
     ) -> None:
         self.workspaces = workspaces
         self.embedder = embedder
+        self.jobs = jobs
+        self._wake_jobs = wake_jobs
+        self._background_add_bytes = background_add_bytes
+        self.disk = disk  # free space on the data directory's disk: checked before every add, update, import
         self._writer = writer
         self._graph_name = graph_name
         self._started = time.monotonic()
@@ -95,9 +109,40 @@ class ZapomniCore:
         A cancelled call (a client's `notifications/cancelled`) stops while embedding and stores
         nothing; once the database write has begun it completes. At shutdown, embedding stops at
         the grace deadline; a write never stops half way, so a memory is stored whole or not at all.
+        A text of `background_add_bytes` or more is stored at once and indexed by a job instead.
         """
         async with self._write_slot():
+            text_bytes = len(request.text.encode(errors="surrogatepass"))
+            await self.disk.ensure_writable(write_estimate(text_bytes, self.embedder.dimension))
+            if text_bytes >= self._background_add_bytes:
+                return await until_committed(lambda c: self._add_in_background(request), ctx, honour=lambda: False)
             return await until_committed(lambda c: self._add(request, c), ctx, honour=self._cancellable)
+
+    async def _add_in_background(self, request: AddMemoryRequest) -> AddMemoryResult:
+        """Store the text durably with a job that indexes it, and answer before any embedding."""
+        workspace = await self.workspaces.get(request.workspace, create=True)
+        assert workspace is not None
+        record = memory_record(new_id(), request.text, request.metadata, created_at=time.time())
+        existing = await workspace.stores.reads.by_content_hash(record.content_hash)
+        if existing is not None:
+            return await self._merge_duplicate(workspace, existing, request)
+        job = index_job(record.id)
+        if not await workspace.stores.writes.insert_pending(record, job):
+            existing = await workspace.stores.reads.by_content_hash(record.content_hash)
+            if existing is None:
+                raise Conflict("the memory changed while it was being stored; retry")
+            return await self._merge_duplicate(workspace, existing, request)
+        self.writes_committed += 1
+        self._wake_jobs()
+        log.info("memory.queued", workspace=workspace.name, memory_id=record.id, job_id=job.id, bytes=len(record.text))
+        return AddMemoryResult(
+            memory_id=record.id,
+            workspace=workspace.name,
+            chunks_created=0,
+            text_preview=results.preview(request.text),
+            status="indexing",
+            job_id=job.id,
+        )
 
     async def _add(self, request: AddMemoryRequest, ctx: RequestContext) -> AddMemoryResult:
         started = time.perf_counter()
@@ -144,18 +189,28 @@ class ZapomniCore:
                 updated_at=time.time(),
             )
             await workspace.stores.writes.update_fields(record)
-        log.info("memory.deduplicated", workspace=workspace.name, memory_id=existing.info.id, merged=merged is not None)
+        info = existing.info
+        if info.status == "failed":  # adding it again is the way to retry its indexing
+            job = index_job(info.id)
+            if await workspace.stores.writes.requeue(info.id, job):
+                info = replace(info, status="indexing", job_id=job.id)
+                self._wake_jobs()
+        log.info("memory.deduplicated", workspace=workspace.name, memory_id=info.id, merged=merged is not None)
         return AddMemoryResult(
-            memory_id=existing.info.id,
+            memory_id=info.id,
             workspace=workspace.name,
             chunks_created=0,
             deduplicated=True,
             text_preview=results.preview(existing.text),
+            status=info.status,  # type: ignore[arg-type]
+            job_id=info.job_id if info.status != "indexed" else None,
         )
 
     async def update_memory(self, request: UpdateMemoryRequest, ctx: RequestContext = NO_CONTEXT) -> UpdateMemoryResult:
         """Change a memory's text and/or metadata under the same id; readers see old or new, never a mix."""
         async with self._write_slot():
+            text_bytes = len(request.text.encode(errors="surrogatepass")) if request.text is not None else 0
+            await self.disk.ensure_writable(write_estimate(text_bytes, self.embedder.dimension))
             return await until_committed(lambda c: self._update(request, c), ctx, honour=self._cancellable)
 
     async def _update(self, request: UpdateMemoryRequest, ctx: RequestContext) -> UpdateMemoryResult:
@@ -163,6 +218,11 @@ class ZapomniCore:
         stored = await workspace.stores.reads.get(request.memory_id)
         if stored is None:
             raise NotFound(f"memory_id: no memory {request.memory_id} in workspace {workspace.name!r}")
+        if stored.info.status != "indexed":
+            raise Conflict(
+                f"memory_id: memory {stored.info.id} is {stored.info.status} (job {stored.info.job_id}); update it "
+                "once job_status says the job completed, or delete it and add it again"
+            )
         old_metadata = _metadata_of(stored)
         metadata = request.metadata if request.metadata is not None else old_metadata
         text_changed = request.text is not None and content_hash(request.text) != stored.content_hash
@@ -224,6 +284,8 @@ class ZapomniCore:
             with anyio.CancelScope(shield=True):  # a delete that began finishes
                 for start in range(0, len(targets), MAX_DELETE_IDS):
                     deleted += await writes.delete(targets[start : start + MAX_DELETE_IDS])
+                # A large add still being indexed: its job stops (its writes need the memory) and says why.
+                await workspace.stores.jobs.cancel_for_memories(deleted, "the memory was deleted")
             self.writes_committed += 1
             gone = set(deleted)
             not_found += [mid for mid in targets if mid not in gone]  # deleted by someone else meanwhile
@@ -296,6 +358,7 @@ class ZapomniCore:
         name = self.workspaces.resolve(request.workspace if request else None)
         maintenance = self.workspaces.stores(name).maintenance
         counts = await maintenance.counts()
+        disk = await asyncio.to_thread(self.disk.status)
         return Stats(
             workspace=name,
             total_memories=counts.memories,
@@ -308,7 +371,10 @@ class ZapomniCore:
             avg_query_latency_ms=self._latency.mean_ms,
             cache_hit_rate=self.embedder.hit_rate,
             cache_backend=self.embedder.cache.backend,
+            jobs=await self.jobs.counts(name),
             uptime_s=round(time.monotonic() - self._started, 3),
+            disk_free_mb=round(disk.free_bytes / MB, 1) if disk else None,
+            disk_warning=disk.warning if disk else None,
         )
 
     # -- workspaces -------------------------------------------------------------------------------
@@ -341,7 +407,10 @@ class ZapomniCore:
     ) -> transfer.ImportReport:
         """Store the memories of a JSONL export that this store lacks; a bad file changes nothing."""
         target = transfer.ImportTarget(self.workspaces, self.embedder, self._writer)
-        report = await transfer.import_memories(target, src, progress)
+        # The file's size stands in for what it adds: an export holds each vector as text too.
+        await self.disk.ensure_writable(_size_of(src))
+        with storage_faults(self.disk):
+            report = await transfer.import_memories(target, src, progress)
         self.writes_committed += report.imported
         return report
 
@@ -354,7 +423,8 @@ class ZapomniCore:
         self._writes_in_flight += 1
         self._writes_done.clear()
         try:
-            yield
+            with storage_faults(self.disk):  # a restarted or full database: a clear, retriable answer
+                yield
         finally:
             self._writes_in_flight -= 1
             if self._writes_in_flight == 0:
@@ -372,6 +442,14 @@ class ZapomniCore:
     async def drain(self) -> None:
         """Wait until every write already started has been stored or abandoned."""
         await self._writes_done.wait()
+
+
+def _size_of(src: BinaryIO) -> int:
+    """The bytes left to read in `src`, or 0 when it cannot tell (a pipe)."""
+    try:
+        return max(os.fstat(src.fileno()).st_size - src.tell(), 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
 
 
 def _search_filter(filters: SearchFilters | None) -> SearchFilter:

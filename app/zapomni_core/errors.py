@@ -37,3 +37,11 @@ class InvalidRequest(ZapomniError):
 
 class Cancelled(ZapomniError):
     """The caller cancelled the request before anything was written."""
+
+
+class StorageFull(ZapomniError):
+    """The data directory has too little free space; the write was refused and nothing was stored."""
+
+
+class DatabaseInterrupted(ZapomniError):
+    """The database restarted while a write was in flight; retrying it is safe (adds are idempotent)."""

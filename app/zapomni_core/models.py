@@ -30,6 +30,7 @@ WorkspaceName = Annotated[str, Field(pattern=WORKSPACE_PATTERN, description=f"Wo
 MemoryId = Annotated[
     str, Field(pattern=UUID_PATTERN, description="A memory's id, as add_memory returned it (a lowercase UUID).")
 ]
+MemoryStatus = Literal["indexed", "indexing", "failed"]
 # Flat metadata values: FalkorDB properties hold primitives only.
 MetadataValue = str | int | float | bool
 
@@ -257,6 +258,12 @@ class MemoryFields(BaseModel):
     created_at: str = Field(description="When the memory was added (ISO 8601, UTC).")
     updated_at: str = Field(description="When it last changed (ISO 8601, UTC); created_at if never.")
     chunk_count: int
+    status: MemoryStatus = Field(
+        "indexed",
+        description="indexed: searchable. A large add is stored at once and indexed by a background job: "
+        "indexing until its chunks are searchable, failed if that job failed (job_status says why).",
+    )
+    job_id: str | None = Field(None, description="The job that indexes (or indexed) this memory, for a large add.")
 
 
 class MemorySummary(MemoryFields):
@@ -285,6 +292,12 @@ class AddMemoryResult(BaseModel):
         "returned, its tags gain the new ones and empty source/date/extra keys are filled in.",
     )
     text_preview: str = Field(description=f"The first {PREVIEW_CHARS} characters of the text.")
+    status: MemoryStatus = Field(
+        "indexed",
+        description="indexed: searchable now. indexing: a large text, stored durably and answered at once; a "
+        "background job (job_id) makes it searchable — follow it with job_status.",
+    )
+    job_id: str | None = Field(None, description="The job indexing this memory, when status is indexing.")
 
 
 class UpdateMemoryResult(BaseModel):
@@ -348,4 +361,15 @@ class Stats(BaseModel):
     avg_query_latency_ms: float | None = Field(description="Mean search latency in this process; null before any.")
     cache_hit_rate: float | None = Field(description="Embedding cache hits / lookups in this process; null before any.")
     cache_backend: Literal["redis", "memory"] = Field(description="Where embeddings are cached.")
+    jobs: dict[str, int] = Field(
+        default_factory=dict,
+        description="This workspace's background jobs by state (pending, running, completed, completed_with_errors, "
+        "failed, cancelled); list_jobs shows them.",
+    )
     uptime_s: float
+    disk_free_mb: float | None = Field(
+        None, description="Free space on the disk of the data directory (embedded database); null in server mode."
+    )
+    disk_warning: str | None = Field(
+        None, description="Set while free space is below ZAPOMNI_MIN_FREE_MB: writes are refused, reads go on."
+    )

@@ -17,7 +17,6 @@ Safe to interrupt and to run again:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import structlog
@@ -26,6 +25,7 @@ from zapomni_core.database import OpenDatabase
 from zapomni_core.embedders import Embedder
 from zapomni_core.errors import ConfigurationError, EmbedderUnavailable, StorageUnavailable
 from zapomni_core.migrations import apply_migrations, needs_reembed
+from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.settings import Settings
 from zapomni_db import DatabaseError, GraphClient, Maintenance, SchemaSettings, wait_for_indexes
 from zapomni_db.records import EmbedderClaim, ReembedState
@@ -39,8 +39,9 @@ DEFAULT_BATCH_SIZE = 128
 # Chunk ids read per query; the texts are read per batch, so memory stays small for any store.
 _ID_PAGE = 10_000
 
-# Called with (chunks done, chunks in the store) at the start and after every batch.
-ProgressCallback = Callable[[int, int], None]
+# Progress counts a workspace's chunks (done includes an interrupted run's); its message names the workspace.
+# It is reported at the start of each workspace and after every batch.
+UNIT = "chunks"
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ async def reembed(
     settings: Settings,
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
-    on_progress: ProgressCallback | None = None,
+    progress: ProgressFn | None = None,
 ) -> ReembedReport:
     """Move every chunk of every workspace to `embedder` (resuming an interrupted run).
 
@@ -108,7 +109,8 @@ async def reembed(
         for name in order:
             graph = GraphClient(database.connection, graph_for(settings.graph_name, name))
             log.info("reembed.workspace", workspace=name)
-            reports.append(await _reembed(replace(database, client=graph), embedder, settings, batch_size, on_progress))
+            reporter = _Reporter(progress, f"re-embedding workspace {name!r}")
+            reports.append(await _reembed(replace(database, client=graph), embedder, settings, batch_size, reporter))
     except DatabaseError as exc:
         raise StorageUnavailable(f"the database failed during the re-embed ({exc})") from exc
     return ReembedReport(
@@ -127,7 +129,7 @@ async def _reembed(
     embedder: Embedder,
     settings: Settings,
     batch_size: int,
-    on_progress: ProgressCallback | None,
+    report_progress: _Reporter,
 ) -> ReembedReport:
     client = database.client
     repository = Maintenance(client)
@@ -154,10 +156,10 @@ async def _reembed(
     )
     await drop_vector_index(client)
     tally = _Tally(done=plan.done, total=plan.chunks)
-    _report(on_progress, tally)
+    report_progress(tally)
     # A pass walks every chunk not yet moved, in id order. Another pass finds nothing unless chunks
     # were written meanwhile (by a server nobody stopped); the run goes on until a pass moves none.
-    while await _move_pass(repository, embedder, batch_size, tally, on_progress):
+    while await _move_pass(repository, embedder, batch_size, tally, report_progress):
         pass
 
     await create_vector_index(client, SchemaSettings(dimension=dimension, ef_runtime=settings.vector_ef_runtime))
@@ -252,7 +254,7 @@ async def _move_pass(
     embedder: Embedder,
     batch_size: int,
     tally: _Tally,
-    on_progress: ProgressCallback | None,
+    report_progress: _Reporter,
 ) -> int:
     """Give every chunk not yet moved its new vector, in id order; returns how many were moved."""
     moved = 0
@@ -261,7 +263,7 @@ async def _move_pass(
         after = ids[-1]
         for start in range(0, len(ids), batch_size):
             moved += await _move_batch(repository, embedder, ids[start : start + batch_size], tally)
-            _report(on_progress, tally)
+            report_progress(tally)
     return moved
 
 
@@ -279,6 +281,11 @@ async def _move_batch(repository: Maintenance, embedder: Embedder, ids: list[str
     return written
 
 
-def _report(on_progress: ProgressCallback | None, tally: _Tally) -> None:
-    if on_progress is not None:
-        on_progress(tally.done, tally.total)
+@dataclass(frozen=True)
+class _Reporter:
+    progress: ProgressFn | None
+    message: str
+
+    def __call__(self, tally: _Tally) -> None:
+        if self.progress is not None:
+            self.progress(Progress(tally.done, tally.total, UNIT, self.message))

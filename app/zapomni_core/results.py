@@ -33,6 +33,8 @@ def memory_fields(info: MemoryInfo, workspace: str) -> dict[str, object]:
         "created_at": iso(info.created_at),
         "updated_at": iso(info.updated_at),
         "chunk_count": info.chunk_count,
+        "status": info.status,
+        "job_id": info.job_id,
     }
     return fields
 

@@ -12,9 +12,12 @@ import structlog
 from zapomni_core.chunking import Chunker
 from zapomni_core.context import ShutdownGate
 from zapomni_core.database import open_database
+from zapomni_core.disk import MB, DiskGuard
 from zapomni_core.embedders import CachedEmbedder, Embedder, build_cache, build_embedder
 from zapomni_core.engine import ZapomniCore
 from zapomni_core.errors import ConfigurationError
+from zapomni_core.jobs import IndexMemory, JobRunner, JobService, JobSettings
+from zapomni_core.models import MAX_TEXT_BYTES
 from zapomni_core.reembed import in_progress_message
 from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetriever
 from zapomni_core.search.analyzer import Analyzer
@@ -57,8 +60,14 @@ def chunker_for(embedder: Embedder, settings: Settings) -> Chunker:
 
 
 @asynccontextmanager
-async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, RuntimeInfo]]:
-    """Yield a ready engine; on exit drain writes, close the embedder and pool, release the database."""
+async def open_core(
+    settings: Settings, *, background_jobs: bool = True
+) -> AsyncIterator[tuple[ZapomniCore, RuntimeInfo]]:
+    """Yield a ready engine; on exit drain writes, close the embedder and pool, release the database.
+
+    `background_jobs`: run a job worker, and answer large adds before indexing them (the server).
+    A short-lived command (the CLI) passes False: it indexes every add itself before it returns.
+    """
     started = time.perf_counter()
     async with AsyncExitStack() as stack:
         database = await open_database(settings, stack)
@@ -89,15 +98,29 @@ async def open_core(settings: Settings) -> AsyncIterator[tuple[ZapomniCore, Runt
         # The default workspace is made ready now, so a broken store fails at start-up, not on a request.
         await workspaces.get(None, create=True)
         shutdown = ShutdownGate()
+        writer = WritePipeline(chunker_for(embedder, settings), analyzer, embedder, shutdown)
+        disk = DiskGuard(database.embedded.paths.data_dir if database.embedded else None, settings.min_free_mb * MB)
+        runner = JobRunner(
+            workspaces,
+            {IndexMemory.kind: IndexMemory(writer, disk)},
+            JobSettings(lease_s=settings.job_lease_s, poll_s=settings.job_poll_s),
+        )
         core = ZapomniCore(
             workspaces=workspaces,
             embedder=embedder,
-            writer=WritePipeline(chunker_for(embedder, settings), analyzer, embedder, shutdown),
+            writer=writer,
             shutdown=shutdown,
             graph_name=settings.graph_name,
+            jobs=JobService(workspaces),
+            wake_jobs=runner.wake,
+            background_add_bytes=settings.background_add_bytes if background_jobs else MAX_TEXT_BYTES + 1,
+            disk=disk,
         )
         stack.push_async_callback(_compact_if_written, database.client, core)
         stack.push_async_callback(core.drain)
+        if background_jobs:
+            runner.start()  # stopped first on the way out: a job in hand is handed back before anything closes
+            stack.push_async_callback(runner.stop)
         info = RuntimeInfo(
             data_location=database.location,
             embedder=embedder.name,

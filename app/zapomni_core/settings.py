@@ -71,6 +71,13 @@ class Settings(BaseSettings):
     chunk_max_tokens: int = Field(0, alias="ZAPOMNI_CHUNK_MAX_TOKENS", ge=0, le=8192)
     chunk_overlap: float = Field(0.15, alias="ZAPOMNI_CHUNK_OVERLAP", ge=0.0, le=0.5)
 
+    # Background jobs (docs/decisions/0011-jobs.md): texts this large are indexed by a job and answered at once
+    background_add_bytes: int = Field(32 * 1024, alias="ZAPOMNI_BACKGROUND_ADD_BYTES", ge=1, le=10 * 1024 * 1024 + 1)
+    job_lease_s: float = Field(30.0, alias="ZAPOMNI_JOB_LEASE_S", ge=1.0, le=3600.0)
+    job_poll_s: float = Field(2.0, alias="ZAPOMNI_JOB_POLL_S", gt=0, le=600.0)
+    # Writes are refused while the data directory's disk has less than this free (MB); reads go on.
+    min_free_mb: int = Field(256, alias="ZAPOMNI_MIN_FREE_MB", ge=0, le=1_000_000)
+
     # Shutdown: how long in-flight writes may take to finish once a stop is requested
     shutdown_grace_s: float = Field(30.0, alias="ZAPOMNI_SHUTDOWN_GRACE_S", ge=0, le=3600)
 

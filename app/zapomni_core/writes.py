@@ -16,6 +16,7 @@ from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import ShuttingDown
 from zapomni_core.models import MemoryMetadata, parse_iso8601
+from zapomni_core.progress import Progress
 from zapomni_core.search.analyzer import Analyzer, TermCounts
 from zapomni_db import ChunkRow, MemoryRecord, StoredChunk
 
@@ -108,7 +109,7 @@ class WritePipeline:
                 raise ShuttingDown("the server shut down before this memory was embedded; nothing was stored")
             vectors.extend(await self._embedder.embed_documents(pieces[start : start + EMBED_SLICE]))
             if len(pieces) > EMBED_SLICE:
-                await ctx.progress(len(vectors), len(pieces), "embedding chunks")
+                await ctx.progress(Progress(len(vectors), len(pieces), "chunks", "embedding"))
         return vectors
 
     async def rows(self, text: str, ctx: RequestContext = NO_CONTEXT) -> list[ChunkRow]:
@@ -147,12 +148,15 @@ def chunk_rows(
     vectors: Sequence[list[float]],
     term_counts: Sequence[TermCounts],
     ids: Sequence[str] | None = None,
+    indexes: Sequence[int] | None = None,
 ) -> list[ChunkRow]:
-    """A memory's chunks in order; fresh ids unless `ids` are given (an import keeps the exported ones)."""
+    """A memory's chunks; fresh ids unless `ids` are given (an import keeps the exported ones), at
+    positions 0, 1, ... unless `indexes` are given (a job stores a large memory's chunks a slice at a time)."""
     chunk_ids = list(ids) if ids is not None else [new_id() for _ in pieces]
+    positions = list(indexes) if indexes is not None else range(len(pieces))
     return [
         _row(chunk_id, i, piece, vector, counts)
-        for i, (chunk_id, piece, vector, counts) in enumerate(zip(chunk_ids, pieces, vectors, term_counts, strict=True))
+        for i, chunk_id, piece, vector, counts in zip(positions, chunk_ids, pieces, vectors, term_counts, strict=True)
     ]
 
 

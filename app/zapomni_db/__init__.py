@@ -7,7 +7,15 @@ exceptions never leave this package; `zapomni_db.errors` describes the tree.
 from zapomni_db.client import GraphClient
 from zapomni_db.connection import Connection, DatabaseTarget, connect
 from zapomni_db.embedded import EmbeddedDatabase
-from zapomni_db.errors import DatabaseError, DatabaseUnavailable, QueryFailed, SchemaMismatch
+from zapomni_db.errors import (
+    DatabaseError,
+    DatabaseUnavailable,
+    PersistenceFailed,
+    QueryFailed,
+    SchemaMismatch,
+    WriteInterrupted,
+)
+from zapomni_db.jobs import JobStore
 from zapomni_db.maintenance import Maintenance
 from zapomni_db.memories import MemoryWrites
 from zapomni_db.memory_reads import MemoryReads
@@ -18,6 +26,8 @@ from zapomni_db.records import (
     Counts,
     EmbedderClaim,
     IndexChanges,
+    JobRecord,
+    JobRow,
     MemoryInfo,
     MemoryRecord,
     PageKey,
@@ -44,12 +54,16 @@ __all__ = [
     "GraphClient",
     "GraphStores",
     "IndexChanges",
+    "JobRecord",
+    "JobRow",
+    "JobStore",
     "Maintenance",
     "MemoryInfo",
     "MemoryReads",
     "MemoryRecord",
     "MemoryWrites",
     "PageKey",
+    "PersistenceFailed",
     "QueryFailed",
     "ReembedState",
     "SchemaMismatch",
@@ -58,6 +72,7 @@ __all__ = [
     "SearchReads",
     "StoredChunk",
     "StoredMemory",
+    "WriteInterrupted",
     "connect",
     "migrate",
     "repair_vector_index",

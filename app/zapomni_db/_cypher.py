@@ -18,3 +18,10 @@ CHUNK_PROPERTIES = (
     "{id: c.id, memory_id: $memory_id, idx: c.idx, text: c.text, embedding: vecf32(c.embedding), "
     "created_at: $created_at, terms: c.terms, term_counts: c.counts, term_length: c.length}"
 )
+
+# A new job's properties (parameters from `zapomni_db.jobs.job_params`).
+JOB_PROPERTIES = (
+    "{id: $job_id, kind: $job_kind, state: 'pending', memory_id: $job_memory_id, args: $job_args, done: 0, "
+    "total: $job_total, unit: $job_unit, counts: '{}', failed: 0, failures: [], attempts: 0, "
+    "created_at: $job_created_at, updated_at: $job_created_at}"
+)

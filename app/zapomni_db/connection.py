@@ -2,25 +2,118 @@
 
 The engine, the health checks and the operator commands all connect through `connect`; every
 graph (one per workspace) shares its connection's pool.
+
+`Connection.run` is where a broken connection is handled, once for every caller:
+- the driver itself never re-sends a command (the pool is built with zero retries): a write it
+  re-sent after a lost reply could be applied twice;
+- a call that provably never reached the server is retried after the server is back: reads up to
+  `READ_RETRIES` times, writes once. "Never reached" means the failure happened while getting a
+  connection (connect, handshake, pool wait) or while sending the command, before the server
+  could have read a whole command; the server executes only whole commands, and the connection
+  is dropped after a failed send, so a partial one is discarded. The tracked connection classes
+  below record, per call, whether a command was sent in full;
+- a write whose command was sent before the connection broke may have been applied: it raises
+  `WriteInterrupted` and is left to the caller (an add is idempotent, the engine says so).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
+import structlog
 from falkordb.asyncio import FalkorDB
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import AuthenticationError, BusyLoadingError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from zapomni_db.errors import DatabaseUnavailable, QueryFailed
+from zapomni_db.errors import DatabaseUnavailable, PersistenceFailed, QueryFailed, WriteInterrupted
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
 
 # A hung server becomes an error instead of a request that never returns; generous, because a
 # 10 MB memory's insert is one long query.
 SOCKET_TIMEOUT_S = 300.0
 CONNECT_TIMEOUT_S = 5.0
+# How long a call that could not reach the server waits for it to come back: the embedded keeper
+# restarts a crashed server within about a second, and within 10.5 s (`keeper.MAX_RESTART_DELAY_S`
+# plus its poll) when it keeps crashing. Loading its data afterwards is waited for separately.
+RECOVERY_TIMEOUT_S = 15.0
+READ_RETRIES = 2
+_RECOVERY_POLL_S = 0.1
+# Redis refuses writes with this prefix when it cannot write its AOF or RDB (disk full, permissions).
+_MISCONF = "MISCONF"
+# Commands that change nothing, so a broken connection may simply ask again; any other is a write.
+_READ_COMMANDS = frozenset({"PING", "INFO", "EXISTS", "GRAPH.LIST", "DBSIZE", "LASTSAVE"})
+
+
+class _Attempt:
+    """One try of one call: did any command of it reach the server whole?"""
+
+    sent = False
+
+
+_ATTEMPT: ContextVar[_Attempt | None] = ContextVar("zapomni_db_attempt", default=None)
+
+
+class _Tracked:
+    """Marks the current attempt as sent once a command has been handed to the socket in full.
+
+    The handshake of a new connection (HELLO, CLIENT SETINFO) does not count: it changes nothing,
+    and a server that dies during it has not seen the caller's command.
+    """
+
+    _handshaking = False
+
+    async def on_connect_check_health(self, check_health: bool = True) -> None:
+        self._handshaking = True
+        try:
+            await super().on_connect_check_health(check_health)  # type: ignore[misc]
+        finally:
+            self._handshaking = False
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        await super().send_packed_command(command, check_health)  # type: ignore[misc]
+        attempt = _ATTEMPT.get()
+        if attempt is not None and not self._handshaking:
+            attempt.sent = True
+
+
+class _TrackedConnection(_Tracked, aioredis.Connection):
+    pass
+
+
+class _TrackedUnixConnection(_Tracked, aioredis.UnixDomainSocketConnection):
+    pass
+
+
+_TRACKED: dict[type, type] = {
+    aioredis.Connection: _TrackedConnection,
+    aioredis.UnixDomainSocketConnection: _TrackedUnixConnection,
+}
+
+
+def _track(pool: aioredis.BlockingConnectionPool) -> None:
+    """Make the pool's future connections record sends, and never retry in the driver.
+
+    Done after the FalkorDB client is built: its cluster probe copies the pool's settings into a
+    synchronous client, and recognises a unix socket by the exact connection class (a subclass or
+    the async Retry object would break it). The pool has made no connection yet at that point.
+    Zero retries is said explicitly (a plain `redis.Redis()` retries several times): a command
+    whose reply was lost must not be re-sent blindly; `Connection.run` decides what is safe.
+    """
+    pool.connection_class = _TRACKED.get(pool.connection_class, pool.connection_class)
+    pool.connection_kwargs["retry"] = Retry(NoBackoff(), 0)
 
 
 @dataclass(frozen=True)
@@ -38,28 +131,96 @@ class DatabaseTarget:
 class Connection:
     """A connection pool to one FalkorDB server, with the FalkorDB client built on it."""
 
-    def __init__(self, pool: aioredis.BlockingConnectionPool, *, loading_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        pool: aioredis.BlockingConnectionPool,
+        *,
+        loading_timeout_s: float = 120.0,
+        recovery_timeout_s: float = RECOVERY_TIMEOUT_S,
+    ) -> None:
         self.pool = pool
         self.loading_timeout_s = loading_timeout_s
+        self.recovery_timeout_s = recovery_timeout_s
         try:
             # The client checks for cluster mode with one blocking INFO here, once.
             self.falkordb = FalkorDB(connection_pool=pool)
         except RedisConnectionError as exc:  # includes authentication failures
             raise DatabaseUnavailable("the database connection failed") from exc
+        _track(pool)
         self.redis = aioredis.Redis(connection_pool=pool)
 
     async def command(self, *args: Any) -> Any:
-        """A plain Redis command (INFO, GRAPH.LIST, ...); driver errors come out as db errors."""
-        try:
-            return await self.redis.execute_command(*args)
-        except (RedisConnectionError, TimeoutError) as exc:
-            raise DatabaseUnavailable("the database connection failed") from exc
-        except RedisError as exc:
-            raise QueryFailed(str(exc)) from exc
+        """A plain Redis command (INFO, GRAPH.LIST, ...); one not known to be read-only is run as a write."""
+        return await self.run(lambda: self.redis.execute_command(*args), write=is_write_command(args[0]))
+
+    async def run(self, call: Callable[[], Awaitable[T]], *, write: bool) -> T:
+        """`call()` with the failure policy in the module docstring; driver errors come out as db errors.
+
+        A server that is still loading its dataset answers LOADING: the call waits for it (up to
+        `loading_timeout_s`) and is sent again, since a refused command did nothing.
+        """
+        loading_deadline = time.monotonic() + self.loading_timeout_s
+        delay = 0.05
+        retries = 0
+        while True:
+            attempt = _Attempt()
+            token = _ATTEMPT.set(attempt)
+            try:
+                return await call()
+            except BusyLoadingError:
+                if time.monotonic() > loading_deadline:
+                    raise DatabaseUnavailable("the database is still loading its data") from None
+                log.info("db.loading_wait", delay_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                continue
+            except AuthenticationError as exc:
+                raise DatabaseUnavailable("the database refused the credentials") from exc
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                failure: RedisError = exc
+            except ResponseError as exc:
+                if str(exc).startswith(_MISCONF):
+                    raise PersistenceFailed(str(exc)) from exc
+                raise QueryFailed(str(exc)) from exc
+            except RedisError as exc:
+                raise QueryFailed(str(exc)) from exc
+            finally:
+                _ATTEMPT.reset(token)
+            if write and attempt.sent:
+                log.warning("db.write_interrupted", error=str(failure))
+                raise WriteInterrupted("the database connection broke after the write was sent") from failure
+            if retries >= (1 if write else READ_RETRIES) or self.recovery_timeout_s <= 0:
+                raise DatabaseUnavailable("the database connection failed") from failure
+            retries += 1
+            log.warning("db.retry_after_reconnect", write=write, error=str(failure), attempt=retries)
+            await self._wait_until_back(failure)
+
+    async def _wait_until_back(self, failure: RedisError) -> None:
+        """Return once the server answers (LOADING counts: `run` waits through it); bounded."""
+        deadline = time.monotonic() + self.recovery_timeout_s
+        while True:
+            try:
+                await self.redis.execute_command("PING")
+                return
+            except BusyLoadingError:
+                return
+            except AuthenticationError as exc:
+                raise DatabaseUnavailable("the database refused the credentials") from exc
+            except (RedisConnectionError, RedisTimeoutError, OSError):
+                if time.monotonic() > deadline:
+                    raise DatabaseUnavailable(
+                        f"the database did not come back within {self.recovery_timeout_s:g} s"
+                    ) from failure
+            await asyncio.sleep(_RECOVERY_POLL_S)
 
     async def close(self) -> None:
         await self.redis.aclose()
         await self.pool.aclose()
+
+
+def is_write_command(name: Any) -> bool:
+    text = name.decode() if isinstance(name, bytes) else str(name)
+    return text.upper() not in _READ_COMMANDS
 
 
 def connect(
@@ -70,6 +231,7 @@ def connect(
     socket_timeout_s: float = SOCKET_TIMEOUT_S,
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
     loading_timeout_s: float = 120.0,
+    recovery_timeout_s: float = RECOVERY_TIMEOUT_S,
 ) -> Connection:
     """A pool to `target` (nothing is sent until first use, except the FalkorDB client's one INFO)."""
     options: dict[str, Any] = {
@@ -86,4 +248,4 @@ def connect(
         pool = aioredis.BlockingConnectionPool(
             host=target.host, port=target.port, password=target.password or None, **options
         )
-    return Connection(pool, loading_timeout_s=loading_timeout_s)
+    return Connection(pool, loading_timeout_s=loading_timeout_s, recovery_timeout_s=recovery_timeout_s)

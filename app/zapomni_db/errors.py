@@ -1,8 +1,10 @@
 """The storage layer's one exception tree; no driver (redis, falkordb) exception leaves `zapomni_db`.
 
 DatabaseError
-├── DatabaseUnavailable   the server cannot be reached, started or is still loading
+├── DatabaseUnavailable   the server cannot be reached, started or is still loading; nothing was sent
+│   └── WriteInterrupted  the connection broke after a write was sent: it may or may not be stored
 ├── QueryFailed           the server refused a query or command (message from the server)
+│   └── PersistenceFailed the server refuses writes because it cannot write its files (MISCONF)
 └── SchemaMismatch        the stored data was built by something this process must not mix with
 """
 
@@ -15,8 +17,19 @@ class DatabaseUnavailable(DatabaseError):
     """The database could not be reached or started within the allowed time."""
 
 
+class WriteInterrupted(DatabaseUnavailable):
+    """The connection was lost after a write had been sent: the server may or may not have applied it.
+
+    Never retried here: only the caller knows whether doing the write twice is harmless.
+    """
+
+
 class QueryFailed(DatabaseError):
     """The server answered a query or command with an error."""
+
+
+class PersistenceFailed(QueryFailed):
+    """The server refuses writes because it could not write its files (disk full, permissions)."""
 
 
 class SchemaMismatch(DatabaseError):

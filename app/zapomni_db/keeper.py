@@ -28,7 +28,13 @@ from zapomni_db.server import falkordb_command
 POLL_S = 0.5
 # Clients register before the keeper starts, so "no live client" twice in a row means all are gone.
 IDLE_CHECKS_BEFORE_STOP = 2
-MAX_RESTARTS = 5
+# A crashed server is restarted at once; one that keeps crashing (a full disk: redis-server exits
+# on an AOF write error, and again after each restart that writes) is restarted ever more slowly,
+# up to this pause, but never given up on while clients are attached: it recovers by itself once
+# the cause is gone (space freed), and reads work in between.
+MAX_RESTART_DELAY_S = 10.0
+# A server that ran this long before crashing counts as healthy again: the next restart is immediate.
+STABLE_RUN_S = 60.0
 _PR_SET_PDEATHSIG = 1
 
 
@@ -38,9 +44,16 @@ def _say(event: str, **fields: object) -> None:
 
 def server_command(paths: EmbeddedPaths, appendfsync: str) -> list[str]:
     # TCP off: the embedded server is reached through its unix socket only.
-    return falkordb_command(
+    command = falkordb_command(
         paths.db_dir, port=0, unix_socket=paths.socket, appendfsync=appendfsync, log_file=paths.log_file
     )
+    # On a full disk the final snapshot fails and redis-server refuses to exit on SIGTERM ("Error
+    # trying to save the DB, can't exit"): the stop would hang until killed. `force` exits anyway,
+    # after the AOF has been fsynced, so nothing acknowledged is lost (measured on a full tmpfs).
+    # A failed background snapshot (no room for the RDB) would otherwise refuse every write with
+    # MISCONF until a later snapshot succeeds, which Redis retries only when a save point is due
+    # (minutes after the space is back). Every write is in the fsynced AOF; the RDB only loads faster.
+    return [*command, "--shutdown-on-sigterm", "force", "--stop-writes-on-bgsave-error", "no"]
 
 
 def run(paths: EmbeddedPaths, appendfsync: str) -> int:
@@ -58,21 +71,22 @@ def run(paths: EmbeddedPaths, appendfsync: str) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the client's Ctrl-C is not ours
 
     paths.keeper_pid.write_text(str(os.getpid()))
-    restarts = 0
-    server = _start_server(paths, appendfsync)
+    restarts = 0  # crashes in a row, each within STABLE_RUN_S of its start
+    server, started = _start_server(paths, appendfsync), time.monotonic()
+    restart_at: float | None = None
     idle_checks = 0
     while not stopping:
         time.sleep(POLL_S)
         if not paths.clients_dir.is_dir():
             break
-        if server.poll() is not None:
+        if restart_at is None and server.poll() is not None:
             # Only this process stops the server, so an exit we did not ask for is a crash.
-            if restarts >= MAX_RESTARTS:
-                _say("keeper.giving_up", code=server.returncode, restarts=restarts)
-                return 1
-            restarts += 1
-            _say("keeper.server_restarting", code=server.returncode, restarts=restarts)
-            server = _start_server(paths, appendfsync)
+            restarts = restarts + 1 if time.monotonic() - started < STABLE_RUN_S else 1
+            delay = restart_delay(restarts)
+            _say("keeper.server_restarting", code=server.returncode, restarts=restarts, delay_s=delay)
+            restart_at = time.monotonic() + delay
+        if restart_at is not None and time.monotonic() >= restart_at:
+            server, started, restart_at = _start_server(paths, appendfsync), time.monotonic(), None
             continue
         # Stopping for idleness happens under the startup lock, so a client that is attaching
         # sees either a keeper that will serve it or none at all.
@@ -101,6 +115,11 @@ def run(paths: EmbeddedPaths, appendfsync: str) -> int:
         server.wait()
     _release(paths, keeper_fd)
     return 0
+
+
+def restart_delay(restarts: int) -> float:
+    """0 for the first crash in a row, then 1, 2, 4 ... seconds, capped at MAX_RESTART_DELAY_S."""
+    return 0.0 if restarts <= 1 else min(2.0 ** (restarts - 2), MAX_RESTART_DELAY_S)
 
 
 def _release(paths: EmbeddedPaths, keeper_fd: int) -> None:

@@ -26,7 +26,9 @@ class Maintenance:
     async def remove_orphan_chunks(self, older_than_ts: float) -> int:
         """Delete chunks no Memory links to, written before `older_than_ts` (a crashed large write)."""
         rows = await self._client.query(
-            "MATCH (c:Chunk) WHERE c.created_at < $cutoff AND NOT (c)<-[:HAS_CHUNK]-(:Memory) DELETE c RETURN count(c)",
+            # A chunk staged for a memory still being indexed (STAGED) is not an orphan, however old.
+            "MATCH (c:Chunk) WHERE c.created_at < $cutoff AND NOT (c)<-[:HAS_CHUNK|STAGED]-(:Memory) "
+            "DELETE c RETURN count(c)",
             {"cutoff": older_than_ts},
         )
         return int(rows[0][0]) if rows else 0

@@ -12,9 +12,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from zapomni_db._cypher import CHUNK_PROPERTIES, NEXT_SEQ
+from zapomni_db._cypher import CHUNK_PROPERTIES, JOB_PROPERTIES, NEXT_SEQ
 from zapomni_db.client import GraphClient
-from zapomni_db.records import ChunkRow, MemoryRecord
+from zapomni_db.records import ChunkRow, JobRecord, MemoryRecord
 
 # A single query this size stays well inside FalkorDB's comfortable parameter payload
 # (500 chunks x 384 floats); bigger writes put their chunks in first, in batches, unlinked.
@@ -31,6 +31,15 @@ _IF_NEW = "OPTIONAL MATCH (dup:Memory {content_hash: $content_hash}) WITH count(
 _INSERT_WHOLE = (
     f"{_IF_NEW}{NEXT_SEQ}CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m UNWIND $chunks AS c "
     f"CREATE (m)-[:HAS_CHUNK]->(:Chunk {CHUNK_PROPERTIES}) WITH m, count(*) AS n RETURN m.id"
+)
+# A large add: the memory is stored (durable, listed, not yet searchable) with the job that indexes it.
+_INSERT_PENDING = (
+    f"{_IF_NEW}{NEXT_SEQ}CREATE (m:Memory {_MEMORY_PROPERTIES}) SET m.status = 'indexing', m.job_id = $job_id "
+    f"CREATE (j:Job {JOB_PROPERTIES}) RETURN m.id"
+)
+_REQUEUE = (
+    "MATCH (m:Memory {id: $memory_id}) WHERE m.status = 'failed' SET m.status = 'indexing', m.job_id = $job_id "
+    f"CREATE (j:Job {JOB_PROPERTIES}) RETURN m.id"
 )
 _STAGE_CHUNKS = f"UNWIND $chunks AS c CREATE (:Chunk {CHUNK_PROPERTIES})"
 _INSERT_LINK = (
@@ -59,7 +68,7 @@ _UPDATE = (
 _UPDATE_FIELDS = f"MATCH (m:Memory {{id: $memory_id}}) SET {_SET_FIELDS} RETURN m.id"
 
 _DELETE = (
-    f"{NEXT_SEQ}UNWIND $ids AS mid MATCH (m:Memory {{id: mid}}) OPTIONAL MATCH (m)-[:HAS_CHUNK]->(c:Chunk) "
+    f"{NEXT_SEQ}UNWIND $ids AS mid MATCH (m:Memory {{id: mid}}) OPTIONAL MATCH (m)-[:HAS_CHUNK|STAGED]->(c:Chunk) "
     "WITH seq, collect(DISTINCT m) AS ms, collect(c) AS cs, collect(c.id) AS cids, collect(DISTINCT m.id) AS mids "
     "CREATE (:Change {seq: seq, removed: cids, added: [], at: $now}) "
     "WITH ms + cs AS doomed, mids UNWIND doomed AS n DETACH DELETE n WITH mids, count(n) AS gone RETURN mids, gone"
@@ -81,7 +90,7 @@ class MemoryWrites:
         `Maintenance.remove_orphan_chunks` clears what a crash left behind.
         """
         params = _memory_params(memory, len(chunks))
-        rows = [_chunk_param(c) for c in chunks]
+        rows = [chunk_param(c) for c in chunks]
         if len(rows) <= WRITE_BATCH:
             return bool(await self._client.query(_INSERT_WHOLE, {**params, "chunks": rows}))
         await self._stage(memory.id, memory.created_at, rows)
@@ -89,6 +98,15 @@ class MemoryWrites:
             return True
         await self._client.query(_DROP_STAGED, {"memory_id": memory.id})
         return False
+
+    async def insert_pending(self, memory: MemoryRecord, job: JobRecord) -> bool:
+        """Store a memory ahead of its chunks, with the job that will index it; False when its content
+        hash is taken. The memory is listed at once (status "indexing") and searchable once published."""
+        return bool(await self._client.query(_INSERT_PENDING, {**_memory_params(memory, 0), **job_params(job)}))
+
+    async def requeue(self, memory_id: str, job: JobRecord) -> bool:
+        """Give a memory whose indexing failed a new indexing job; False unless it is in state failed."""
+        return bool(await self._client.query(_REQUEUE, {"memory_id": memory_id, **job_params(job)}))
 
     async def update(
         self, memory: MemoryRecord, *, keep: Sequence[str], drop: Sequence[str], new: Sequence[ChunkRow]
@@ -103,7 +121,7 @@ class MemoryWrites:
             "added": [c.id for c in new],
             "now": time.time(),
         }
-        rows = [_chunk_param(c) for c in new]
+        rows = [chunk_param(c) for c in new]
         staged: list[str] = []
         if len(rows) > WRITE_BATCH:
             # Staged now, so the start-up sweep of crash leftovers (older than an hour) leaves them be.
@@ -133,6 +151,19 @@ class MemoryWrites:
             )
 
 
+def job_params(job: JobRecord) -> dict[str, Any]:
+    """The parameters `JOB_PROPERTIES` reads."""
+    return {
+        "job_id": job.id,
+        "job_kind": job.kind,
+        "job_memory_id": job.memory_id,
+        "job_args": job.args_json,
+        "job_unit": job.unit,
+        "job_total": job.total,
+        "job_created_at": job.created_at,
+    }
+
+
 def _memory_params(memory: MemoryRecord, chunk_count: int) -> dict[str, Any]:
     return {
         "memory_id": memory.id,
@@ -149,7 +180,7 @@ def _memory_params(memory: MemoryRecord, chunk_count: int) -> dict[str, Any]:
     }
 
 
-def _chunk_param(chunk: ChunkRow) -> dict[str, Any]:
+def chunk_param(chunk: ChunkRow) -> dict[str, Any]:
     return {
         "id": chunk.id,
         "idx": chunk.index,

@@ -99,6 +99,15 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
                 "CREATE INDEX FOR (x:Change) ON (x.seq)",
             ),
         ),
+        Migration(
+            4,
+            "durable jobs",
+            (
+                "CREATE INDEX FOR (j:Job) ON (j.id)",
+                "CREATE INDEX FOR (j:Job) ON (j.state)",
+                "CREATE INDEX FOR (j:Job) ON (j.memory_id)",
+            ),
+        ),
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zapomni_db.client import GraphClient
+from zapomni_db.jobs import JobStore
 from zapomni_db.maintenance import Maintenance
 from zapomni_db.memories import MemoryWrites
 from zapomni_db.memory_reads import MemoryReads
@@ -18,7 +19,15 @@ class GraphStores:
     reads: MemoryReads
     search: SearchReads
     maintenance: Maintenance
+    jobs: JobStore
 
     @classmethod
     def on(cls, client: GraphClient) -> GraphStores:
-        return cls(client, MemoryWrites(client), MemoryReads(client), SearchReads(client), Maintenance(client))
+        return cls(
+            client,
+            MemoryWrites(client),
+            MemoryReads(client),
+            SearchReads(client),
+            Maintenance(client),
+            JobStore(client),
+        )

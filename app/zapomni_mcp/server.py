@@ -12,6 +12,9 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from zapomni_core import RequestContext, ZapomniCore, ZapomniError, package_version
+from zapomni_core.disk import DiskGuard
+from zapomni_core.faults import user_error
+from zapomni_core.progress import Progress, ProgressSink
 from zapomni_mcp import resources
 from zapomni_mcp.errors import describe_validation_error
 from zapomni_mcp.registry import ToolRegistry
@@ -40,8 +43,8 @@ def build_server(core: ZapomniCore, registry: ToolRegistry) -> Server[Any]:
         request_id = str(ctx.request_id)
         with structlog.contextvars.bound_contextvars(request_id=request_id, tool=tool.name):
             started = time.perf_counter()
-            context = RequestContext(request_id=request_id, progress_sink=ctx.session.report_progress)
-            result = await _run(tool, params.arguments or {}, context)
+            context = RequestContext(request_id=request_id, progress_sink=_progress_sink(ctx))
+            result = await _run(tool, params.arguments or {}, context, core.disk)
             log.info(
                 "tool.called",
                 ok=not result.is_error,
@@ -72,7 +75,7 @@ def build_server(core: ZapomniCore, registry: ToolRegistry) -> Server[Any]:
     )
 
 
-async def _run(tool: Any, arguments: dict[str, Any], ctx: RequestContext) -> types.CallToolResult:
+async def _run(tool: Any, arguments: dict[str, Any], ctx: RequestContext, disk: DiskGuard) -> types.CallToolResult:
     try:
         validated = tool.input_model.model_validate(arguments)
     except ValidationError as exc:
@@ -82,7 +85,11 @@ async def _run(tool: Any, arguments: dict[str, Any], ctx: RequestContext) -> typ
     except ZapomniError as exc:
         log.warning("tool.refused", error=type(exc).__name__, reason=str(exc))
         return error_result(str(exc))
-    except Exception:
+    except Exception as exc:
+        fault = user_error(exc, disk)  # a restarting database or a full disk is no internal error
+        if fault is not None:
+            log.warning("tool.refused", error=type(fault).__name__, reason=str(fault), cause=repr(exc))
+            return error_result(str(fault))
         # The client gets no paths, hosts or traces; the log line has all of them.
         log.exception("tool.failed")
         return error_result(
@@ -93,6 +100,15 @@ async def _run(tool: Any, arguments: dict[str, Any], ctx: RequestContext) -> typ
         content=[types.TextContent(text=tool.render(output))],
         structured_content=output.model_dump(mode="json"),
     )
+
+
+def _progress_sink(ctx: Any) -> ProgressSink:
+    """Progress as `notifications/progress` (sent only when the request carried a progressToken)."""
+
+    async def send(progress: Progress) -> None:
+        await ctx.session.report_progress(progress.done, progress.total, progress.describe())
+
+    return send
 
 
 def error_result(message: str) -> types.CallToolResult:

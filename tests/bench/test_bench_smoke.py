@@ -137,3 +137,39 @@ def test_memory_ops_bench_measures_deletes_pages_and_workspaces(tmp_path: Path) 
     assert mechanism["hybrid: graph per workspace"]["mean_results"] == 10
     assert all(0 < figures["mean_results"] <= 10 for figures in mechanism.values())
     assert "Workspace mechanism" in (tmp_path / "memory_ops.md").read_text()
+
+
+def test_large_adds_bench_answers_at_once_and_measures_searches_during_indexing(tmp_path: Path) -> None:
+    write_beir(tmp_path / "beir")
+    done = run_module(
+        "bench.large_adds", "--data-dir", str(tmp_path / "beir"), "--sizes-kb", "40", "--searches", "4",
+        "--out", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "large_adds.json").read_text())
+    (add,) = report["adds"]
+    assert add["bytes"] >= 40 * 1024 and add["chunks"] > 1 and add["answer_ms"] > 0
+    assert add["share_of_bare"] > 0 and add["bare_embedder_chunks_per_s"] > 0
+    assert report["search_idle_ms"]["p50"] > 0 and report["searches_idle"] == 4
+    assert "Large adds through MCP" in (tmp_path / "large_adds.md").read_text()
+
+
+def test_ingestion_bench_compares_adds_with_the_bare_embedder(tmp_path: Path) -> None:
+    write_beir(tmp_path / "beir")
+    out = tmp_path / "ingestion.md"
+    done = run_module(
+        "bench.ingestion",
+        *("--data-dir", str(tmp_path / "beir"), "--docs", "8", "--rounds", "2"),
+        *("--output", str(out), "--json", str(tmp_path / "i.json")),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "i.json").read_text())
+    assert report["documents"] == 8 and report["chunks"] == 8, "every sampled document became one chunk"
+    assert report["bare_chunks_per_s"] > 0
+    for row in (*report["concurrent"].values(), report["mcp_sequential"]):
+        assert row["share_of_bare"] > 0, row
+    assert set(report["concurrent"]) == {"everysec", "always"}
+    assert report["mcp_sequential"]["appendfsync"] == "always"
+    assert report["mcp_sequential"]["latency_ms"]["p95"] >= report["mcp_sequential"]["latency_ms"]["p50"] > 0
+    assert len(report["chunks_per_s_by_round"]) == 2
+    assert "through MCP" in out.read_text()

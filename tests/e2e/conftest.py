@@ -28,9 +28,9 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def mcp_session(data_dir: Path, errlog: TextIO | None = None) -> AsyncIterator[ClientSession]:
+async def mcp_session(data_dir: Path, errlog: TextIO | None = None, **extra_env: str) -> AsyncIterator[ClientSession]:
     """An initialised SDK client session with a fresh `zapomni serve` on `data_dir`."""
-    params = StdioServerParameters(command=ZAPOMNI, args=["serve"], env=server_env(data_dir))
+    params = StdioServerParameters(command=ZAPOMNI, args=["serve"], env=server_env(data_dir, **extra_env))
     log = errlog or open(os.devnull, "w")  # noqa: SIM115 - closed below when we opened it
     try:
         async with stdio_client(params, errlog=log) as (read, write), ClientSession(read, write) as session:

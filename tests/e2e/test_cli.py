@@ -8,16 +8,22 @@ checks on one store instead of starting fresh for each.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pty
 import re
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.conftest import ZAPOMNI, server_env
+from tests.fakes.ollama_server import FakeOllama
+from zapomni_core import Settings, open_core
+from zapomni_core.jobs import JobInfo, JobStatusRequest
+from zapomni_core.models import AddMemoryRequest, AddMemoryResult
 from zapomni_db.embedded import EmbeddedPaths
 
 
@@ -238,3 +244,104 @@ def test_serve_greets_a_person_at_a_terminal_on_stderr(data_dir: Path) -> None:
     finally:
         process.kill()
         os.close(controller)
+
+
+# -- the job commands ----------------------------------------------------------------------------
+
+UNKNOWN_JOB = "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b"
+
+
+def survey(topic: str, paragraphs: int) -> str:
+    return "\n\n".join(
+        f"Note {i} on {topic}: the {topic} survey counted {i * 7} sightings near station {i % 13}, "
+        f"and the field team logged weather, tide and the {topic} behaviour in detail for later review."
+        for i in range(paragraphs)
+    )
+
+
+async def add_in_background(
+    data_dir: Path, text: str, before: Callable[[], None] = lambda: None, **settings: Any
+) -> tuple[AddMemoryResult, JobInfo]:
+    """A large add as a server makes it (answered at once, indexed by a job), and its job once it ended."""
+    configured = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_BACKGROUND_ADD_BYTES=4096, LOG_LEVEL="WARNING", **settings)
+    async with open_core(configured) as (core, _info):
+        before()
+        added = await core.add_memory(AddMemoryRequest(text=text))
+        assert added.status == "indexing" and added.job_id is not None
+        info = await core.jobs.status(JobStatusRequest(job_id=added.job_id, wait_s=50))
+    assert info.state not in ("pending", "running"), info
+    return added, info
+
+
+def test_job_commands(data_dir: Path) -> None:
+    # An empty store has no jobs; an id nobody made, or something that is no id, is refused naming it.
+    assert ok(data_dir, "list_jobs").stdout == "No jobs in workspace 'default'.\n"
+    assert as_json(data_dir, "jobs") == {"workspace": "default", "jobs": [], "count": 0}
+    assert refused(data_dir, "job_status", UNKNOWN_JOB, code=1) == (
+        f"zapomni job_status: no job {UNKNOWN_JOB} in any workspace (list_jobs shows a workspace's jobs)\n"
+    )
+    assert refused(data_dir, "job", "not-a-job").startswith("zapomni job: JOB_ID: not a job id (got 'not-a-job')")
+    assert refused(data_dir, "job_status", UNKNOWN_JOB, "--wait", "-1") == (
+        "zapomni job_status: --wait: must be at least 0 (got -1)\n"
+    )
+    assert "JOB_ID 5e6f7a8b: no job starts with it" in refused(data_dir, "cancel_job", UNKNOWN_JOB[:8], code=1)
+
+    added, info = asyncio.run(add_in_background(data_dir, survey("otter", 60)))
+    assert info.state == "completed"
+    job_id, chunks = info.job_id, info.counts["chunks"]
+
+    # job_status, by the id or the 8 characters list_jobs shows; --json is the tool's result.
+    shown = ok(data_dir, "job_status", job_id[:8]).stdout
+    fields = {line.split()[0]: line.split()[1:] for line in shown.splitlines()}
+    assert fields["job"] == [job_id] and fields["state"] == ["completed"] and fields["memory"] == [added.memory_id]
+    assert fields["progress"] == [f"{chunks}/{chunks}", "chunks"] and fields["kind"] == ["index_memory"]
+    waited = as_json(data_dir, "job", job_id, "--wait", "30")  # an ended job is answered at once
+    assert waited == info.model_dump(mode="json")
+
+    # list_jobs: an 80-column table, filtered by state
+    listed = ok(data_dir, "list_jobs", "--state", "completed").stdout
+    assert_fits_80_columns(listed, ["id", "state", "progress", "created", "note"])
+    assert listed.splitlines()[2].split()[:4] == [job_id[:8], "completed", f"{chunks}/{chunks}", "chunks"]
+    assert f"memory {added.memory_id[:8]}" in listed
+    assert ok(data_dir, "jobs", "--state", "failed").stdout == "No failed jobs in workspace 'default'.\n"
+    assert as_json(data_dir, "list_jobs", "--workspace", "other")["count"] == 0
+
+    # The memory it indexed is searchable, and shown without a status; cancelling the ended job changes nothing.
+    assert "status" not in ok(data_dir, "get", added.memory_id).stdout
+    assert ok(data_dir, "cancel", job_id[:8]).stdout == (
+        f"Job {job_id} had already ended (completed): nothing was cancelled.\n"
+    )
+    cancelled = as_json(data_dir, "cancel_job", job_id)
+    assert not cancelled["cancelled"] and not cancelled["memory_deleted"] and cancelled["job"]["state"] == "completed"
+    found = as_json(data_dir, "search", "otter sightings near station 5", "--limit", "1")
+    assert [hit["memory_id"] for hit in found["results"]] == [added.memory_id]
+
+
+def test_a_memory_whose_indexing_failed_shows_it(data_dir: Path) -> None:
+    with FakeOllama(models=["nomic-embed-text"]) as fake:
+        ollama = {"ZAPOMNI_EMBEDDER": "ollama", "OLLAMA_HOST": fake.url}
+        text = survey("gannet", 40)
+
+        def fail_from_now() -> None:  # once the core has started, which probes the model
+            fake.fail_next(10_000)
+
+        added, info = asyncio.run(add_in_background(data_dir, text, fail_from_now, ZAPOMNI_OLLAMA_RETRIES=0, **ollama))
+        assert info.state == "failed" and info.error
+        fake.fail_next(0)
+
+        def run(*args: str) -> str:
+            result = zapomni(data_dir, *args, **ollama)
+            assert result.returncode == 0 and result.stderr == "", result.stderr
+            return result.stdout
+
+        page = run("list")
+        assert_fits_80_columns(page, ["id", "added", "status", "text", "tags", "source"])
+        assert page.splitlines()[2].split()[:3] == [added.memory_id[:8], info.created_at[:10], "failed"]
+        detail = " ".join(run("get", added.memory_id[:8]).split())
+        assert f"status failed: its indexing job failed (`zapomni job_status {info.job_id}` says why)" in detail
+
+        shown = run("job_status", info.job_id)
+        assert re.search(r"^state\s+failed$", shown, re.MULTILINE) and "HTTP 503" in shown
+        assert re.search(r"^failed\s+1 item$", shown, re.MULTILINE), shown
+        listed = run("list_jobs", "--state", "failed")
+        assert listed.splitlines()[2].split()[:2] == [info.job_id[:8], "failed"] and "embedding chunks 0-" in listed

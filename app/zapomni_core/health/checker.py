@@ -10,9 +10,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from zapomni_core.database import database_target
+from zapomni_core.database import database_target, embedded_paths
+from zapomni_core.disk import MB, DiskGuard
 from zapomni_core.embedders.factory import build_embedder
 from zapomni_core.health.checks import (
+    check_disk,
     check_embedder,
     check_falkordb,
     check_ollama_models,
@@ -42,8 +44,10 @@ class HealthChecker:
         ollama_models: Sequence[str] = (),
         timeout_s: float = CHECK_TIMEOUT_S,
         secrets: Sequence[str] = (),
+        disk: DiskGuard | None = None,
     ) -> None:
         self.database = database
+        self.disk = disk
         self.embedder = embedder
         self.expected_schema = expected_schema
         self.cache = cache
@@ -81,6 +85,8 @@ class HealthChecker:
         groups.append(self._single("embedder", check_embedder, self.embedder, self.timeout_s / 2))
         if self.ollama is not None:
             groups.append(self._single("ollama_models", check_ollama_models, self.ollama, self.ollama_models))
+        if self.disk is not None:
+            groups.append(self._single("disk", check_disk, self.disk))
         checks = tuple(check for group in await asyncio.gather(*groups) for check in group)
         return Report(ok=all(check.ok for check in checks), checks=checks)
 
@@ -150,6 +156,10 @@ async def open_health_checker(
         ollama_models=_required_ollama_models(settings),
         timeout_s=timeout_s,
         secrets=_secrets(settings),
+        # The embedded database's disk is this machine's; a server's is its own host's business.
+        disk=DiskGuard(embedded_paths(settings).data_dir, settings.min_free_mb * MB)
+        if settings.db_mode == "embedded"
+        else None,
     )
     try:
         await checker.embedder.wait_started(startup_timeout_s)

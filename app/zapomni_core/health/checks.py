@@ -4,6 +4,7 @@ detail or raises.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Iterable, Sequence
 
@@ -11,6 +12,7 @@ import httpx
 import redis.asyncio as aioredis
 from redis.exceptions import BusyLoadingError, RedisError
 
+from zapomni_core.disk import DiskGuard
 from zapomni_core.health.probes import DatabaseProbe, EmbedderProbe, RedisProbe
 from zapomni_core.health.results import CHECK_TIMEOUT_S, CheckFailed, describe
 from zapomni_db.schema import SchemaSettings, latest_version
@@ -65,6 +67,16 @@ async def check_schema(db: DatabaseProbe, expected: int) -> str:
     if current > expected:
         raise CheckFailed(f"schema version {current} is newer than this release's {expected}: upgrade Zapomni")
     return f"schema version {current}, expected {expected}"
+
+
+async def check_disk(disk: DiskGuard) -> str:
+    """The embedded data directory's disk has the free space writes need (ZAPOMNI_MIN_FREE_MB)."""
+    status = await asyncio.to_thread(disk.status)
+    if status is None:
+        return "not checked: the database is not embedded"
+    if status.warning is not None:
+        raise CheckFailed(status.warning)
+    return f"{status.describe()}; writes are refused below {status.threshold}"
 
 
 # -- the embedding cache -----------------------------------------------------------------------

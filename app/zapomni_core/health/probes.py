@@ -80,6 +80,7 @@ class DatabaseProbe:
                 socket_timeout_s=self.timeout_s,
                 connect_timeout_s=self.timeout_s,
                 loading_timeout_s=0.0,
+                recovery_timeout_s=0.0,  # nor for a restart: an observer reports, it does not retry
             )
             self._graph = GraphClient(connection, self.target.graph_name)
         return self._graph

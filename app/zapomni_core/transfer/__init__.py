@@ -25,8 +25,9 @@ first pass). Memories already in the store (same id) are skipped, which makes a 
 one after an interrupted import, finish the job without duplicating anything.
 """
 
+from zapomni_core.progress import ProgressFn
 from zapomni_core.transfer.export import ExportReport, ExportSource, export_memories
-from zapomni_core.transfer.format import EmbedderInfo, ProgressFn, TransferError, TransferProgress
+from zapomni_core.transfer.format import EmbedderInfo, TransferError
 from zapomni_core.transfer.importer import ImportReport, ImportTarget, import_memories
 
 __all__ = [
@@ -35,9 +36,8 @@ __all__ = [
     "ExportSource",
     "ImportReport",
     "ImportTarget",
-    "ProgressFn",
+    "ProgressFn",  # zapomni_core.progress.ProgressFn, named here for the engine's signatures
     "TransferError",
-    "TransferProgress",
     "export_memories",
     "import_memories",
 ]

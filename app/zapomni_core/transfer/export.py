@@ -12,14 +12,8 @@ from typing import Any, TextIO
 import numpy as np
 import structlog
 
-from zapomni_core.transfer.format import (
-    FORMAT_VERSION,
-    HEADER_TYPE,
-    EmbedderInfo,
-    ProgressFn,
-    TransferError,
-    TransferProgress,
-)
+from zapomni_core.progress import Progress, ProgressFn
+from zapomni_core.transfer.format import EXPORTING, FORMAT_VERSION, HEADER_TYPE, UNIT, EmbedderInfo, TransferError
 from zapomni_db import GraphStores, MemoryReads, StoredChunk, StoredMemory
 from zapomni_db.version import package_version
 
@@ -95,7 +89,7 @@ async def export_memories(
             memories += len(page)
             after = upto
             if progress:
-                progress(TransferProgress("export", memories, chunks, max(total, memories)))
+                progress(Progress(memories, max(total, memories), UNIT, EXPORTING))
     out.write(_dumps({"type": "end", "memories": memories, "chunks": chunks}) + "\n")
     out.flush()
     duration = time.perf_counter() - started

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -62,15 +61,11 @@ class EmbedderInfo:
         return f"{self.model} ({self.dimension}-d)"
 
 
-@dataclass(frozen=True)
-class TransferProgress:
-    phase: Literal["export", "validate", "import"]
-    memories: int
-    chunks: int
-    total_memories: int | None  # known on export and in the second import pass
-
-
-ProgressFn = Callable[[TransferProgress], None]
+# Progress (`zapomni_core.progress.Progress`) counts memories; its message says which pass it is.
+UNIT = "memories"
+EXPORTING = "exporting"
+VALIDATING = "validating (nothing written yet)"
+IMPORTING = "importing (skipping those already stored)"
 
 
 # --- the line formats ---------------------------------------------------------------------------

@@ -15,20 +15,22 @@ from pydantic import ValidationError
 
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.models import AddMemoryRequest, parse_iso8601
+from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.search.analyzer import TermCounts
 from zapomni_core.transfer.format import (
     BODY_LINE,
     FORMAT_VERSION,
     HEADER_TYPE,
+    IMPORTING,
     READABLE_VERSIONS,
     TOP_LEVEL_FIELDS,
+    UNIT,
+    VALIDATING,
     EmbedderInfo,
     EndLine,
     HeaderLine,
     MemoryLine,
-    ProgressFn,
     TransferError,
-    TransferProgress,
 )
 from zapomni_core.workspaces import Workspace, Workspaces
 from zapomni_core.writes import WritePipeline, chunk_rows, memory_record, new_id
@@ -216,7 +218,7 @@ async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressF
             await _check_against_store(workspaces, pending)
             pending, pending_ids = [], 0
             if progress:
-                progress(TransferProgress("validate", memories, chunks, None))
+                progress(Progress(memories, None, UNIT, VALIDATING))
     await _check_against_store(workspaces, pending)
     if header is None:
         raise TransferError("the file is empty: a Zapomni export starts with a header line")
@@ -231,7 +233,7 @@ async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressF
             f"but the file holds {memories} memories and {chunks} chunks"
         )
     if progress:
-        progress(TransferProgress("validate", memories, chunks, memories))
+        progress(Progress(memories, memories, UNIT, VALIDATING))
     return _Scan(header=header, memories=memories, chunks=chunks)
 
 
@@ -366,7 +368,7 @@ class _Writer:
             await self._write_to(workspace, [p for p in batch if p.memory.workspace == name])
         if self._progress:
             done = self.imported + self.skipped
-            self._progress(TransferProgress("import", done, self.chunks_written, self._total))
+            self._progress(Progress(done, self._total, UNIT, IMPORTING))
 
     async def _write_to(self, workspace: Workspace, batch: list[_Parsed]) -> None:
         # Checked again here: another process may have stored some of them since the first pass.

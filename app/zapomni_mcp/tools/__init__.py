@@ -6,6 +6,7 @@ from zapomni_mcp.tools.add_memory import AddMemoryTool
 from zapomni_mcp.tools.delete_memory import DeleteMemoryTool
 from zapomni_mcp.tools.get_memory import GetMemoryTool
 from zapomni_mcp.tools.get_stats import GetStatsTool
+from zapomni_mcp.tools.jobs import CancelJobTool, JobStatusTool, ListJobsTool
 from zapomni_mcp.tools.list_memories import ListMemoriesTool
 from zapomni_mcp.tools.search_memory import SearchMemoryTool
 from zapomni_mcp.tools.update_memory import UpdateMemoryTool
@@ -21,6 +22,9 @@ TOOLS = (
     GetStatsTool,
     ListWorkspacesTool,
     DeleteWorkspaceTool,
+    JobStatusTool,
+    ListJobsTool,
+    CancelJobTool,
 )
 
 

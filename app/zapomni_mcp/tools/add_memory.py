@@ -16,7 +16,9 @@ class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
         "find it again with search_memory. Optional metadata: tags (list of strings), source "
         "(string), date (ISO 8601), and any other flat string/number/boolean keys. Adding the same "
         "text again (whitespace aside) is harmless: it returns the existing memory (deduplicated: true) "
-        "and adds the new tags to it. Optional workspace keeps memories of different projects apart."
+        "and adds the new tags to it. Optional workspace keeps memories of different projects apart. A large text "
+        "(32 KB or more by default) is stored at once and answered with status 'indexing' and a job_id: a background "
+        "job makes it searchable within seconds to minutes; job_status follows it."
     )
     input_model = AddMemoryRequest
     output_model = AddMemoryResult
@@ -28,6 +30,11 @@ class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
         return await self.core.add_memory(arguments, ctx)
 
     def render(self, result: AddMemoryResult) -> str:
+        if result.status == "indexing":
+            return (
+                f"Stored memory {result.memory_id} in {result.workspace!r}; it becomes searchable when job "
+                f"{result.job_id} has indexed it (job_status shows progress): {result.text_preview}"
+            )
         if result.deduplicated:
             return f"Already stored as memory {result.memory_id} in {result.workspace!r}: {result.text_preview}"
         return (

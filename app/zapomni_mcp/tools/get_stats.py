@@ -13,7 +13,8 @@ class GetStatsTool(Tool[StatsRequest, Stats]):
     name = "get_stats"
     description = (
         "Statistics of a workspace (default: the server's) and the store: memories, chunks, workspaces, "
-        "size, embedder, query latency, uptime."
+        "size, free disk space (with a warning while writes are refused for lack of it), embedder, query latency, "
+        "uptime."
     )
     input_model = StatsRequest
     output_model = Stats

@@ -77,7 +77,7 @@ async def diagnose(settings: Settings, wait_s: float, *, start: bool) -> Diagnos
     if not start:
         return Diagnosis(await _readiness(settings, wait_s), NOT_STARTED_NOTE)
     try:
-        async with open_core(settings):
+        async with open_core(settings, background_jobs=False):
             report = await _readiness(settings, wait_s)
     except ZapomniError as exc:
         # Whatever stopped the engine (a database that will not start, a store of another

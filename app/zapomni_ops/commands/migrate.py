@@ -18,12 +18,14 @@ from typing import Any
 
 import structlog
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import Progress as ProgressBar
 
 from zapomni_core.database import open_database
 from zapomni_core.embedders import build_embedder
 from zapomni_core.errors import EmbedderUnavailable, StorageUnavailable
 from zapomni_core.migrations import Migration, SchemaStatus, apply_migrations, configured_embedder, schema_status
+from zapomni_core.progress import Progress
 from zapomni_core.reembed import DEFAULT_BATCH_SIZE, ReembedPlan, plan_reembed, reembed
 from zapomni_core.settings import Settings
 from zapomni_ops.arguments import positive_int
@@ -130,7 +132,7 @@ async def _reembed(settings: Settings, *, batch_size: int, assume_yes: bool) -> 
             return 1
         with _ProgressDisplay() as progress:
             try:
-                report = await reembed(database, embedder, settings, batch_size=batch_size, on_progress=progress)
+                report = await reembed(database, embedder, settings, batch_size=batch_size, progress=progress)
             except (EmbedderUnavailable, StorageUnavailable) as exc:  # a refusal is not a stop: it propagates
                 print(f"the re-embed stopped ({exc}); run `zapomni migrate reembed` again to resume", file=sys.stderr)
                 return 1
@@ -201,14 +203,14 @@ class _ProgressDisplay:
     """A progress bar on a terminal's stderr; otherwise a log line every few seconds and at the end."""
 
     def __init__(self) -> None:
-        self._bar: Progress | None = None
+        self._bar: ProgressBar | None = None
         self._task: Any = None
         self._last_log = 0.0
 
     def __enter__(self) -> _ProgressDisplay:
         if sys.stderr.isatty():
-            self._bar = Progress(
-                TextColumn("re-embedding"),
+            self._bar = ProgressBar(
+                TextColumn("{task.description}", markup=False),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
@@ -218,16 +220,18 @@ class _ProgressDisplay:
             self._bar.start()
         return self
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, progress: Progress) -> None:
+        # One workspace at a time: the counts start again with each, and the message names it.
+        done, total, what = progress.done, progress.total, progress.message or "re-embedding"
         if self._bar is not None:
             if self._task is None:
-                self._task = self._bar.add_task("reembed", total=total, completed=done)
-            self._bar.update(self._task, total=total, completed=done)
+                self._task = self._bar.add_task(what, total=total, completed=done)
+            self._bar.update(self._task, description=what, total=total, completed=done)
             return
         now = time.monotonic()
-        if now - self._last_log >= _LOG_EVERY_S or done >= total:
+        if now - self._last_log >= _LOG_EVERY_S or (total is not None and done >= total):
             self._last_log = now
-            log.info("reembed.progress", done=done, total=total)
+            log.info("reembed.progress", done=done, total=total, unit=progress.unit, message=progress.message)
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from zapomni_core import Settings, open_core
-from zapomni_core.transfer import ExportReport, ImportReport, TransferError, TransferProgress
+from zapomni_core.progress import Progress
+from zapomni_core.transfer import ExportReport, ImportReport, TransferError
 
 # Failures of the output file itself, reported as such (others keep their traceback).
 _WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EISDIR, errno.EACCES, errno.EROFS}
@@ -126,12 +127,12 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _export(settings: Settings, out: TextIO) -> ExportReport:
-    async with open_core(settings) as (core, _info):
+    async with open_core(settings, background_jobs=False) as (core, _info):
         return await core.export_memories(out, _Progress("export"))
 
 
 async def _import(settings: Settings, src: BinaryIO) -> ImportReport:
-    async with open_core(settings) as (core, _info):
+    async with open_core(settings, background_jobs=False) as (core, _info):
         return await core.import_memories(src, _Progress("import"))
 
 
@@ -162,11 +163,9 @@ class _Progress:
         self._command = command
         self._last = time.monotonic()
 
-    def __call__(self, progress: TransferProgress) -> None:
+    def __call__(self, progress: Progress) -> None:
         now = time.monotonic()
         if now - self._last < PROGRESS_EVERY_S:
             return
         self._last = now
-        total = f" of {progress.total_memories}" if progress.total_memories is not None else ""
-        verb = {"export": "exported", "validate": "validated", "import": "imported or skipped"}[progress.phase]
-        print(f"zapomni {self._command}: {verb} {progress.memories}{total} memories", file=sys.stderr, flush=True)
+        print(f"zapomni {self._command}: {progress.describe()}", file=sys.stderr, flush=True)

@@ -1,0 +1,26 @@
+"""Durable background jobs: the runner, the job kinds, and what the job tools ask of them."""
+
+from zapomni_core.jobs.indexing import IndexMemory
+from zapomni_core.jobs.models import (
+    CancelJobRequest,
+    CancelJobResult,
+    JobInfo,
+    JobList,
+    JobStatusRequest,
+    ListJobsRequest,
+)
+from zapomni_core.jobs.runner import JobRunner, JobSettings
+from zapomni_core.jobs.service import JobService
+
+__all__ = [
+    "CancelJobRequest",
+    "CancelJobResult",
+    "IndexMemory",
+    "JobInfo",
+    "JobList",
+    "JobRunner",
+    "JobService",
+    "JobSettings",
+    "JobStatusRequest",
+    "ListJobsRequest",
+]

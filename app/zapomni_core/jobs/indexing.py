@@ -1,0 +1,84 @@
+"""`index_memory`: make a large add searchable — chunk, embed and store its chunks in the background.
+
+The memory's text was stored when the add was acknowledged. Chunks are staged a slice at a time
+(`STAGED` edges: durable, invisible to search), so an attempt that dies resumes after the last
+slice it stored; the last write links them all and completes the job at once, so a search sees
+none of a memory's chunks or all of them. Small slices keep each database write short: searches
+never queue behind a long one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import structlog
+
+from zapomni_core.disk import DiskGuard, write_estimate
+from zapomni_core.errors import EmbedderUnavailable
+from zapomni_core.jobs.runner import JobLost, JobOutcome, JobRun
+from zapomni_core.progress import Progress
+from zapomni_core.writes import WritePipeline, chunk_rows, new_id
+from zapomni_db import JobRecord, JobRow
+
+log = structlog.get_logger(__name__)
+
+KIND = "index_memory"
+# Chunks embedded and stored per step: progress every second or two, and short database writes.
+JOB_SLICE = 32
+
+
+def index_job(memory_id: str) -> JobRecord:
+    """The job that will index a memory stored ahead of its chunks."""
+    return JobRecord(id=new_id(), kind=KIND, created_at=time.time(), memory_id=memory_id, unit="chunks")
+
+
+class IndexMemory:
+    kind = KIND
+
+    def __init__(self, writer: WritePipeline, disk: DiskGuard) -> None:
+        self._writer = writer
+        self._disk = disk
+
+    async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
+        stores = run.stores
+        memory_id = job.memory_id or ""
+        memory = await stores.reads.get(memory_id)
+        if memory is None:  # deleted before it was indexed (the delete cancelled this job too)
+            return JobOutcome("cancelled", run.progress.done, {}, error="the memory was deleted")
+        if memory.info.status != "indexing" or memory.info.job_id != job.id:
+            # An earlier attempt published it and stopped before it could say so.
+            return JobOutcome("completed", memory.info.chunk_count, {"chunks": memory.info.chunk_count})
+        split = await self._writer.split_async(memory.text)
+        total = len(split.pieces)
+        staged = await stores.jobs.staged_indexes(memory_id)
+        todo = [i for i in range(total) if i not in staged]
+        done = total - len(todo)
+        await run.report(Progress(done, total, "chunks", "embedding"))
+        for start in range(0, len(todo), JOB_SLICE):
+            batch = todo[start : start + JOB_SLICE]
+            try:
+                vectors = await self._writer.embed([split.pieces[i] for i in batch])
+            except EmbedderUnavailable as exc:
+                # Recorded, never dropped: the memory shows "failed" and adding its text again retries.
+                item = f"chunks {batch[0]}-{batch[-1]}"
+                await run.fail_item(item, str(exc))
+                return JobOutcome("failed", done, {"chunks": done}, error=f"embedding {item} of {total} failed: {exc}")
+            text_bytes = sum(len(split.pieces[i].encode(errors="surrogatepass")) for i in batch)
+            await self._disk.ensure_writable(write_estimate(text_bytes, len(vectors[0]), chunks=len(batch)))
+            rows = chunk_rows(
+                [split.pieces[i] for i in batch], vectors, [split.counts[i] for i in batch], indexes=batch
+            )
+            done += len(batch)
+            if not await stores.jobs.stage_chunks(
+                job.id, run.owner, memory_id, rows, done=done, lease_s=run.settings.lease_s
+            ):
+                raise JobLost(job.id)
+            run.progress = Progress(done, total, "chunks", "embedding")
+        chunks = await stores.jobs.publish_staged(
+            job.id, run.owner, memory_id, counts_json=json.dumps({"chunks": total})
+        )
+        if chunks is None:
+            raise JobLost(job.id)
+        log.info("memory.indexed", workspace=run.workspace.name, memory_id=memory_id, job_id=job.id, chunks=chunks)
+        return None

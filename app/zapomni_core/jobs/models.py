@@ -1,0 +1,76 @@
+"""Requests and results of the job tools (job_status, list_jobs, cancel_job)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from zapomni_core.models import UUID_PATTERN, _Scoped, _Strict
+
+JobState = Literal["pending", "running", "completed", "completed_with_errors", "failed", "cancelled"]
+ACTIVE_STATES: tuple[JobState, ...] = ("pending", "running")
+# Under the 60 s after which MCP clients give up on a request by default.
+MAX_WAIT_S = 50
+MAX_JOBS = 100
+
+JobId = Annotated[str, Field(pattern=UUID_PATTERN, description="A job's id, as the call that queued it returned it.")]
+
+
+class JobStatusRequest(_Strict):
+    job_id: JobId
+    wait_s: int = Field(
+        0,
+        ge=0,
+        le=MAX_WAIT_S,
+        description=f"Wait up to this many seconds (0-{MAX_WAIT_S}) for the job to end, sending progress "
+        "notifications meanwhile when the request carries a progressToken; 0 answers at once.",
+    )
+
+
+class ListJobsRequest(_Scoped):
+    state: JobState | None = Field(None, description="Only jobs in this state.")
+    limit: int = Field(20, ge=1, le=MAX_JOBS, description=f"At most this many jobs (1-{MAX_JOBS}), newest first.")
+
+
+class CancelJobRequest(_Strict):
+    job_id: JobId
+
+
+class JobProgress(BaseModel):
+    done: int
+    total: int | None = Field(description="null while not yet known.")
+    unit: str = Field(description="What is counted, e.g. chunks.")
+
+
+class JobInfo(BaseModel):
+    job_id: str
+    workspace: str
+    kind: str = Field(description="index_memory: making a large add searchable.")
+    state: JobState
+    memory_id: str | None = Field(description="The memory the job is about, if any.")
+    progress: JobProgress
+    message: str | None = Field(description="What the job is doing or waiting for (e.g. disk space).")
+    counts: dict[str, int] = Field(description="What a finished job did, e.g. {'chunks': 812}.")
+    failed_items: int = Field(description="Items that failed; a job with failed items ends completed_with_errors.")
+    failures: list[str] = Field(description="'item: reason' for the first failed items.")
+    error: str | None = Field(description="Why the job failed or was cancelled.")
+    attempts: int = Field(description="Times a worker took the job (more than 1 after a server stopped mid-job).")
+    created_at: str
+    started_at: str | None
+    updated_at: str
+    finished_at: str | None
+
+
+class JobList(BaseModel):
+    workspace: str
+    jobs: list[JobInfo]
+    count: int
+
+
+class CancelJobResult(BaseModel):
+    job: JobInfo
+    cancelled: bool = Field(description="False when the job had already ended (nothing changed).")
+    memory_deleted: bool = Field(
+        False, description="Cancelling a large add's indexing job withdraws that add: the memory is deleted."
+    )

@@ -1,0 +1,272 @@
+"""The job runner: one worker per process claims durable jobs from every workspace and runs them.
+
+A job is claimed under a lease that the worker renews as it reports progress; a worker that dies
+(kill -9) stops renewing, and any server on the store takes the job over once the lease lapses
+(at once when the dead owner was a process on this machine). Handlers resume from what they
+stored durably, and every write they make is fenced by the claim, so a job is never done twice.
+
+Transient trouble does not fail a job: while the database restarts or the disk is full the job
+waits (its `message` says why) and goes on afterwards. Anything else fails it with the reason
+recorded; a job that keeps killing its worker is given up after `max_attempts` claims.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import structlog
+
+from zapomni_core.errors import ShuttingDown, StorageFull, ZapomniError
+from zapomni_core.progress import Progress
+from zapomni_core.workspaces import Workspace, Workspaces
+from zapomni_db import DatabaseUnavailable, GraphStores, JobRow, PersistenceFailed
+
+log = structlog.get_logger(__name__)
+
+_HOST = socket.gethostname()
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    lease_s: float = 30.0  # a dead worker's job is taken over this long after its last progress report
+    poll_s: float = 2.0  # how often idle workers look for jobs other processes queued
+    max_attempts: int = 3  # claims before a job that keeps dying with its worker is given up
+    retry_s: float = 1.0  # first wait after a database failure (doubles, up to `lease_s / 3`)
+    disk_wait_s: float = 5.0  # between free-space checks while a job waits for disk space
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """How a handler ended a job it did not complete in its own last write."""
+
+    state: str  # completed | completed_with_errors | failed | cancelled
+    done: int
+    counts: Mapping[str, int]
+    error: str | None = None
+
+
+class JobLost(Exception):
+    """The job was cancelled or taken over by another worker: stop, and write nothing more."""
+
+
+class JobHandler(Protocol):
+    kind: str
+
+    async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
+        """Do the job, resuming from whatever an earlier attempt stored; None when the handler's own
+        last write completed it."""
+
+
+class JobRun:
+    """What a handler gets: the job's workspace, its claim, and a way to report progress."""
+
+    def __init__(self, job: JobRow, workspace: Workspace, owner: str, settings: JobSettings) -> None:
+        self.job = job
+        self.workspace = workspace
+        self.owner = owner
+        self.settings = settings
+        self.progress = Progress(job.done, job.total, job.unit)
+
+    @property
+    def stores(self) -> GraphStores:
+        return self.workspace.stores
+
+    async def report(self, progress: Progress) -> None:
+        """Record progress and renew the lease; raises JobLost when the job is no longer ours to run."""
+        self.progress = progress
+        alive = await self.stores.jobs.heartbeat(
+            self.job.id,
+            self.owner,
+            self.settings.lease_s,
+            done=progress.done,
+            total=progress.total,
+            message=progress.message,
+        )
+        if not alive:
+            raise JobLost(self.job.id)
+
+    async def fail_item(self, item: str, reason: str) -> None:
+        log.warning("job.item_failed", job_id=self.job.id, item=item, reason=reason)
+        if not await self.stores.jobs.record_failure(self.job.id, self.owner, f"{item}: {reason}"):
+            raise JobLost(self.job.id)
+
+
+class JobRunner:
+    def __init__(
+        self,
+        workspaces: Workspaces,
+        handlers: Mapping[str, JobHandler],
+        settings: JobSettings,
+    ) -> None:
+        self._workspaces = workspaces
+        self._handlers = dict(handlers)
+        self.settings = settings
+        self.owner = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="zapomni-jobs")
+
+    def wake(self) -> None:
+        """A job was queued here: look now instead of at the next poll."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Stop working; a job in hand goes back to pending so the next server starts it at once."""
+        if self._task is None:
+            return
+        # The flag ends the loop even if the cancellation is lost: on 3.11 one that lands as the idle
+        # wait times out is swallowed (seen: `stop` then waited for ever).
+        self._stopping = True
+        self._wake.set()
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    async def _loop(self) -> None:
+        while not self._stopping:
+            try:
+                ran = await self._run_next()
+            except asyncio.CancelledError:
+                raise
+            except DatabaseUnavailable:
+                log.warning("jobs.database_unavailable", retry_in_s=self.settings.poll_s)
+                ran = False
+            except Exception:  # the worker outlives any one failure; the next poll tries again
+                log.exception("jobs.loop_failed")
+                ran = False
+            if not ran:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.settings.poll_s)
+                self._wake.clear()
+
+    async def _run_next(self) -> bool:
+        """Claim and run one job from any workspace; False when there was none to claim."""
+        for name in await self._workspaces.names():
+            stores = self._workspaces.stores(name)
+            for seen in await stores.jobs.active():
+                if not self._claimable(seen):
+                    continue
+                if seen.state == "running" and seen.attempts >= self.settings.max_attempts:
+                    await stores.jobs.give_up(
+                        seen, f"gave up after {seen.attempts} attempts: each ended with its server stopping"
+                    )
+                    log.error("job.given_up", workspace=name, job_id=seen.id, attempts=seen.attempts)
+                    continue
+                job = await stores.jobs.claim(seen, self.owner, self.settings.lease_s)
+                if job is None:
+                    continue  # another worker was quicker
+                workspace = await self._workspaces.get(name, create=False)
+                if workspace is None:  # the workspace was deleted meanwhile, and its jobs with it
+                    continue
+                await self._execute(job, workspace)
+                return True
+        return False
+
+    def _claimable(self, job: JobRow) -> bool:
+        if job.kind not in self._handlers:
+            return False
+        if job.state == "pending":
+            return True
+        return (job.lease_until or 0.0) < time.time() or _owner_gone(job.owner)
+
+    async def _execute(self, job: JobRow, workspace: Workspace) -> None:
+        handler = self._handlers[job.kind]
+        run = JobRun(job, workspace, self.owner, self.settings)
+        started = time.perf_counter()
+        log.info("job.started", workspace=workspace.name, job_id=job.id, kind=job.kind, attempt=job.attempts)
+        keep_alive = asyncio.create_task(self._keep_alive(run), name=f"zapomni-job-lease-{job.id}")
+        try:
+            try:
+                outcome = await self._until_done(handler, job, run)
+            finally:
+                keep_alive.cancel()
+            if outcome is not None:
+                await workspace.stores.jobs.finish(
+                    job.id,
+                    self.owner,
+                    state=outcome.state,
+                    done=outcome.done,
+                    counts_json=json.dumps(dict(outcome.counts), sort_keys=True),
+                    error=outcome.error,
+                )
+            log.info(
+                "job.finished",
+                workspace=workspace.name,
+                job_id=job.id,
+                kind=job.kind,
+                state=outcome.state if outcome else "completed",
+                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
+        except JobLost:
+            log.info("job.lost", workspace=workspace.name, job_id=job.id, reason="cancelled or taken over")
+        except (asyncio.CancelledError, ShuttingDown) as exc:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(workspace.stores.jobs.release(job.id, self.owner))
+            log.info("job.released", workspace=workspace.name, job_id=job.id, reason="the server is stopping")
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        except Exception as exc:
+            reason = str(exc) if isinstance(exc, ZapomniError) else "internal error (the server log has the details)"
+            log.exception("job.failed", workspace=workspace.name, job_id=job.id, kind=job.kind)
+            with contextlib.suppress(Exception):
+                await workspace.stores.jobs.finish(
+                    job.id, self.owner, state="failed", done=run.progress.done, counts_json="{}", error=reason
+                )
+
+    async def _keep_alive(self, run: JobRun) -> None:
+        """Renew the lease (with the latest progress) while the handler works, however long one step takes."""
+        while True:
+            await asyncio.sleep(self.settings.lease_s / 3)
+            try:
+                await run.report(run.progress)
+            except JobLost:
+                return  # the handler's next fenced write finds out too, and stops
+            except (DatabaseUnavailable, PersistenceFailed):
+                continue
+
+    async def _until_done(self, handler: JobHandler, job: JobRow, run: JobRun) -> JobOutcome | None:
+        """Run the handler, and again (resuming) after each database restart or wait for disk space."""
+        delay = self.settings.retry_s
+        while True:
+            try:
+                return await handler.run(job, run)
+            except DatabaseUnavailable:
+                log.warning("job.database_unavailable", job_id=job.id, retry_in_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.settings.lease_s / 3)
+            except (StorageFull, PersistenceFailed) as exc:  # the guard's refusal, or the database's own (MISCONF)
+                log.warning("job.waiting_for_disk", job_id=job.id, reason=str(exc))
+                reason = str(exc) if isinstance(exc, StorageFull) else "the database cannot save to its disk"
+                with contextlib.suppress(DatabaseUnavailable, PersistenceFailed):
+                    await run.report(run.progress.with_message(f"paused: {reason}"))
+                await asyncio.sleep(self.settings.disk_wait_s)
+
+
+def _owner_gone(owner: str | None) -> bool:
+    """True when the job's owner was a process on this machine that no longer exists."""
+    if not owner:
+        return True
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != _HOST or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, under another user
+        return False
+    return False

@@ -1,0 +1,109 @@
+"""What the job tools ask of the engine: a job's status (optionally waiting for it), lists, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import structlog
+
+from zapomni_core.context import NO_CONTEXT, RequestContext
+from zapomni_core.errors import NotFound
+from zapomni_core.jobs.indexing import KIND as INDEX_MEMORY
+from zapomni_core.jobs.models import (
+    ACTIVE_STATES,
+    CancelJobRequest,
+    CancelJobResult,
+    JobInfo,
+    JobList,
+    JobProgress,
+    JobStatusRequest,
+    ListJobsRequest,
+)
+from zapomni_core.progress import Progress
+from zapomni_core.results import iso
+from zapomni_core.workspaces import Workspaces
+from zapomni_db import JobRow
+
+log = structlog.get_logger(__name__)
+
+# How often a waiting job_status looks at the job (and may send a progress notification).
+WAIT_POLL_S = 0.5
+
+
+class JobService:
+    def __init__(self, workspaces: Workspaces) -> None:
+        self._workspaces = workspaces
+
+    async def status(self, request: JobStatusRequest, ctx: RequestContext = NO_CONTEXT) -> JobInfo:
+        workspace, job = await self._find(request.job_id)
+        deadline = time.monotonic() + request.wait_s
+        reported: Progress | None = None
+        while job.state in ACTIVE_STATES and time.monotonic() < deadline:
+            progress = Progress(job.done, job.total, job.unit, job.message or job.state)
+            if progress != reported:
+                await ctx.progress(progress)
+                reported = progress
+            await asyncio.sleep(WAIT_POLL_S)
+            job = await self._get(workspace, request.job_id)
+        return job_info(job, workspace)
+
+    async def list(self, request: ListJobsRequest) -> JobList:
+        name = self._workspaces.resolve(request.workspace)
+        rows = await self._workspaces.stores(name).jobs.list(request.state, request.limit)
+        return JobList(workspace=name, jobs=[job_info(row, name) for row in rows], count=len(rows))
+
+    async def cancel(self, request: CancelJobRequest) -> CancelJobResult:
+        """Cancel a pending or running job. A large add's indexing job takes its memory with it:
+        the add is withdrawn, and nothing of it stays in any index."""
+        workspace, job = await self._find(request.job_id)
+        stores = self._workspaces.stores(workspace)
+        cancelled = await stores.jobs.cancel(job.id, "cancelled by cancel_job")
+        memory_deleted = False
+        if cancelled is not None and cancelled.kind == INDEX_MEMORY and cancelled.memory_id:
+            memory_deleted = bool(await stores.writes.delete([cancelled.memory_id]))
+        log.info("job.cancelled", workspace=workspace, job_id=job.id, was=job.state, memory_deleted=memory_deleted)
+        return CancelJobResult(
+            job=job_info(cancelled or job, workspace), cancelled=cancelled is not None, memory_deleted=memory_deleted
+        )
+
+    async def counts(self, workspace: str) -> dict[str, int]:
+        return await self._workspaces.stores(workspace).jobs.count_by_state()
+
+    async def _find(self, job_id: str) -> tuple[str, JobRow]:
+        """The job and its workspace: job ids are unique across workspaces, so callers need not say which."""
+        names = await self._workspaces.names()
+        default = self._workspaces.default
+        for name in sorted(names, key=lambda n: n != default):
+            job = await self._workspaces.stores(name).jobs.get(job_id)
+            if job is not None:
+                return name, job
+        raise NotFound(f"job_id: no job {job_id} in any workspace (list_jobs shows a workspace's jobs)")
+
+    async def _get(self, workspace: str, job_id: str) -> JobRow:
+        job = await self._workspaces.stores(workspace).jobs.get(job_id)
+        if job is None:
+            raise NotFound(f"job_id: job {job_id} is gone (its workspace {workspace!r} was deleted)")
+        return job
+
+
+def job_info(job: JobRow, workspace: str) -> JobInfo:
+    return JobInfo(
+        job_id=job.id,
+        workspace=workspace,
+        kind=job.kind,
+        state=job.state,  # type: ignore[arg-type]
+        memory_id=job.memory_id,
+        progress=JobProgress(done=job.done, total=job.total, unit=job.unit),
+        message=job.message,
+        counts=json.loads(job.counts_json),
+        failed_items=job.failed,
+        failures=job.failures,
+        error=job.error,
+        attempts=job.attempts,
+        created_at=iso(job.created_at),
+        started_at=iso(job.started_at) if job.started_at is not None else None,
+        updated_at=iso(job.updated_at),
+        finished_at=iso(job.finished_at) if job.finished_at is not None else None,
+    )
