@@ -60,6 +60,13 @@ async def graph_client(data_dir: Path, graph: str = "zapomni") -> AsyncIterator[
         await connection.close()
 
 
+async def chunk_node_count(data_dir: Path, graph: str = "zapomni") -> int:
+    """Every Chunk node in a graph, linked to a memory or not: duplicates and leftovers would show."""
+    async with graph_client(data_dir, graph) as client:
+        rows = await client.ro_query("MATCH (c:Chunk) RETURN count(c)")
+    return int(rows[0][0])
+
+
 async def all_chunk_ids(data_dir: Path, graph: str = "zapomni") -> set[str]:
     """Every chunk linked to a memory, read straight from the embedded database."""
     async with graph_client(data_dir, graph) as client:

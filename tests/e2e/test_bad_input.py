@@ -13,7 +13,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.conftest import RawServer, call, mcp_session
-from tests.helpers import server_pids, wait_for
+from tests.helpers import graph_client, server_pids, wait_for
 from zapomni_db.embedded import EmbeddedPaths
 
 pytestmark = pytest.mark.anyio
@@ -105,7 +105,9 @@ def test_raw_protocol_errors_are_answered_and_stdout_stays_clean(raw_server: Any
         assert json.loads(line)["jsonrpc"] == "2.0"
 
 
-async def test_an_internal_failure_is_sanitised_and_the_server_keeps_serving(data_dir: Path, tmp_path: Path) -> None:
+async def test_a_dead_database_gets_a_clear_retriable_answer_and_the_server_keeps_serving(
+    data_dir: Path, tmp_path: Path
+) -> None:
     stderr = tmp_path / "server.log"
     with stderr.open("w") as errlog:
         async with mcp_session(data_dir, errlog=errlog) as session:
@@ -117,12 +119,36 @@ async def test_an_internal_failure_is_sanitised_and_the_server_keeps_serving(dat
             result = await session.call_tool("search_memory", {"query": "anything"})
             assert result.is_error
             text = result.content[0].text
-            assert text.startswith("Internal error while running search_memory (request ")
+            assert text.startswith("The database is not answering right now") and "Retry" in text
             assert str(data_dir) not in text and "Traceback" not in text and "sock" not in text
-            # Still serving: the protocol answers, tools answer (with the same clean error).
-            assert len((await session.list_tools()).tools) == 9
+            # Still serving: the protocol answers, tools answer (with the same clear error).
+            assert len((await session.list_tools()).tools) == 12
             assert (await session.call_tool("get_stats", {})).is_error
+    refusals = [json.loads(line) for line in stderr.read_text().splitlines() if '"tool.refused"' in line]
+    assert refusals and refusals[0]["tool"] == "search_memory"
+    assert refusals[0]["error"] == "StorageUnavailable" and refusals[0]["cause"]  # the log keeps the driver's words
+
+
+async def test_an_internal_failure_is_sanitised_and_the_server_keeps_serving(data_dir: Path, tmp_path: Path) -> None:
+    stderr = tmp_path / "server.log"
+    with stderr.open("w") as errlog:
+        async with mcp_session(data_dir, errlog=errlog) as session:
+            added = await call(session, "add_memory", {"text": "A record that gets damaged on disk."})
+            healthy = await call(session, "add_memory", {"text": "A record that stays healthy."})
+            # Damage one record behind the server's back: its metadata is no longer JSON.
+            async with graph_client(data_dir) as graph:
+                await graph.query(
+                    "MATCH (m:Memory {id: $id}) SET m.metadata = '{not json'", {"id": added["memory_id"]}
+                )
+
+            result = await session.call_tool("get_memory", {"memory_id": added["memory_id"]})
+            assert result.is_error
+            text = result.content[0].text
+            assert text.startswith("Internal error while running get_memory (request ")
+            assert str(data_dir) not in text and "Traceback" not in text and "JSONDecodeError" not in text
+            # Still serving: the healthy record reads fine.
+            assert (await call(session, "get_memory", {"memory_id": healthy["memory_id"]}))["text"].endswith("healthy.")
     failures = [json.loads(line) for line in stderr.read_text().splitlines() if '"tool.failed"' in line]
-    assert failures and failures[0]["tool"] == "search_memory"
+    assert failures and failures[0]["tool"] == "get_memory"
     assert failures[0]["request_id"] in text
-    assert "Traceback" in failures[0]["exception"]
+    assert "JSONDecodeError" in failures[0]["exception"]

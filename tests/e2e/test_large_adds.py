@@ -13,7 +13,7 @@ import pytest
 from mcp import ClientSession
 
 from tests.e2e.conftest import RawServer, call, mcp_session
-from tests.helpers import graph_client, server_pids, wait_for
+from tests.helpers import chunk_node_count, server_pids, wait_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -33,13 +33,6 @@ def document(topic: str, kilobytes: int) -> str:
 
 async def job(session: ClientSession, job_id: str, **arguments: Any) -> dict[str, Any]:
     return await call(session, "job_status", {"job_id": job_id, **arguments})
-
-
-async def chunk_nodes(data_dir: Path) -> int:
-    """Every Chunk node in the store, linked to a memory or staged: duplicates or leftovers would show."""
-    async with graph_client(data_dir) as client:
-        rows = await client.ro_query("MATCH (c:Chunk) RETURN count(c)")
-    return int(rows[0][0])
 
 
 async def test_a_large_add_is_answered_at_once_and_searches_do_not_wait_for_its_indexing(data_dir: Path) -> None:
@@ -113,7 +106,7 @@ async def test_a_job_killed_with_its_server_is_finished_by_the_next_server(data_
         assert (memory["status"], memory["chunk_count"]) == ("indexed", chunks)
         stats = await call(session, "get_stats", {})
         assert stats["total_memories"] == 2 and stats["total_chunks"] == chunks + 1
-        assert await chunk_nodes(data_dir) == chunks + 1, "no chunk stored twice, none left staged"
+        assert await chunk_node_count(data_dir) == chunks + 1, "no chunk stored twice, none left staged"
         hits = await call(session, "search_memory", {"query": "estuary log site 3"})
         assert hits["results"][0]["memory_id"] == added["memory_id"]
         kept = await call(session, "search_memory", {"query": "acknowledged before the crash"})
@@ -136,6 +129,6 @@ async def test_a_job_goes_on_after_the_database_is_killed_under_it(data_dir: Pat
         chunks = final["counts"]["chunks"]
         memory = await call(session, "get_memory", {"memory_id": added["memory_id"]})
         assert (memory["status"], memory["chunk_count"]) == ("indexed", chunks)
-        assert await chunk_nodes(data_dir) == chunks, "no chunk stored twice, none left staged"
+        assert await chunk_node_count(data_dir) == chunks, "no chunk stored twice, none left staged"
         hits = await call(session, "search_memory", {"query": "delta log site 4"})
         assert hits["results"][0]["memory_id"] == added["memory_id"]

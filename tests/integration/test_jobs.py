@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.helpers import fill_disk, graph_client, mounted_tmpfs
+from tests.helpers import chunk_node_count, fill_disk, mounted_tmpfs
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.context import RequestContext
 from zapomni_core.errors import Conflict
@@ -71,13 +71,6 @@ async def wait_started(core: ZapomniCore, job_id: str) -> JobInfo:
     raise AssertionError("the job never started")
 
 
-async def stored_chunks(data_dir: Path) -> int:
-    """Every Chunk node in the default graph, linked to a memory or not."""
-    async with graph_client(data_dir) as client:
-        rows = await client.ro_query("MATCH (c:Chunk) RETURN count(c)")
-    return int(rows[0][0])
-
-
 async def test_a_large_add_answers_at_once_and_becomes_searchable_when_its_job_completes(data_dir: Path) -> None:
     async with job_core(data_dir) as core:
         small = await core.add_memory(AddMemoryRequest(text="Kestrels hover over the motorway verge."))
@@ -110,7 +103,7 @@ async def test_a_large_add_answers_at_once_and_becomes_searchable_when_its_job_c
         assert (detail.status, detail.chunk_count) == ("indexed", info.counts["chunks"])
         hits = (await core.search(SearchRequest(query="otter sightings near station 5"))).results
         assert hits and hits[0].memory_id == added.memory_id
-        assert await stored_chunks(data_dir) == info.counts["chunks"] + 1  # nothing staged is left over
+        assert await chunk_node_count(data_dir) == info.counts["chunks"] + 1  # nothing staged is left over
         stats = await core.stats()
         assert stats.jobs == {"completed": 1} and stats.total_chunks == info.counts["chunks"] + 1
         jobs = await core.jobs.list(ListJobsRequest(state="completed"))
@@ -148,7 +141,7 @@ async def test_deleting_a_memory_mid_indexing_cancels_its_job_and_leaves_nothing
         info = await wait_job(core, added.job_id)
         assert (info.state, info.error) == ("cancelled", "the memory was deleted")
         await asyncio.sleep(1.5)  # the worker finishes the slice it was embedding, and writes nothing
-        assert await stored_chunks(data_dir) == 0
+        assert await chunk_node_count(data_dir) == 0
         assert (await core.search(SearchRequest(query="puffin sightings"))).count == 0
         assert (await core.stats()).total_memories == 0
 
@@ -161,7 +154,7 @@ async def test_cancel_job_withdraws_the_add(data_dir: Path) -> None:
         result = await core.jobs.cancel(CancelJobRequest(job_id=added.job_id))
         assert result.cancelled and result.memory_deleted and result.job.state == "cancelled"
         await asyncio.sleep(1.5)
-        assert await stored_chunks(data_dir) == 0
+        assert await chunk_node_count(data_dir) == 0
         assert (await core.list_memories(ListMemoriesRequest())).count == 0
         again = await core.jobs.cancel(CancelJobRequest(job_id=added.job_id))
         assert not again.cancelled and not again.memory_deleted and again.job.state == "cancelled"
@@ -218,4 +211,4 @@ async def test_a_job_pauses_on_a_full_disk_and_resumes_when_space_is_freed() -> 
             assert (await core.get_memory(GetMemoryRequest(memory_id=added.memory_id))).chunk_count == info.counts[
                 "chunks"
             ]
-            assert await stored_chunks(disk) == info.counts["chunks"]
+            assert await chunk_node_count(disk) == info.counts["chunks"]

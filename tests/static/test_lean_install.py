@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -137,9 +138,12 @@ def test_the_source_tree_loads_the_shipped_tokenizer() -> None:
 
 
 def make_dry_run(project: Path, venv: Path, target: str) -> str:
+    # Under `make test` (as in CI) the parent make's MAKEFLAGS/MAKELEVEL would add "Entering directory" lines.
+    env = {key: value for key, value in os.environ.items() if key not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}}
     done = subprocess.run(
-        ["make", "-n", f"VENV={venv}", target],
+        ["make", "--no-print-directory", "-n", f"VENV={venv}", target],
         cwd=project,
+        env=env,
         capture_output=True,
         text=True,
         check=False,
