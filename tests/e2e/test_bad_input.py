@@ -137,9 +137,7 @@ async def test_an_internal_failure_is_sanitised_and_the_server_keeps_serving(dat
             healthy = await call(session, "add_memory", {"text": "A record that stays healthy."})
             # Damage one record behind the server's back: its metadata is no longer JSON.
             async with graph_client(data_dir) as graph:
-                await graph.query(
-                    "MATCH (m:Memory {id: $id}) SET m.metadata = '{not json'", {"id": added["memory_id"]}
-                )
+                await graph.query("MATCH (m:Memory {id: $id}) SET m.metadata = '{not json'", {"id": added["memory_id"]})
 
             result = await session.call_tool("get_memory", {"memory_id": added["memory_id"]})
             assert result.is_error
