@@ -44,7 +44,7 @@ BARE_SAMPLE = 400  # chunks the bare embedder embeds for the ceiling
 
 
 def document(abstracts: Sequence[str], size_bytes: int) -> str:
-    """Abstracts, pass after pass (sentences shuffled from the second pass on), up to `size_bytes`."""
+    """Abstracts, pass after pass (sentences shuffled from the second pass on), just under `size_bytes`."""
     parts: list[str] = []
     size = 0
     rng = random.Random(7)
@@ -54,10 +54,10 @@ def document(abstracts: Sequence[str], size_bytes: int) -> str:
                 sentences = abstract.split(". ")
                 rng.shuffle(sentences)
                 abstract = ". ".join(sentences)
-            parts.append(abstract)
             size += len(abstract.encode()) + 2
-            if size >= size_bytes:
+            if size > size_bytes:  # stop just under: 10 MB is add_memory's limit
                 return "\n\n".join(parts)
+            parts.append(abstract)
     return "\n\n".join(parts)
 
 
