@@ -34,7 +34,7 @@ WORKDIR /src
 
 # Dependencies first, from pyproject's own lists, so that a source change does not reinstall them.
 COPY pyproject.toml constraints.txt ./
-RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['nlp']))" > requirements-image.txt \
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies']))" > requirements-image.txt \
  && pip install --no-cache-dir -c constraints.txt -r requirements-image.txt
 
 # Zapomni itself (the tokenizer file is its package data); `pip check` proves the environment is consistent.

@@ -62,7 +62,7 @@ lint: $(TEST_STAMP)  ## static checks (ruff); adds the test and bench tools
 	$(BIN)/ruff check app tests bench healthchecks/probe ops/image-smoke.py
 	$(BIN)/ruff format --check app tests bench healthchecks/probe ops/image-smoke.py
 
-bench: $(BENCH_STAMP)  ## run the benchmarks (~40 min on 2 cores), results in bench/results/; adds the bench tools
+bench: $(BENCH_STAMP)  ## run the benchmarks (~75 min on 2 cores), results in bench/results/; adds the bench tools
 	$(BIN)/python -m bench.quality
 	$(BIN)/python -m bench.relevance
 	$(BIN)/python -m bench.scale
@@ -71,6 +71,9 @@ bench: $(BENCH_STAMP)  ## run the benchmarks (~40 min on 2 cores), results in be
 	$(BIN)/python -m bench.memory_ops
 	$(BIN)/python -m bench.ingestion
 	$(BIN)/python -m bench.large_adds
+	$(BIN)/python -m bench.graph_extraction
+	$(BIN)/python -m bench.entity_dedup
+	$(BIN)/python -m bench.graph_retrieval
 
 # The wheel and sdist for `pipx install`/`uv tool install`, built offline by the pinned setuptools in .venv.
 dist: | $(BIN)/python  ## build the wheel and sdist into dist/; installs only the pinned setuptools

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -10,6 +11,10 @@ from pathlib import Path
 import pytest
 
 from zapomni_core import Settings, ZapomniCore, open_core
+
+# Entity extraction of every memory a test adds would load spaCy and compete for the two cores in every
+# test; the graph's own tests (tests/*/test_graph_*.py) turn it on where they need it.
+os.environ.setdefault("ZAPOMNI_GRAPH_AUTO", "false")
 
 
 @pytest.fixture

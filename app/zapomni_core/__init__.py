@@ -5,6 +5,7 @@ from zapomni_core.engine import ZapomniCore
 from zapomni_core.errors import (
     ConfigurationError,
     EmbedderUnavailable,
+    ExtractorUnavailable,
     ShuttingDown,
     StorageUnavailable,
     ZapomniError,
@@ -16,6 +17,7 @@ from zapomni_db.version import package_version
 __all__ = [
     "ConfigurationError",
     "EmbedderUnavailable",
+    "ExtractorUnavailable",
     "RequestContext",
     "RuntimeInfo",
     "Settings",

@@ -21,6 +21,7 @@ from zapomni_core.disk import MB, DiskGuard, write_estimate
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import Conflict, NotFound, ShuttingDown
 from zapomni_core.faults import storage_faults
+from zapomni_core.graph.service import GraphService
 from zapomni_core.jobs import JobService
 from zapomni_core.jobs.indexing import index_job
 from zapomni_core.models import (
@@ -81,6 +82,7 @@ class ZapomniCore:
         shutdown: ShutdownGate,
         graph_name: str,
         jobs: JobService,
+        graph: GraphService,
         wake_jobs: Callable[[], None],
         background_add_bytes: int,
         disk: DiskGuard,
@@ -88,6 +90,7 @@ class ZapomniCore:
         self.workspaces = workspaces
         self.embedder = embedder
         self.jobs = jobs
+        self.graph = graph
         self._wake_jobs = wake_jobs
         self._background_add_bytes = background_add_bytes
         self.disk = disk  # free space on the data directory's disk: checked before every add, update, import
@@ -161,6 +164,7 @@ class ZapomniCore:
                 raise Conflict("the memory changed while it was being stored; retry")
             return await self._merge_duplicate(workspace, existing, request)
         self.writes_committed += 1
+        await self.graph.queue_new_memories(workspace)
         log.info(
             "memory.added",
             workspace=workspace.name,
@@ -258,6 +262,8 @@ class ZapomniCore:
         if not found:
             raise NotFound(f"memory_id: memory {request.memory_id} was deleted while it was being updated")
         self.writes_committed += 1
+        if text_changed:  # its graph evidence went with its old chunks; extraction runs again
+            await self.graph.queue_new_memories(workspace)
         log.info("memory.updated", workspace=workspace.name, **result.model_dump(exclude={"workspace"}))
         return result
 
@@ -331,6 +337,9 @@ class ZapomniCore:
             duration_ms=round(elapsed_ms, 2),
         )
         hits = [results.hit(r, name) for r in ranked]
+        if request.graph_context and hits:
+            context = await self.graph.hit_context(workspace.stores, [hit.chunk_id for hit in hits])
+            hits = [hit.model_copy(update={"entities": context.get(hit.chunk_id, [])}) for hit in hits]
         return SearchResult(workspace=name, results=hits, count=len(hits))
 
     async def get_memory(self, request: GetMemoryRequest) -> MemoryDetail:
@@ -359,6 +368,7 @@ class ZapomniCore:
         maintenance = self.workspaces.stores(name).maintenance
         counts = await maintenance.counts()
         disk = await asyncio.to_thread(self.disk.status)
+        entities, relations, pending = await self.graph.counts(name)
         return Stats(
             workspace=name,
             total_memories=counts.memories,
@@ -372,6 +382,9 @@ class ZapomniCore:
             cache_hit_rate=self.embedder.hit_rate,
             cache_backend=self.embedder.cache.backend,
             jobs=await self.jobs.counts(name),
+            entities=entities,
+            relations=relations,
+            extraction_pending=pending,
             uptime_s=round(time.monotonic() - self._started, 3),
             disk_free_mb=round(disk.free_bytes / MB, 1) if disk else None,
             disk_warning=disk.warning if disk else None,
@@ -412,6 +425,10 @@ class ZapomniCore:
         with storage_faults(self.disk):
             report = await transfer.import_memories(target, src, progress)
         self.writes_committed += report.imported
+        for name in await self.workspaces.names():  # memories imported without their graph get one
+            workspace = await self.workspaces.get(name, create=False)
+            if workspace is not None and await workspace.stores.graph.count_pending():
+                await self.graph.queue_new_memories(workspace)
         return report
 
     # -- shutdown ---------------------------------------------------------------------------------

@@ -11,6 +11,10 @@ class EmbedderUnavailable(ZapomniError):
     """The configured embedder cannot produce vectors (model missing, Ollama unreachable)."""
 
 
+class ExtractorUnavailable(ZapomniError):
+    """The configured entity extractor cannot run (LLM model not pulled, Ollama unreachable or too slow)."""
+
+
 class StorageUnavailable(ZapomniError):
     """The database cannot be started or reached; the message says where to look."""
 

@@ -160,6 +160,11 @@ class SearchRequest(_Scoped):
         description="Also return memories neither leg finds relevant (no query word in common and low "
         "similarity); by default they are left out instead of padding the results.",
     )
+    graph_context: bool = Field(
+        False,
+        description="Attach to each result the knowledge-graph entities its chunk mentions, with their strongest "
+        "1-hop relations (build_graph/graph_status tell whether the graph is built).",
+    )
 
     @field_validator("query")
     @classmethod
@@ -318,12 +323,34 @@ class DeleteMemoryResult(BaseModel):
     not_found: list[str] = Field(default_factory=list, description="Requested ids that are not in this workspace.")
 
 
+class HitRelation(BaseModel):
+    type: str
+    predicate: str
+    other: str = Field(description="The entity at the other end.")
+    direction: str
+    strength: float
+    method: str
+    valid_from: str | None
+    superseded: bool = False
+
+
+class HitEntity(BaseModel):
+    name: str
+    type: str
+    relations: list[HitRelation] = Field(description="Its strongest 1-hop relations.")
+
+
 class SearchHit(MemoryFields):
     chunk_id: str
     text: str = Field(description="The matching chunk.")
     similarity_score: float = Field(ge=0.0, le=1.0, description="Cosine similarity to the query, clamped to [0, 1].")
     rank_score: float = Field(description="Reciprocal-rank-fusion score the results are ordered by.")
-    matched_by: list[Literal["vector", "keyword"]] = Field(description="Which retrieval legs found this chunk.")
+    matched_by: list[Literal["vector", "keyword", "graph"]] = Field(
+        description="Which retrieval legs found this chunk (graph: linked by shared entities, when expansion is on)."
+    )
+    entities: list[HitEntity] | None = Field(
+        None, description="With graph_context: the entities this chunk mentions and their strongest relations."
+    )
 
 
 class SearchResult(BaseModel):
@@ -365,6 +392,11 @@ class Stats(BaseModel):
         default_factory=dict,
         description="This workspace's background jobs by state (pending, running, completed, completed_with_errors, "
         "failed, cancelled); list_jobs shows them.",
+    )
+    entities: int = Field(0, description="Knowledge-graph entities in this workspace.")
+    relations: int = Field(0, description="Knowledge-graph relation edges (one per chunk stating a relation).")
+    extraction_pending: int = Field(
+        0, description="Memories waiting for entity extraction (the graph's queue); graph_status has more."
     )
     uptime_s: float
     disk_free_mb: float | None = Field(

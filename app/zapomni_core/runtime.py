@@ -16,12 +16,15 @@ from zapomni_core.disk import MB, DiskGuard
 from zapomni_core.embedders import CachedEmbedder, Embedder, build_cache, build_embedder
 from zapomni_core.engine import ZapomniCore
 from zapomni_core.errors import ConfigurationError
+from zapomni_core.graph import BuildGraph, GraphService, build_extractor, extractor_name
 from zapomni_core.jobs import IndexMemory, JobRunner, JobService, JobSettings
+from zapomni_core.jobs.runner import JobHandler
 from zapomni_core.models import MAX_TEXT_BYTES
 from zapomni_core.reembed import in_progress_message
 from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetriever
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.bm25 import SyncedBm25Index
+from zapomni_core.search.graph_leg import GraphExpansion
 from zapomni_core.settings import Settings
 from zapomni_core.workspaces import EmbedderIdentity, Workspaces
 from zapomni_core.writes import WritePipeline
@@ -80,11 +83,15 @@ async def open_core(
         analyzer = Analyzer()
 
         def search_for(stores: GraphStores, keyword_index: SyncedBm25Index) -> SearchPipeline:
+            expansion = (
+                GraphExpansion(stores.neighbours, stores.search) if settings.graph_expansion else None
+            )
             return SearchPipeline(
                 [VectorRetriever(stores.search), KeywordRetriever(stores.search, keyword_index, analyzer)],
                 rrf_k=settings.rrf_k,
                 leg_depth=settings.search_leg_depth,
                 relevance_floor=settings.relevance_floor,
+                expansion=expansion,
             )
 
         workspaces = Workspaces(
@@ -100,18 +107,31 @@ async def open_core(
         shutdown = ShutdownGate()
         writer = WritePipeline(chunker_for(embedder, settings), analyzer, embedder, shutdown)
         disk = DiskGuard(database.embedded.paths.data_dir if database.embedded else None, settings.min_free_mb * MB)
-        runner = JobRunner(
+        jobs = JobService(workspaces)
+        graph = GraphService(
             workspaces,
-            {IndexMemory.kind: IndexMemory(writer, disk)},
-            JobSettings(lease_s=settings.job_lease_s, poll_s=settings.job_poll_s),
+            jobs,
+            extractor=extractor_name(settings),
+            match_threshold=settings.entity_match_threshold,
+            auto=settings.graph_auto,
+            wake_jobs=lambda: runner.wake(),
         )
+        handlers: dict[str, JobHandler] = {
+            IndexMemory.kind: IndexMemory(writer, disk, on_indexed=graph.queue_new_memories)
+        }
+        if background_jobs:  # the extractor (a spaCy model, or an Ollama client) is loaded only where jobs run
+            extractor = build_extractor(settings)
+            stack.push_async_callback(extractor.aclose)
+            handlers[BuildGraph.kind] = BuildGraph(extractor, settings.entity_match_threshold)
+        runner = JobRunner(workspaces, handlers, JobSettings(lease_s=settings.job_lease_s, poll_s=settings.job_poll_s))
         core = ZapomniCore(
             workspaces=workspaces,
             embedder=embedder,
             writer=writer,
             shutdown=shutdown,
             graph_name=settings.graph_name,
-            jobs=JobService(workspaces),
+            jobs=jobs,
+            graph=graph,
             wake_jobs=runner.wake,
             background_add_bytes=settings.background_add_bytes if background_jobs else MAX_TEXT_BYTES + 1,
             disk=disk,

@@ -78,6 +78,18 @@ class Settings(BaseSettings):
     # Writes are refused while the data directory's disk has less than this free (MB); reads go on.
     min_free_mb: int = Field(256, alias="ZAPOMNI_MIN_FREE_MB", ge=0, le=1_000_000)
 
+    # Knowledge graph (docs/decisions/0012-knowledge-graph.md): spaCy NER + rules by default, a local LLM
+    # through Ollama (OLLAMA_HOST, LLM_MODEL) when set to "ollama"
+    graph_extractor: Literal["spacy", "ollama"] = Field("spacy", alias="ZAPOMNI_GRAPH_EXTRACTOR")
+    # New memories are queued for extraction (a background job; never blocks add_memory)
+    graph_auto: bool = Field(True, alias="ZAPOMNI_GRAPH_AUTO")
+    llm_timeout_s: float = Field(120.0, alias="ZAPOMNI_LLM_TIMEOUT_S", gt=0, le=3600)
+    llm_retries: int = Field(2, alias="ZAPOMNI_LLM_RETRIES", ge=0, le=10)
+    # rapidfuzz similarity (0-100) at which two names of compatible types are one entity
+    entity_match_threshold: float = Field(89.0, alias="ZAPOMNI_ENTITY_MATCH_THRESHOLD", ge=50.0, le=100.0)
+    # Hybrid search adds memories linked to its top hits through shared entities (measured: off by default)
+    graph_expansion: bool = Field(False, alias="ZAPOMNI_GRAPH_EXPANSION")
+
     # Shutdown: how long in-flight writes may take to finish once a stop is requested
     shutdown_grace_s: float = Field(30.0, alias="ZAPOMNI_SHUTDOWN_GRACE_S", ge=0, le=3600)
 

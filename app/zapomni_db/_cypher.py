@@ -25,3 +25,40 @@ JOB_PROPERTIES = (
     "total: $job_total, unit: $job_unit, counts: '{}', failed: 0, failures: [], attempts: 0, "
     "created_at: $job_created_at, updated_at: $job_created_at}"
 )
+
+# -- the knowledge graph (zapomni_db.graph) -----------------------------------------------------
+# Supersession, recomputed for a whole group of facts: the exclusive relations (`exclusive: true`,
+# set at write time on llm facts of an exclusive type) of one subject `s` and one type `t` (bound,
+# distinct, by what precedes). A fact's successor is the next fact in time: among the
+# facts dated after it, those of the earliest date; if one of them names the same object, the state
+# continued and nothing replaced it, else the one with the smallest id replaced it. Undated facts and
+# equal dates supersede nothing. The same rule as `zapomni_core.graph.merge.superseding`, applied to
+# the whole group at once; the group's edges are read once (a subject may have thousands of relations).
+SUPERSEDE_GROUP = (
+    "MATCH (s)-[o:RELATED_TO]->(obj:Entity) WHERE o.type = t AND o.exclusive = true "
+    "WITH s, t, collect([o, id(obj), o.valid_from_ts, o.id]) AS facts UNWIND facts AS fact "
+    "WITH fact, [x IN facts WHERE fact[2] IS NOT NULL AND x[2] IS NOT NULL AND x[2] > fact[2]] AS later "
+    "WITH fact, later, reduce(d = null, x IN later | CASE WHEN d IS NULL OR x[2] < d THEN x[2] ELSE d END) AS first "
+    "WITH fact, [x IN later WHERE x[2] = first] AS nearest WITH fact[0] AS o, CASE "
+    "WHEN size(nearest) = 0 OR any(x IN nearest WHERE x[1] = fact[1]) THEN null "
+    "ELSE reduce(b = null, x IN nearest | CASE WHEN b IS NULL OR x[3] < b THEN x[3] ELSE b END) END AS next "
+    "SET o.superseded_by = next "
+)
+
+# Removes the graph evidence of the memories in `$purge`, inside any write query with one row in
+# flight: their RELATED_TO edges (the supersession of the groups they belonged to is recomputed:
+# `superseded_by` only ever names a fact of the same group, so no id is left dangling), then the
+# MENTIONS of their chunks. The entities those mentions
+# pointed at come out as `stale`; `DROP_UNMENTIONED` deletes the ones no chunk mentions any more.
+PURGE_EVIDENCE = (
+    # Matched by the edge index; a pattern naming the end nodes' label would scan every entity.
+    "CALL { OPTIONAL MATCH ()-[r:RELATED_TO]->() WHERE r.memory_id IN $purge "
+    "WITH collect(r) AS rels, collect(CASE WHEN r.exclusive THEN [startNode(r), r.type] END) AS groups "
+    "FOREACH (r IN rels | DELETE r) "
+    f"WITH groups UNWIND groups AS g WITH DISTINCT g[0] AS s, g[1] AS t {SUPERSEDE_GROUP}}} "
+    "CALL { OPTIONAL MATCH (c:Chunk)-[x:MENTIONS]->(e:Entity) WHERE c.memory_id IN $purge "
+    "WITH collect(x) AS xs, collect(DISTINCT e) AS es FOREACH (x IN xs | DELETE x) RETURN es AS stale } "
+)
+# Entities in `stale` that no chunk mentions any more. Every relation's endpoints are mentioned by
+# the chunk that states it, so such an entity has no relation left either (DETACH is a safeguard).
+DROP_UNMENTIONED = "CALL { WITH stale UNWIND stale AS e WITH e WHERE NOT ()-[:MENTIONS]->(e) DETACH DELETE e } "

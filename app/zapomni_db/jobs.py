@@ -114,7 +114,10 @@ class JobStore:
         self, job_id: str, owner: str, *, state: str, done: int, counts_json: str, error: str | None = None
     ) -> bool:
         rows = await self._client.query(
+            # A completed job's total is what it did: a graph build counted the memories pending when it was
+            # queued, and another job may have processed some of them meanwhile.
             f"{_MINE}SET j.state = $state, j.done = $done, j.counts = $counts, j.error = $error, j.message = null, "
+            "j.total = CASE WHEN $state = 'completed' THEN $done ELSE j.total END, "
             f"{_FINISH_FIELDS} {_MARK_MEMORY_FAILED}RETURN j.id",
             {
                 "job_id": job_id,

@@ -1,4 +1,8 @@
-"""Housekeeping of one graph: counts, the embedder claim, re-embedding, crash leftovers, the change log."""
+"""Housekeeping of one graph: counts, the embedder claim, re-embedding, crash leftovers, the change log.
+
+Re-embedding sets new vectors on the existing Chunk nodes: their MENTIONS edges, and so the
+knowledge graph, stay as they are.
+"""
 
 from __future__ import annotations
 
@@ -24,12 +28,23 @@ class Maintenance:
         return Counts(memories=int(rows[0][0]), chunks=int(rows[0][1] or 0)) if rows else Counts(0, 0)
 
     async def remove_orphan_chunks(self, older_than_ts: float) -> int:
-        """Delete chunks no Memory links to, written before `older_than_ts` (a crashed large write)."""
+        """Delete chunks no Memory links to, written before `older_than_ts` (a crashed large write),
+        then the entities no chunk mentions (`remove_orphan_entities`); returns the chunks deleted."""
         rows = await self._client.query(
             # A chunk staged for a memory still being indexed (STAGED) is not an orphan, however old.
             "MATCH (c:Chunk) WHERE c.created_at < $cutoff AND NOT (c)<-[:HAS_CHUNK|STAGED]-(:Memory) "
             "DELETE c RETURN count(c)",
             {"cutoff": older_than_ts},
+        )
+        await self.remove_orphan_entities()
+        return int(rows[0][0]) if rows else 0
+
+    async def remove_orphan_entities(self) -> int:
+        """Delete entities no chunk mentions: what a large graph write that stopped half way leaves
+        (`GraphStore.write_memory_graph`). No grace period is needed: every graph write creates an
+        entity in the same query as a mention of it. Returns the entities deleted."""
+        rows = await self._client.query(
+            "MATCH (e:Entity) WHERE NOT ()-[:MENTIONS]->(e) DETACH DELETE e RETURN count(e)"
         )
         return int(rows[0][0]) if rows else 0
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from zapomni_db._cypher import CHUNK_PROPERTIES, JOB_PROPERTIES, NEXT_SEQ
+from zapomni_db._cypher import CHUNK_PROPERTIES, DROP_UNMENTIONED, JOB_PROPERTIES, NEXT_SEQ, PURGE_EVIDENCE
 from zapomni_db.client import GraphClient
 from zapomni_db.records import ChunkRow, JobRecord, MemoryRecord
 
@@ -54,11 +54,12 @@ _SET_FIELDS = (
     "m.metadata = $metadata, m.content_hash = $content_hash, m.updated_at = $updated_at"
 )
 # One query: readers see the old memory or the new one, never a mix. A large update's chunks were
-# staged (unlinked) beforehand and are linked here; a small one's are created here.
+# staged (unlinked) beforehand and are linked here; a small one's are created here. The old text's
+# knowledge-graph evidence goes in the same write and the memory is pending for the graph again.
 _UPDATE = (
-    "MATCH (m:Memory {id: $memory_id}) "
+    f"MATCH (m:Memory {{id: $memory_id}}) {PURGE_EVIDENCE}{DROP_UNMENTIONED}WITH m "
     "MERGE (q:Sequence {id: 'chunks'}) SET q.value = coalesce(q.value, 0) + 1 WITH m, q.value AS seq "
-    f"SET {_SET_FIELDS}, m.chunk_count = $chunk_count "
+    f"SET {_SET_FIELDS}, m.chunk_count = $chunk_count, m.graph_state = null, m.graph_job = null, m.graph_at = null "
     "WITH m, seq OPTIONAL MATCH (m)-[:HAS_CHUNK]->(old:Chunk) WHERE old.id IN $drop DETACH DELETE old "
     "WITH DISTINCT m, seq CREATE (:Change {seq: seq, removed: $drop, added: $added, at: $now}) "
     "WITH m OPTIONAL MATCH (s:Chunk {memory_id: $memory_id}) WHERE s.id IN $staged AND NOT (s)<-[:HAS_CHUNK]-() "
@@ -67,8 +68,10 @@ _UPDATE = (
 )
 _UPDATE_FIELDS = f"MATCH (m:Memory {{id: $memory_id}}) SET {_SET_FIELDS} RETURN m.id"
 
+# The memories' knowledge-graph evidence goes first, in the same write (`_cypher.PURGE_EVIDENCE`).
 _DELETE = (
-    f"{NEXT_SEQ}UNWIND $ids AS mid MATCH (m:Memory {{id: mid}}) OPTIONAL MATCH (m)-[:HAS_CHUNK|STAGED]->(c:Chunk) "
+    f"{NEXT_SEQ}{PURGE_EVIDENCE}{DROP_UNMENTIONED}WITH seq "
+    "UNWIND $ids AS mid MATCH (m:Memory {id: mid}) OPTIONAL MATCH (m)-[:HAS_CHUNK|STAGED]->(c:Chunk) "
     "WITH seq, collect(DISTINCT m) AS ms, collect(c) AS cs, collect(c.id) AS cids, collect(DISTINCT m.id) AS mids "
     "CREATE (:Change {seq: seq, removed: cids, added: [], at: $now}) "
     "WITH ms + cs AS doomed, mids UNWIND doomed AS n DETACH DELETE n WITH mids, count(n) AS gone RETURN mids, gone"
@@ -113,10 +116,13 @@ class MemoryWrites:
     ) -> bool:
         """Replace a memory's fields and changed chunks in one query; False when it no longer exists.
 
+        Its knowledge-graph evidence is removed in the same query and it becomes pending for the graph.
+
         `keep` are chunk ids left untouched, `drop` those removed, `new` the chunks created.
         """
         params = {
             **_memory_params(memory, len(keep) + len(new)),
+            "purge": [memory.id],
             "drop": list(drop),
             "added": [c.id for c in new],
             "now": time.time(),
@@ -137,10 +143,12 @@ class MemoryWrites:
         return bool(await self._client.query(_UPDATE_FIELDS, _memory_params(memory, 0)))
 
     async def delete(self, memory_ids: Sequence[str]) -> list[str]:
-        """Delete these memories and their chunks (from every index); return the ids that existed."""
+        """Delete these memories and their chunks (from every index) and their knowledge-graph evidence
+        (relations, mentions, entities left unmentioned), in one query; return the ids that existed."""
         if not memory_ids:
             return []
-        rows = await self._client.query(_DELETE, {"ids": list(memory_ids), "now": time.time()})
+        ids = list(memory_ids)
+        rows = await self._client.query(_DELETE, {"ids": ids, "purge": ids, "now": time.time()})
         return list(rows[0][0]) if rows else []
 
     async def _stage(self, memory_id: str, created_at: float, rows: list[dict[str, Any]]) -> None:

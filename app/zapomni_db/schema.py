@@ -108,6 +108,18 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
                 "CREATE INDEX FOR (j:Job) ON (j.memory_id)",
             ),
         ),
+        # Memories stored before it have no `graph_state`: they all count as pending (nothing to backfill).
+        Migration(
+            5,
+            "knowledge graph: entities and relations",
+            (
+                "CREATE INDEX FOR (e:Entity) ON (e.key)",
+                "CREATE INDEX FOR (e:Entity) ON (e.id)",
+                "CREATE INDEX FOR (e:Entity) ON (e.name)",
+                "CREATE INDEX FOR ()-[r:RELATED_TO]-() ON (r.id)",
+                "CREATE INDEX FOR ()-[r:RELATED_TO]-() ON (r.memory_id)",
+            ),
+        ),
     ]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zapomni_db.client import GraphClient
+from zapomni_db.graph import GraphStore
+from zapomni_db.graph_neighbours import GraphNeighbours
 from zapomni_db.jobs import JobStore
 from zapomni_db.maintenance import Maintenance
 from zapomni_db.memories import MemoryWrites
@@ -20,6 +22,8 @@ class GraphStores:
     search: SearchReads
     maintenance: Maintenance
     jobs: JobStore
+    graph: GraphStore
+    neighbours: GraphNeighbours  # the graph-expansion search leg's reads
 
     @classmethod
     def on(cls, client: GraphClient) -> GraphStores:
@@ -30,4 +34,6 @@ class GraphStores:
             SearchReads(client),
             Maintenance(client),
             JobStore(client),
+            GraphStore(client),
+            GraphNeighbours(client),
         )

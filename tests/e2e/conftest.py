@@ -22,7 +22,12 @@ ZAPOMNI = shutil.which("zapomni", path=str(Path(sys.executable).parent)) or "zap
 
 
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {"ZAPOMNI_DATA_DIR": str(data_dir), "LOG_LEVEL": "INFO", "PATH": os.environ.get("PATH", "")}
+    env = {
+        "ZAPOMNI_DATA_DIR": str(data_dir),
+        "LOG_LEVEL": "INFO",
+        "PATH": os.environ.get("PATH", ""),
+        "ZAPOMNI_GRAPH_AUTO": os.environ.get("ZAPOMNI_GRAPH_AUTO", "false"),  # see tests/conftest.py
+    }
     env.update(extra)
     return env
 
@@ -133,3 +138,10 @@ def raw_server(data_dir: Path, tmp_path: Path) -> Any:
     yield start
     for server in servers:
         server.kill()
+
+
+def raw_call(server: RawServer, request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Call a tool on a raw server; it must succeed. Returns its structured content."""
+    reply = server.request(request_id, "tools/call", {"name": tool, "arguments": arguments})
+    assert not reply["result"].get("isError"), reply
+    return reply["result"]["structuredContent"]

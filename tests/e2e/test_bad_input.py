@@ -47,6 +47,12 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("search_memory", {"query": "x", "min_score": 1.5}, "min_score: input should be less than or equal to 1"),
     ("search_memory", {"query": "x", "all_chunks": "yes"}, "all_chunks: input should be a valid boolean"),
     ("get_stats", {"verbose": True}, "verbose: unknown argument"),
+    ("get_related", {"entity": ""}, "entity: string should have at least 1 character"),
+    ("get_related", {"entity": "Maria", "depth": 4}, "depth: input should be less than or equal to 3"),
+    ("get_related", {"entity": "Maria", "relation_types": ["HATES"]}, "relation_types.0: input should be"),
+    ("build_graph", {"memory_ids": ["not-a-uuid"]}, "memory_ids.0: string should match pattern"),
+    ("build_graph", {"memory_ids": []}, "memory_ids: list should have at least 1 item"),
+    ("graph_status", {"wait_s": 51}, "wait_s: input should be less than or equal to 50"),
 ]
 
 
@@ -122,7 +128,7 @@ async def test_a_dead_database_gets_a_clear_retriable_answer_and_the_server_keep
             assert text.startswith("The database is not answering right now") and "Retry" in text
             assert str(data_dir) not in text and "Traceback" not in text and "sock" not in text
             # Still serving: the protocol answers, tools answer (with the same clear error).
-            assert len((await session.list_tools()).tools) == 12
+            assert len((await session.list_tools()).tools) == 15
             assert (await session.call_tool("get_stats", {})).is_error
     refusals = [json.loads(line) for line in stderr.read_text().splitlines() if '"tool.refused"' in line]
     assert refusals and refusals[0]["tool"] == "search_memory"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
-from tests.e2e.conftest import RawServer, call, mcp_session
+from tests.e2e.conftest import RawServer, call, mcp_session, raw_call
 from tests.helpers import chunk_node_count, server_pids, wait_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -70,12 +70,6 @@ async def test_a_large_add_is_answered_at_once_and_searches_do_not_wait_for_its_
         listed = await call(session, "list_jobs", {})
         assert [(j["job_id"], j["state"]) for j in listed["jobs"]] == [(added["job_id"], "completed")]
         assert (await call(session, "get_stats", {}))["jobs"] == {"completed": 1}
-
-
-def raw_call(server: RawServer, request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    reply = server.request(request_id, "tools/call", {"name": tool, "arguments": arguments})
-    assert not reply["result"].get("isError"), reply
-    return reply["result"]["structuredContent"]
 
 
 async def test_a_job_killed_with_its_server_is_finished_by_the_next_server(data_dir: Path, tmp_path: Path) -> None:

@@ -20,11 +20,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
+from zapomni_core.graph.models import GetRelatedRequest, GraphStatusRequest
 from zapomni_core.models import AddMemoryRequest, SearchRequest
 from zapomni_db import EmbeddedDatabase
 from zapomni_db.backup import (
@@ -473,3 +475,31 @@ def test_cli_backup_list_and_restore(store: Store, data_dir: Path) -> None:
     assert refused.stderr.startswith("zapomni restore: ") and "nothing was changed" in refused.stderr
     missing = zapomni(data_dir, "restore")
     assert missing.returncode == 2 and "name a backup" in missing.stderr
+
+
+@pytest.mark.anyio
+async def test_a_backup_carries_the_knowledge_graph(data_dir: Path) -> None:
+    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=True, ZAPOMNI_JOB_POLL_S=0.2)
+
+    async def graph_of(core: ZapomniCore) -> tuple[Any, list[tuple[str, str]]]:
+        related = await core.graph.related(GetRelatedRequest(entity="Maria Garcia"))
+        return (await core.graph.status(GraphStatusRequest())).graph, sorted(
+            (item.entity.name, item.relation.type) for item in related.related
+        )
+
+    async with open_core(settings) as (core, _info):
+        await core.add_memory(AddMemoryRequest(text="Maria Garcia lives in Berlin and works for Siemens."))
+        deadline = time.monotonic() + 60
+        while (await core.graph.status(GraphStatusRequest())).graph.memories_pending or not (
+            await core.graph.status(GraphStatusRequest())
+        ).graph.entities:
+            assert time.monotonic() < deadline, "the graph was never built"
+            await asyncio.sleep(0.2)
+        built = await graph_of(core)
+        outcome = make_backup(settings)
+    assert ("Berlin", "LIVES_IN") in built[1] and built[0].relations >= 2
+
+    shutil.rmtree(data_dir / "db")
+    restore_backup(settings, outcome.result.path.name)
+    async with open_core(settings) as (core, _info):
+        assert await graph_of(core) == built

@@ -86,7 +86,15 @@ def anyio_backend() -> str:
 
 
 def _settings(data_dir: Path, **extra: Any) -> Settings:
-    return Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", **extra)
+    # No automatic graph extraction: these tests compare exports line by line, and a build job
+    # running in the background would add entity and relation lines (test_graph_store covers those).
+    return Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False, **extra)
+
+
+@pytest.fixture
+def settings(data_dir: Path) -> Settings:
+    """The import target of each test (conftest's `core` opens it): without automatic graph extraction."""
+    return _settings(data_dir)
 
 
 def _request(i: int) -> AddMemoryRequest:
@@ -177,12 +185,14 @@ async def node_counts(data_dir: Path) -> tuple[int, int]:
 async def test_the_export_holds_every_memory_in_order(source: Source) -> None:
     parsed = lines(source.export)
     header, memories, end = parsed[0], parsed[1:-1], parsed[-1]
-    assert header["type"] == "zapomni-export" and header["format_version"] == 2
+    assert header["type"] == "zapomni-export" and header["format_version"] == 3
     assert header["embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384}
     assert header["schema_version"] >= 2 and header["graph_name"] == "zapomni"
     assert [m["id"] for m in memories] == source.ids
     assert {m["workspace"] for m in memories} == {"default"}
-    assert end == {"type": "end", "memories": source.memories, "chunks": source.chunks}
+    # No knowledge graph was built: no entity or relation lines, every memory pending for the graph.
+    assert end == {"type": "end", "memories": source.memories, "chunks": source.chunks, "entities": 0, "relations": 0}
+    assert {m["graph_state"] for m in memories} == {None}
     assert sum(len(m["chunks"]) for m in memories) == source.chunks
     long = next(m for m in memories if m["id"] == source.long_id)
     assert len(long["chunks"]) > 5 and [c["index"] for c in long["chunks"]] == list(range(len(long["chunks"])))
@@ -258,7 +268,8 @@ async def test_a_version_1_file_imports_into_the_default_workspace(source: Sourc
     # Format 1 had no `workspace` on memory lines; such files still import, into the default workspace.
     old = []
     for line in lines(source.export):
-        line.pop("workspace", None)
+        for newer in ("workspace", "graph_state", "entities", "relations"):
+            line.pop(newer, None)
         if line["type"] == "zapomni-export":
             line["format_version"] = 1
         old.append(json.dumps(line, ensure_ascii=False))
@@ -314,11 +325,11 @@ def _cases(export: bytes) -> dict[str, tuple[bytes, list[str]]]:
         "metadata too deep": (_replace_line(export, 40, with_("metadata", {"a": [1]})), ["line 40: metadata.a"]),
         "a blank tag": (_replace_line(export, 41, with_("tags", [""])), ["line 41: tags.0: "]),
         "an unknown line type": (
-            b"".join([*raw[:190], b'{"type":"entity","name":"Maria"}\n', *raw[190:]]),
-            ["line 191: type: unknown line type 'entity'"],
+            b"".join([*raw[:190], b'{"type":"community","name":"Maria"}\n', *raw[190:]]),
+            ["line 191: type: unknown line type 'community'"],
         ),
         "a duplicate memory": (b"".join([*raw[:-1], raw[7], raw[-1]]), [f"line {end}: id: ", "appears twice"]),
-        "a newer format": (_replace_line(export, 1, with_("format_version", 3)), ["line 1: format_version: "]),
+        "a newer format": (_replace_line(export, 1, with_("format_version", 4)), ["line 1: format_version: "]),
         "not an export": (b'{"hello": "world"}\n', ["line 1: not a Zapomni export"]),
         "empty": (b"", ["the file is empty"]),
     }

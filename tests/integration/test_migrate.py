@@ -122,13 +122,13 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
     schema = SchemaSettings(dimension=ONNX_DIMENSION)
     async with graph(settings) as client:
         applied = await migrate(client, schema)
-        assert [m.version for m in applied] == [1, 2, 3, 4]
+        assert [m.version for m in applied] == [1, 2, 3, 4, 5]
         await wait_for_indexes(client)
         after = await snapshot(client)
 
-        assert after["version"] == latest_version(schema) == 4
+        assert after["version"] == latest_version(schema) == 5
         statuses = await client.ro_query("CALL db.indexes() YIELD label, status")
-        assert {label for label, _ in statuses} == {"Memory", "Chunk", "Change", "Job"}
+        assert {label for label, _ in statuses} == {"Memory", "Chunk", "Change", "Job", "Entity", "RELATED_TO"}
         assert all(status == "OPERATIONAL" for _, status in statuses)
         indexed = {
             (label, field, kind)
@@ -150,6 +150,11 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
             ("Job", "id", "RANGE"),
             ("Job", "state", "RANGE"),
             ("Job", "memory_id", "RANGE"),
+            ("Entity", "key", "RANGE"),
+            ("Entity", "id", "RANGE"),
+            ("Entity", "name", "RANGE"),
+            ("RELATED_TO", "id", "RANGE"),
+            ("RELATED_TO", "memory_id", "RANGE"),
         }
 
         # Every memory numbered once, 1..n, by creation time then id; the counter past the last.
@@ -196,7 +201,13 @@ async def test_dry_run_lists_every_migration_and_changes_nothing(
     async with graph(settings) as client:
         before = await snapshot(client)
         due = await migrate(client, SchemaSettings(dimension=ONNX_DIMENSION), dry_run=True)
-        assert [(m.version, bool(m.description)) for m in due] == [(1, True), (2, True), (3, True), (4, True)]
+        assert [(m.version, bool(m.description)) for m in due] == [
+            (1, True),
+            (2, True),
+            (3, True),
+            (4, True),
+            (5, True),
+        ]
         assert await snapshot(client) == before
 
 
@@ -220,8 +231,8 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     status = zapomni(data_dir, "migrate", "status", "--json")
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
-    assert report["version"] == 0 and report["latest_version"] == 4
-    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4]
+    assert report["version"] == 0 and report["latest_version"] == 5
+    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4, 5]
     assert all(m["description"] for m in report["pending"])
     assert report["stored_embedder"] is None  # version 0 predates the claim
     assert report["configured_embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384, "error": None}
@@ -235,23 +246,24 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     assert "would apply migration 2: " in dry.stdout
     assert "would apply migration 3: " in dry.stdout
     assert "would apply migration 4: durable jobs" in dry.stdout
+    assert "would apply migration 5: knowledge graph" in dry.stdout
     assert json.loads(zapomni(data_dir, "migrate", "status", "--json").stdout)["version"] == 0
 
     applied = zapomni(data_dir, "migrate", "apply", "--json")
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout) == {
         "dry_run": False,
-        "version": 4,
+        "version": 5,
         "migrations": report["pending"],
     }
     report = json.loads(zapomni(data_dir, "migrate", "status", "--json").stdout)
-    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (4, [], 384)
+    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (5, [], 384)
 
     again = zapomni(data_dir, "migrate", "apply")
-    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 4)"
+    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 5)"
 
     human = zapomni(data_dir, "migrate", "status")
-    assert "schema version:      4 (latest 4)" in human.stdout
+    assert "schema version:      5 (latest 5)" in human.stdout
     assert "pending migrations:  none" in human.stdout
     assert "re-embed:            not needed" in human.stdout
 

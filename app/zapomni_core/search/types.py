@@ -7,7 +7,7 @@ from typing import Literal, Protocol
 
 from zapomni_db import ChunkHit, SearchFilter
 
-LegName = Literal["vector", "keyword"]
+LegName = Literal["vector", "keyword", "graph"]  # graph: the expansion list (search/graph_leg.py)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import structlog
 
 from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.transfer.format import EXPORTING, FORMAT_VERSION, HEADER_TYPE, UNIT, EmbedderInfo, TransferError
-from zapomni_db import GraphStores, MemoryReads, StoredChunk, StoredMemory
+from zapomni_db import GraphStore, GraphStores, MemoryReads, StoredChunk, StoredMemory
 from zapomni_db.version import package_version
 
 log = structlog.get_logger(__name__)
@@ -23,6 +23,9 @@ log = structlog.get_logger(__name__)
 # chunks per query; a memory with more chunks than that is written piece by piece.
 EXPORT_SEQ_WINDOW = 256
 EXPORT_CHUNK_PAGE = 1000
+# Knowledge graph: entities (with their mentions) and relations read per query.
+EXPORT_ENTITY_PAGE = 500
+EXPORT_RELATION_PAGE = 2000
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,8 @@ class ExportReport:
     chunks: int
     embedder: str
     duration_s: float
+    entities: int = 0
+    relations: int = 0
 
 
 async def export_memories(
@@ -53,6 +58,8 @@ async def export_memories(
 
     Per workspace, memories stored while it runs are left out (they have later sequence numbers),
     so each workspace's part is a consistent cut: exactly the first N memories it made visible.
+    Its knowledge graph follows its memories, restricted to the chunks written: entity lines (each
+    with its mentions), then relation lines (see `_write_graph`).
     """
     started = time.perf_counter()
     total = 0
@@ -68,33 +75,126 @@ async def export_memories(
         "schema_version": await sources[0].stores.maintenance.schema_version() if sources else 0,
     }
     out.write(_dumps(header) + "\n")
-    memories = chunks = 0
+    memories = chunks = entities = relations = 0
     for source in sources:
         reads, workspace = source.stores.reads, source.workspace
+        written: dict[str, str] = {}  # chunk id -> memory id, of the chunks written
         latest = await reads.latest_sequence()
         after = 0
         while after < latest:
             upto = min(latest, after + EXPORT_SEQ_WINDOW)
             page = await reads.memories_between(after, upto)
+            states = await source.stores.graph.graph_states([m.info.id for m in page])
             for group in _chunk_groups(page):
                 if len(group) == 1 and group[0].info.chunk_count > EXPORT_CHUNK_PAGE:
-                    chunks += await _write_large_memory(reads, group[0], workspace, out)
+                    memory = group[0]
+                    prefix = _memory_prefix(memory, workspace, states.get(memory.info.id))
+                    chunks += await _write_large_memory(reads, memory, prefix, written, out)
                 else:
                     by_memory = _by_memory(await reads.chunks_of([m.info.id for m in group]))
                     for memory in group:
                         stored = by_memory.get(memory.info.id, [])
                         _check_chunks(memory, stored, 0)
-                        out.write(_memory_prefix(memory, workspace) + ",".join(_chunk_json(c) for c in stored) + "]}\n")
+                        prefix = _memory_prefix(memory, workspace, states.get(memory.info.id))
+                        out.write(prefix + ",".join(_chunk_json(c) for c in stored) + "]}\n")
+                        written.update((c.id, c.memory_id) for c in stored)
                         chunks += len(stored)
             memories += len(page)
             after = upto
             if progress:
                 progress(Progress(memories, max(total, memories), UNIT, EXPORTING))
-    out.write(_dumps({"type": "end", "memories": memories, "chunks": chunks}) + "\n")
+        more_entities, more_relations = await _write_graph(source.stores.graph, workspace, written, out)
+        entities += more_entities
+        relations += more_relations
+    end = {"type": "end", "memories": memories, "chunks": chunks, "entities": entities, "relations": relations}
+    out.write(_dumps(end) + "\n")
     out.flush()
     duration = time.perf_counter() - started
-    log.info("transfer.exported", memories=memories, chunks=chunks, duration_ms=round(duration * 1000, 1))
-    return ExportReport(memories=memories, chunks=chunks, embedder=str(embedder), duration_s=round(duration, 3))
+    log.info(
+        "transfer.exported",
+        memories=memories,
+        chunks=chunks,
+        entities=entities,
+        relations=relations,
+        duration_ms=round(duration * 1000, 1),
+    )
+    return ExportReport(
+        memories=memories,
+        chunks=chunks,
+        embedder=str(embedder),
+        duration_s=round(duration, 3),
+        entities=entities,
+        relations=relations,
+    )
+
+
+async def _write_graph(graph: GraphStore, workspace: str, written: dict[str, str], out: TextIO) -> tuple[int, int]:
+    """A workspace's entity lines, then its relation lines, restricted to the chunks written.
+
+    The graph may change while the export runs (a job processing a memory, an update, a delete):
+    keeping only mentions and relations of chunks that are in the file keeps the file consistent
+    (every chunk, memory and entity a line names is in it), whatever changed meanwhile.
+    """
+    entities: set[str] = set()
+    after: str | None = None
+    while True:
+        page = await graph.entity_page(after, EXPORT_ENTITY_PAGE)
+        if not page:
+            break
+        after = page[-1].key
+        mentions: dict[str, list[dict[str, Any]]] = {}
+        for m in await graph.mentions_of([e.key for e in page]):
+            if m.chunk_id in written:
+                mentions.setdefault(m.entity_key, []).append(
+                    {"chunk_id": m.chunk_id, "count": m.count, "confidence": m.confidence}
+                )
+        for entity in page:
+            if entity.key not in mentions:
+                continue
+            line = {
+                "type": "entity",
+                "workspace": workspace,
+                "key": entity.key,
+                "id": entity.id,
+                "name": entity.name,
+                "entity_type": entity.type,
+                "aliases": entity.aliases,
+                "description": entity.description,
+                "confidence": entity.confidence,
+                "mentions": mentions[entity.key],
+            }
+            out.write(_dumps(line) + "\n")
+            entities.add(entity.key)
+    relations = 0
+    last: str | None = None
+    while True:
+        edges = await graph.relation_page(last, EXPORT_RELATION_PAGE)
+        if not edges:
+            break
+        last = edges[-1].id
+        for r in edges:
+            if written.get(r.chunk_id) != r.memory_id or r.subject_key not in entities or r.object_key not in entities:
+                continue
+            line = {
+                "type": "relation",
+                "workspace": workspace,
+                "id": r.id,
+                "subject": r.subject_key,
+                "object": r.object_key,
+                "relation_type": r.type,
+                "predicate": r.predicate,
+                "strength": r.strength,
+                "evidence": r.evidence,
+                "method": r.method,
+                "memory_id": r.memory_id,
+                "chunk_id": r.chunk_id,
+                "valid_from": r.valid_from,
+                "valid_from_ts": r.valid_from_ts,
+                "superseded_by": r.superseded_by,
+            }
+            out.write(_dumps(line) + "\n")
+            relations += 1
+    return len(entities), relations
 
 
 def _chunk_groups(page: list[StoredMemory]) -> Iterator[list[StoredMemory]]:
@@ -111,14 +211,17 @@ def _chunk_groups(page: list[StoredMemory]) -> Iterator[list[StoredMemory]]:
         yield group
 
 
-async def _write_large_memory(reads: MemoryReads, memory: StoredMemory, workspace: str, out: TextIO) -> int:
+async def _write_large_memory(
+    reads: MemoryReads, memory: StoredMemory, prefix: str, chunk_ids: dict[str, str], out: TextIO
+) -> int:
     """One memory line written a page of chunks at a time, so its vectors never sit in RAM together."""
-    out.write(_memory_prefix(memory, workspace))
+    out.write(prefix)
     written = 0
     for start in range(0, memory.info.chunk_count, EXPORT_CHUNK_PAGE):
         page = await reads.chunk_range(memory.info.id, start, start + EXPORT_CHUNK_PAGE)
         _check_chunks(memory, page, start)
         out.write(("," if written else "") + ",".join(_chunk_json(c) for c in page))
+        chunk_ids.update((c.id, c.memory_id) for c in page)
         written += len(page)
     out.write("]}\n")
     return written
@@ -141,7 +244,7 @@ def _by_memory(chunks: list[StoredChunk]) -> dict[str, list[StoredChunk]]:
     return grouped
 
 
-def _memory_prefix(memory: StoredMemory, workspace: str) -> str:
+def _memory_prefix(memory: StoredMemory, workspace: str, graph_state: str | None) -> str:
     """The memory's line up to the opening bracket of its chunk list."""
     line = _dumps(
         {
@@ -154,6 +257,7 @@ def _memory_prefix(memory: StoredMemory, workspace: str) -> str:
             "source": memory.info.source,
             "date": memory.info.date,
             "metadata": json.loads(memory.metadata_json),
+            "graph_state": "done" if graph_state == "done" else None,
         }
     )
     return line[:-1] + ',"chunks":['

@@ -1,4 +1,5 @@
-"""The export file's lines (header, memory, end) and the types both directions share; see `zapomni_core.transfer`."""
+"""The export file's lines (header, memory, entity, relation, end) and the types both directions share; see
+`zapomni_core.transfer`."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from zapomni_core.errors import ZapomniError
 from zapomni_core.models import DEFAULT_WORKSPACE, MetadataValue, WorkspaceName, parse_iso8601
 
 # 2 added `workspace` to memory lines; a version 1 file is read as all in the default workspace.
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+# 3 added the knowledge graph: entity and relation lines, `graph_state` on memory lines, and their
+# counts on the end line; a version 1 or 2 file imports with its memories pending for the graph.
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
+GRAPH_VERSION = 3
 HEADER_TYPE = "zapomni-export"
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -83,7 +87,7 @@ class EmbedderLine(_Line):
 
 class HeaderLine(_Line):
     type: Literal["zapomni-export"]
-    format_version: Literal[1, 2]
+    format_version: Literal[1, 2, 3]
     exported_at: str
     zapomni_version: str
     embedder: EmbedderLine
@@ -124,6 +128,8 @@ class MemoryLine(_Line):
     metadata: dict[str, FlatValue] = Field(default_factory=dict)
     # Empty or left out: the text is chunked on import, as `add` would.
     chunks: list[ChunkLine] = Field(default_factory=list)
+    # "done": its knowledge graph is in the file's entity and relation lines; null: not built yet.
+    graph_state: Literal["done"] | None = None
 
     @field_validator("created_at")
     @classmethod
@@ -148,11 +154,55 @@ class MemoryLine(_Line):
         return value
 
 
+class MentionLine(_Line):
+    chunk_id: Uuid
+    count: int = Field(ge=1)
+    confidence: float = Field(ge=0.0, le=1.0)
+
+
+class EntityLine(_Line):
+    """An entity with the chunks that mention it (chunks of memory lines above it, same workspace)."""
+
+    type: Literal["entity"]
+    workspace: WorkspaceName = DEFAULT_WORKSPACE
+    key: str = Field(min_length=1)
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    entity_type: str = Field(min_length=1)
+    aliases: list[str] = Field(default_factory=list)
+    description: str | None = None
+    confidence: float = Field(ge=0.0, le=1.0)
+    mentions: list[MentionLine] = Field(min_length=1)
+
+
+class RelationLine(_Line):
+    """One piece of evidence for a relation between two entities of entity lines above it."""
+
+    type: Literal["relation"]
+    workspace: WorkspaceName = DEFAULT_WORKSPACE
+    id: str = Field(min_length=1)
+    subject: str = Field(min_length=1)  # an entity key
+    object: str = Field(min_length=1)  # an entity key
+    relation_type: str = Field(min_length=1)
+    predicate: str
+    strength: float = Field(ge=0.0, le=1.0)
+    evidence: str
+    method: str = Field(min_length=1)
+    memory_id: Uuid
+    chunk_id: Uuid
+    valid_from: str | None = None
+    valid_from_ts: float | None = None
+    superseded_by: str | None = None
+
+
 class EndLine(_Line):
     type: Literal["end"]
     memories: int = Field(ge=0)
     chunks: int = Field(ge=0)
+    entities: int = Field(default=0, ge=0)
+    relations: int = Field(default=0, ge=0)
 
 
-# Any line after the header: a memory line or the end line, told apart by `type`.
-BODY_LINE: TypeAdapter[MemoryLine | EndLine] = TypeAdapter(Annotated[MemoryLine | EndLine, Field(discriminator="type")])
+BodyLine = MemoryLine | EntityLine | RelationLine | EndLine
+# Any line after the header, told apart by `type`.
+BODY_LINE: TypeAdapter[BodyLine] = TypeAdapter(Annotated[BodyLine, Field(discriminator="type")])

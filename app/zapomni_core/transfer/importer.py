@@ -20,6 +20,7 @@ from zapomni_core.search.analyzer import TermCounts
 from zapomni_core.transfer.format import (
     BODY_LINE,
     FORMAT_VERSION,
+    GRAPH_VERSION,
     HEADER_TYPE,
     IMPORTING,
     READABLE_VERSIONS,
@@ -28,12 +29,15 @@ from zapomni_core.transfer.format import (
     VALIDATING,
     EmbedderInfo,
     EndLine,
+    EntityLine,
     HeaderLine,
     MemoryLine,
+    RelationLine,
     TransferError,
 )
 from zapomni_core.workspaces import Workspace, Workspaces
 from zapomni_core.writes import WritePipeline, chunk_rows, memory_record, new_id
+from zapomni_db import EntityRow, MentionRow, RelationEvidence
 
 log = structlog.get_logger(__name__)
 
@@ -43,6 +47,9 @@ IMPORT_BATCH_CHUNKS = 512
 IMPORT_BATCH_BYTES = 8 * 1024 * 1024
 # First pass: ids looked up in the store per round trip.
 CHECK_BATCH_IDS = 2000
+# Knowledge graph: entity lines, mentions and relation lines written per query; memories marked done per query.
+IMPORT_GRAPH_ROWS = 2000
+IMPORT_GRAPH_DONE = 1000
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,9 @@ class ImportReport:
     file_embedder: str
     embedder: str
     duration_s: float
+    entities_imported: int = 0  # entity lines written (merged into an entity of the same key if there was one)
+    relations_imported: int = 0
+    graph_memories: int = 0  # memories imported with their knowledge graph (the rest are pending for it)
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,8 @@ class _Scan:
     header: HeaderLine
     memories: int
     chunks: int
+    entities: int = 0
+    relations: int = 0
 
 
 async def import_memories(target: ImportTarget, src: BinaryIO, progress: ProgressFn | None = None) -> ImportReport:
@@ -127,11 +139,18 @@ async def import_memories(target: ImportTarget, src: BinaryIO, progress: Progres
             item = _parse_body(number, raw, scan.header)
             if isinstance(item, EndLine):
                 break
+            if isinstance(item, EntityLine | RelationLine):
+                # Graph lines name chunks of the memory lines above them: those are written first.
+                await writer.write(batch)
+                batch = []
+                await writer.graph_line(item)
+                continue
             batch.append(item)
             if _full(batch):
                 await writer.write(batch)
                 batch = []
         await writer.write(batch)
+        await writer.finish_graph()
     finally:
         source.close()
     duration = time.perf_counter() - started
@@ -148,6 +167,9 @@ async def import_memories(target: ImportTarget, src: BinaryIO, progress: Progres
         file_embedder=str(from_file),
         embedder=str(configured),
         duration_s=round(duration, 3),
+        entities_imported=writer.entities_imported,
+        relations_imported=writer.relations_imported,
+        graph_memories=writer.graph_memories,
     )
     log.info("transfer.imported", **asdict(report))
     return report
@@ -189,6 +211,7 @@ async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressF
     end: tuple[int, EndLine] | None = None
     memory_ids: set[str] = set()
     chunk_ids: set[str] = set()
+    graph = _GraphCheck()
     pending: list[_IdCheck] = []
     memories = chunks = last = pending_ids = 0
     for number, raw in source.first_pass():
@@ -202,6 +225,12 @@ async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressF
         if isinstance(item, EndLine):
             end = (number, item)
             continue
+        if isinstance(item, EntityLine):
+            graph.entity(number, item)
+            continue
+        if isinstance(item, RelationLine):
+            graph.relation(number, item)
+            continue
         if item.memory.id in memory_ids:
             raise TransferError(f"line {number}: id: memory {item.memory.id} appears twice in the file")
         memory_ids.add(item.memory.id)
@@ -210,6 +239,7 @@ async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressF
                 if chunk.id in chunk_ids:
                     raise TransferError(f"line {number}: chunks.{position}.id: chunk {chunk.id} appears twice")
                 chunk_ids.add(chunk.id)
+        graph.memory(item.memory)
         memories += 1
         chunks += len(item.memory.chunks)
         pending.append(_IdCheck(number, item.memory.workspace, item.memory.id, [c.id for c in item.memory.chunks]))
@@ -232,9 +262,70 @@ async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressF
             f"line {end_line}: the end line counts {trailer.memories} memories and {trailer.chunks} chunks, "
             f"but the file holds {memories} memories and {chunks} chunks"
         )
+    if (trailer.entities, trailer.relations) != (graph.entities, graph.relations):
+        raise TransferError(
+            f"line {end_line}: the end line counts {trailer.entities} entities and {trailer.relations} relations, "
+            f"but the file holds {graph.entities} entities and {graph.relations} relations"
+        )
     if progress:
         progress(Progress(memories, memories, UNIT, VALIDATING))
-    return _Scan(header=header, memories=memories, chunks=chunks)
+    return _Scan(header=header, memories=memories, chunks=chunks, entities=graph.entities, relations=graph.relations)
+
+
+class _GraphCheck:
+    """What the first pass checks of the graph lines: each names only memories, chunks and entities of
+    lines above it in its own workspace, and no entity key (per workspace) or relation id repeats.
+    Holds the file's chunk ids and entity keys while it runs (not their texts or vectors)."""
+
+    def __init__(self) -> None:
+        self.chunks: dict[str, tuple[str, str]] = {}  # chunk id -> (workspace, memory id)
+        self.memories: dict[str, str] = {}  # memory id -> workspace
+        self.keys: set[tuple[str, str]] = set()  # (workspace, entity key)
+        self.relation_ids: set[str] = set()
+        self.entities = self.relations = 0
+
+    def memory(self, memory: MemoryLine) -> None:
+        self.memories[memory.id] = memory.workspace
+        for chunk in memory.chunks:
+            if chunk.id is not None:
+                self.chunks[chunk.id] = (memory.workspace, memory.id)
+
+    def entity(self, number: int, line: EntityLine) -> None:
+        if (line.workspace, line.key) in self.keys:
+            raise TransferError(
+                f"line {number}: key: entity {line.key!r} appears twice in workspace {line.workspace!r}"
+            )
+        for position, mention in enumerate(line.mentions):
+            owner = self.chunks.get(mention.chunk_id)
+            if owner is None or owner[0] != line.workspace:
+                raise TransferError(
+                    f"line {number}: mentions.{position}.chunk_id: chunk {mention.chunk_id} is not a chunk of a "
+                    f"memory line above it in workspace {line.workspace!r}"
+                )
+        self.keys.add((line.workspace, line.key))
+        self.entities += 1
+
+    def relation(self, number: int, line: RelationLine) -> None:
+        if line.id in self.relation_ids:
+            raise TransferError(f"line {number}: id: relation {line.id} appears twice in the file")
+        if self.memories.get(line.memory_id) != line.workspace:
+            raise TransferError(
+                f"line {number}: memory_id: memory {line.memory_id} is not a memory line above it "
+                f"in workspace {line.workspace!r}"
+            )
+        if self.chunks.get(line.chunk_id) != (line.workspace, line.memory_id):
+            raise TransferError(
+                f"line {number}: chunk_id: chunk {line.chunk_id} is not a chunk of memory {line.memory_id} in the file"
+            )
+        for field in ("subject", "object"):
+            key = getattr(line, field)
+            if (line.workspace, key) not in self.keys:
+                raise TransferError(
+                    f"line {number}: {field}: entity {key!r} is not an entity line above it "
+                    f"in workspace {line.workspace!r}"
+                )
+        self.relation_ids.add(line.id)
+        self.relations += 1
 
 
 async def _check_against_store(workspaces: Workspaces, checks: list[_IdCheck]) -> None:
@@ -279,13 +370,20 @@ def _parse_header(raw: bytes) -> HeaderLine:
         raise TransferError(_describe(1, exc)) from None
 
 
-def _parse_body(number: int, raw: bytes, header: HeaderLine) -> _Parsed | EndLine:
+def _parse_body(number: int, raw: bytes, header: HeaderLine) -> _Parsed | EntityLine | RelationLine | EndLine:
     if not raw.strip():
         raise TransferError(f"line {number}: blank line (an export has one JSON object on every line)")
     try:
         item = BODY_LINE.validate_json(raw, context={"dimension": header.embedder.dimension})
     except ValidationError as exc:
         raise TransferError(_describe(number, exc, truncated=not raw.endswith(b"\n"))) from None
+    if isinstance(item, EntityLine | RelationLine):
+        if header.format_version < GRAPH_VERSION:
+            raise TransferError(
+                f"line {number}: type: {item.type} lines need format_version {GRAPH_VERSION} "
+                f"(the header says {header.format_version})"
+            )
+        return item
     if isinstance(item, EndLine):
         return item
     try:
@@ -313,17 +411,18 @@ def _describe(number: int, exc: ValidationError, *, truncated: bool = False, rel
             return f"line {number}: a second header line (two exports joined together?)"
         return (
             f"line {number}: type: unknown line type {tag!r}; a format_version {FORMAT_VERSION} file holds only "
-            "memory lines between its header and end line (a newer Zapomni may be needed for this file)"
+            "memory, entity and relation lines between its header and end line (a newer Zapomni may be needed "
+            "for this file)"
         )
     if kind == "union_tag_not_found":
-        return f'line {number}: type: missing (each line needs "type": "memory" or "end")'
+        return f'line {number}: type: missing (each line needs "type": "memory", "entity", "relation" or "end")'
     if not loc and kind.endswith("_type"):
         return f"line {number}: not a JSON object"
     if relocate:
         # The line's tags, source and date were checked inside the `metadata` of an add request.
         if len(loc) > 1 and loc[0] == "metadata" and loc[1] in TOP_LEVEL_FIELDS:
             loc = loc[1:]
-    elif loc and loc[0] in ("memory", "end"):
+    elif loc and loc[0] in ("memory", "entity", "relation", "end"):
         loc = loc[1:]  # the union's tag
     field = ".".join(str(part) for part in loc) or "line"
     return f"line {number}: {field}: {error['msg'].removeprefix('Value error, ')}"
@@ -349,7 +448,15 @@ class _Planned:
 
 
 class _Writer:
-    """The second pass: writes batches of validated memories through `MemoryWrites.insert`, workspace by workspace."""
+    """The second pass: writes batches of validated memories through `MemoryWrites.insert`, workspace by
+    workspace, then their knowledge graph (`graph_line`, `finish_graph`).
+
+    A memory's graph is imported only when the memory was written now with the file's chunk ids (same
+    embedder, chunks in the file): its mentions and relations name those chunks. Every other memory
+    (skipped, chunked again for another embedder) keeps or gets its graph from extraction: pending.
+    Memories whose graph the file holds are marked done only at the end, so an import that stops half
+    way leaves them pending (extraction replaces whatever part of their graph was written).
+    """
 
     def __init__(self, target: ImportTarget, *, reuse_vectors: bool, total: int, progress: ProgressFn | None) -> None:
         self._target = target
@@ -358,6 +465,86 @@ class _Writer:
         self._progress = progress
         self.imported = self.skipped = self.chunks_written = 0
         self.chunks_embedded = self.chunks_from_file = self.rechunked = 0
+        self.entities_imported = self.relations_imported = self.graph_memories = 0
+        # Per workspace: chunk id -> memory id of the chunks written now with the file's ids; the memories
+        # among them whose graph is done in the file and those whose is not; entity keys written.
+        self._graph_chunks: dict[str, dict[str, str]] = {}
+        self._graph_memories: dict[str, dict[str, bool]] = {}
+        self._entity_keys: dict[str, set[str]] = {}
+        self._buffer: list[EntityLine] | list[RelationLine] = []
+        self._buffered_rows = 0
+
+    async def graph_line(self, line: EntityLine | RelationLine) -> None:
+        if self._buffer and (type(self._buffer[0]) is not type(line) or self._buffer[0].workspace != line.workspace):
+            await self._flush_graph()
+        self._buffer.append(line)  # type: ignore[arg-type]
+        self._buffered_rows += 1 + (len(line.mentions) if isinstance(line, EntityLine) else 0)
+        if self._buffered_rows >= IMPORT_GRAPH_ROWS:
+            await self._flush_graph()
+
+    async def finish_graph(self) -> None:
+        """Settle supersession and mark done the memories whose graph came from the file."""
+        # Imported here: the graph package brings the extractors with it, which an import does not need.
+        from zapomni_core.graph.types import EXCLUSIVE_RELATIONS
+
+        await self._flush_graph()
+        for name, memories in self._graph_memories.items():
+            workspace = await self._target.workspaces.get(name, create=True)
+            assert workspace is not None
+            for done in (True, False):
+                ids = [mid for mid, state in memories.items() if state is done]
+                for start in range(0, len(ids), IMPORT_GRAPH_DONE):
+                    await workspace.stores.graph.finish_import(
+                        ids[start : start + IMPORT_GRAPH_DONE],
+                        sorted(EXCLUSIVE_RELATIONS),
+                        now=time.time(),
+                        mark_done=done,
+                    )
+                if done:
+                    self.graph_memories += len(ids)
+
+    async def _flush_graph(self) -> None:
+        lines, self._buffer, self._buffered_rows = self._buffer, [], 0
+        if not lines:
+            return
+        name = lines[0].workspace
+        chunks = self._graph_chunks.get(name, {})
+        if not chunks:
+            return
+        workspace = await self._target.workspaces.get(name, create=True)
+        assert workspace is not None
+        keys = self._entity_keys.setdefault(name, set())
+        if isinstance(lines[0], EntityLine):
+            rows: list[EntityRow] = []
+            mentions: list[MentionRow] = []
+            for line in lines:
+                assert isinstance(line, EntityLine)
+                mine = [
+                    MentionRow(m.chunk_id, line.key, m.count, m.confidence)
+                    for m in line.mentions
+                    if m.chunk_id in chunks
+                ]
+                if not mine:
+                    continue
+                rows.append(
+                    EntityRow(
+                        line.key, line.id, line.name, line.entity_type, line.aliases, line.description, line.confidence
+                    )
+                )
+                mentions.extend(mine)
+                keys.add(line.key)
+            await workspace.stores.graph.import_entities(rows, mentions, now=time.time())
+            self.entities_imported += len(rows)
+            return
+        relations = [
+            _relation(line)
+            for line in lines
+            if isinstance(line, RelationLine)
+            and chunks.get(line.chunk_id) == line.memory_id
+            and line.subject in keys
+            and line.object in keys
+        ]
+        self.relations_imported += await workspace.stores.graph.import_relations(relations)
 
     async def write(self, batch: list[_Parsed]) -> None:
         if not batch:
@@ -386,6 +573,10 @@ class _Writer:
             if await workspace.stores.writes.insert(record, rows):
                 self.imported += 1
                 self.chunks_written += len(plan.pieces)
+                if plan.ids is not None:  # the file's chunks, and ids, were kept: its graph fits
+                    chunks = self._graph_chunks.setdefault(workspace.name, {})
+                    chunks.update((c.id, memory.id) for c in memory.chunks if c.id is not None)
+                    self._graph_memories.setdefault(workspace.name, {})[memory.id] = memory.graph_state == "done"
             else:  # the same text is already stored in this workspace under another id
                 self.skipped += 1
 
@@ -420,3 +611,23 @@ class _Writer:
         for (plan, i), vector in zip(missing, vectors, strict=True):
             plan.vectors[i] = vector
         self.chunks_embedded += len(missing)
+
+
+def _relation(line: RelationLine) -> RelationEvidence:
+    return RelationEvidence(
+        id=line.id,
+        type=line.relation_type,
+        predicate=line.predicate,
+        strength=line.strength,
+        method=line.method,
+        subject_key=line.subject,
+        subject_name="",
+        object_key=line.object,
+        object_name="",
+        valid_from=line.valid_from,
+        valid_from_ts=line.valid_from_ts,
+        superseded_by=line.superseded_by,
+        memory_id=line.memory_id,
+        chunk_id=line.chunk_id,
+        evidence=line.evidence,
+    )

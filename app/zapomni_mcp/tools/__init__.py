@@ -6,6 +6,7 @@ from zapomni_mcp.tools.add_memory import AddMemoryTool
 from zapomni_mcp.tools.delete_memory import DeleteMemoryTool
 from zapomni_mcp.tools.get_memory import GetMemoryTool
 from zapomni_mcp.tools.get_stats import GetStatsTool
+from zapomni_mcp.tools.graph import BuildGraphTool, GetRelatedTool, GraphStatusTool
 from zapomni_mcp.tools.jobs import CancelJobTool, JobStatusTool, ListJobsTool
 from zapomni_mcp.tools.list_memories import ListMemoriesTool
 from zapomni_mcp.tools.search_memory import SearchMemoryTool
@@ -25,6 +26,9 @@ TOOLS = (
     JobStatusTool,
     ListJobsTool,
     CancelJobTool,
+    BuildGraphTool,
+    GraphStatusTool,
+    GetRelatedTool,
 )
 
 

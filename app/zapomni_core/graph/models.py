@@ -1,0 +1,108 @@
+"""Requests and results of the graph tools (build_graph, graph_status, get_related) and search's graph context."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from zapomni_core.graph.types import RelationType
+from zapomni_core.jobs.models import MAX_WAIT_S, JobId, JobInfo
+from zapomni_core.models import MAX_DELETE_IDS, MemoryId, _Scoped
+
+MAX_DEPTH = 3
+MAX_RELATED = 100
+MAX_ENTITY_CHARS = 200
+
+
+class BuildGraphRequest(_Scoped):
+    memory_ids: list[MemoryId] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_DELETE_IDS,
+        description=f"(Re)build the graph of these memories (1-{MAX_DELETE_IDS} ids); by default every memory "
+        "not yet processed.",
+    )
+
+
+class BuildGraphResult(BaseModel):
+    job_id: str = Field(description="Follow it with graph_status(job_id) or job_status(job_id).")
+    workspace: str
+    memories: int = Field(description="Memories the job will process (those not yet processed, or the given ids).")
+    extractor: str = Field(description="spacy (NER and rules, no LLM) or ollama:<model>.")
+
+
+class GraphStatusRequest(_Scoped):
+    job_id: JobId | None = Field(None, description="A build_graph job to report on; by default the latest one.")
+    wait_s: int = Field(
+        0,
+        ge=0,
+        le=MAX_WAIT_S,
+        description=f"Wait up to this many seconds (0-{MAX_WAIT_S}) for the job to end, sending progress "
+        "notifications meanwhile when the request carries a progressToken.",
+    )
+
+
+class GraphCountsOut(BaseModel):
+    entities: int
+    entities_by_type: dict[str, int]
+    relations: int = Field(description="Relation edges, one per chunk that states (or suggests) the relation.")
+    memories_processed: int
+    memories_pending: int = Field(description="Memories not yet processed: the extraction queue's depth.")
+
+
+class GraphStatus(BaseModel):
+    workspace: str
+    job: JobInfo | None = Field(description="The build_graph job asked for, else the latest one; null if none ran.")
+    graph: GraphCountsOut
+    extractor: str
+
+
+class GetRelatedRequest(_Scoped):
+    entity: str = Field(
+        min_length=1,
+        max_length=MAX_ENTITY_CHARS,
+        description="An entity's name as written anywhere (matched fuzzily: 'apple inc' finds Apple Inc.).",
+    )
+    depth: int = Field(1, ge=1, le=MAX_DEPTH, description=f"Hops to follow (1-{MAX_DEPTH}).")
+    limit: int = Field(20, ge=1, le=MAX_RELATED, description=f"At most this many related entities (1-{MAX_RELATED}).")
+    relation_types: list[RelationType] | None = Field(
+        None, min_length=1, description="Follow only these relation types (e.g. ['WORKS_FOR', 'LIVES_IN'])."
+    )
+
+
+class EntityRef(BaseModel):
+    name: str
+    type: str
+    aliases: list[str] = Field(default_factory=list, description="Other names it was mentioned by.")
+
+
+class Evidence(BaseModel):
+    memory_id: str
+    text: str = Field(description="The chunk that states the relation.")
+    valid_from: str | None = Field(description="The date of the memory it came from.")
+
+
+class RelationOut(BaseModel):
+    type: str = Field(description="A documented relation type; CO_OCCURS means only 'mentioned together'.")
+    predicate: str = Field(description="The relation as stated, e.g. 'moved to'.")
+    strength: float = Field(ge=0.0, le=1.0)
+    method: str = Field(description="llm, pattern or dependency (stated), or cooccurrence (weakest).")
+    direction: str = Field(description="out: the entity asked about is the subject; in: the object.")
+    valid_from: str | None
+    superseded: bool = Field(False, description="A newer fact replaced this one (both are kept, with their dates).")
+
+
+class RelatedEntity(BaseModel):
+    entity: EntityRef
+    distance: int = Field(description="Hops from the entity asked about.")
+    path: list[str] = Field(description="Relation types along the way.")
+    relation: RelationOut = Field(description="The strongest relation linking it (to the entity before it).")
+    evidence: list[Evidence]
+
+
+class RelatedResult(BaseModel):
+    workspace: str
+    matched: EntityRef | None = Field(description="The entity the name resolved to; null if none did.")
+    match_score: float | None = Field(description="How closely the name matched (0-100).")
+    candidates: list[EntityRef] = Field(description="Other close matches, when the name was ambiguous.")
+    related: list[RelatedEntity]
+    count: int

@@ -1,0 +1,103 @@
+"""build_graph, graph_status and get_related: the knowledge graph of a workspace's memories."""
+
+from __future__ import annotations
+
+import mcp_types as types
+
+from zapomni_core import RequestContext
+from zapomni_core.graph.models import (
+    BuildGraphRequest,
+    BuildGraphResult,
+    GetRelatedRequest,
+    GraphStatus,
+    GraphStatusRequest,
+    RelatedEntity,
+    RelatedResult,
+)
+from zapomni_mcp.registry import Tool
+from zapomni_mcp.tools.jobs import describe as describe_job
+
+
+class BuildGraphTool(Tool[BuildGraphRequest, BuildGraphResult]):
+    name = "build_graph"
+    description = (
+        "Extract entities (people, organisations, places, products, identifiers, ...) and the relations between "
+        "them from memories, locally, into the workspace's knowledge graph. Answers at once with a job_id; the "
+        "work runs in the background (graph_status follows it). New memories are queued automatically, so this "
+        "is for memories stored before, or to rebuild given memory_ids."
+    )
+    input_model = BuildGraphRequest
+    output_model = BuildGraphResult
+    annotations = types.ToolAnnotations(title="Build knowledge graph", read_only_hint=False, idempotent_hint=True)
+
+    async def execute(self, arguments: BuildGraphRequest, ctx: RequestContext) -> BuildGraphResult:
+        return await self.core.graph.build(arguments)
+
+    def render(self, result: BuildGraphResult) -> str:
+        return (
+            f"Queued job {result.job_id}: {result.extractor} extraction of {result.memories} memories in "
+            f"{result.workspace!r}. Follow it with graph_status."
+        )
+
+
+class GraphStatusTool(Tool[GraphStatusRequest, GraphStatus]):
+    name = "graph_status"
+    description = (
+        "The knowledge graph's counts (entities by type, relations, memories processed and still pending) and "
+        "the state and progress of a build_graph job (the given job_id, else the latest)."
+    )
+    input_model = GraphStatusRequest
+    output_model = GraphStatus
+    annotations = types.ToolAnnotations(title="Graph status", read_only_hint=True, idempotent_hint=True)
+
+    async def execute(self, arguments: GraphStatusRequest, ctx: RequestContext) -> GraphStatus:
+        return await self.core.graph.status(arguments, ctx)
+
+    def render(self, result: GraphStatus) -> str:
+        g = result.graph
+        types_ = ", ".join(f"{kind} {n}" for kind, n in sorted(g.entities_by_type.items(), key=lambda kv: -kv[1]))
+        lines = [
+            f"Graph of {result.workspace!r} ({result.extractor}): {g.entities} entities ({types_ or 'none'}), "
+            f"{g.relations} relations; {g.memories_processed} memories processed, {g.memories_pending} pending."
+        ]
+        if result.job is not None:
+            lines.append(describe_job(result.job))
+        return "\n".join(lines)
+
+
+def _related_line(item: RelatedEntity) -> str:
+    r = item.relation
+    arrow = f"-[{r.type} '{r.predicate}']->" if r.direction == "out" else f"<-[{r.type} '{r.predicate}']-"
+    when = f", since {r.valid_from}" if r.valid_from else ""
+    superseded = ", superseded" if r.superseded else ""
+    evidence = f' — "{item.evidence[0].text[:120]}"' if item.evidence else ""
+    return (
+        f"{'  ' * (item.distance - 1)}{arrow} {item.entity.name} ({item.entity.type}), distance {item.distance}, "
+        f"strength {r.strength:.2f} ({r.method}{when}{superseded}){evidence}"
+    )
+
+
+class GetRelatedTool(Tool[GetRelatedRequest, RelatedResult]):
+    name = "get_related"
+    description = (
+        "What the knowledge graph links to an entity: related entities up to `depth` hops away with the relation "
+        "type, how strong and how it was found (stated vs. only mentioned together), dates, and the memory text "
+        "that says so. The name is matched fuzzily; ambiguous names come back with candidates."
+    )
+    input_model = GetRelatedRequest
+    output_model = RelatedResult
+    annotations = types.ToolAnnotations(title="Related entities", read_only_hint=True, idempotent_hint=True)
+
+    async def execute(self, arguments: GetRelatedRequest, ctx: RequestContext) -> RelatedResult:
+        return await self.core.graph.related(arguments)
+
+    def render(self, result: RelatedResult) -> str:
+        if result.matched is None:
+            others = ", ".join(c.name for c in result.candidates)
+            return f"No entity matches in {result.workspace!r}." + (f" Close: {others}." if others else "")
+        head = f"{result.matched.name} ({result.matched.type}), matched with score {result.match_score:.0f}"
+        if result.candidates:
+            head += "; also close: " + ", ".join(f"{c.name} ({c.type})" for c in result.candidates)
+        if not result.related:
+            return head + "\nNothing related yet."
+        return "\n".join([head, *(_related_line(item) for item in result.related)])
