@@ -83,9 +83,7 @@ async def open_core(
         analyzer = Analyzer()
 
         def search_for(stores: GraphStores, keyword_index: SyncedBm25Index) -> SearchPipeline:
-            expansion = (
-                GraphExpansion(stores.neighbours, stores.search) if settings.graph_expansion else None
-            )
+            expansion = GraphExpansion(stores.neighbours, stores.search) if settings.graph_expansion else None
             return SearchPipeline(
                 [VectorRetriever(stores.search), KeywordRetriever(stores.search, keyword_index, analyzer)],
                 rrf_k=settings.rrf_k,
