@@ -57,14 +57,13 @@ from typing import Any
 import numpy as np
 
 from bench.common import DATA_DIR, SciFact, load_scifact, mean_ndcg, summary_ms
+from bench.relevance import MemoisedLeg, default_workspace
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.graph.models import BuildGraphRequest, GraphStatusRequest
 from zapomni_core.logs import configure_logging
 from zapomni_core.models import AddMemoryRequest, MemoryMetadata, SearchRequest
-from zapomni_core.search import Candidate, RetrievalQuery, Retriever, SearchPipeline
+from zapomni_core.search import Retriever, SearchPipeline
 from zapomni_core.search.graph_leg import ExpansionConfig, GraphExpansion
-from zapomni_core.search.types import LegName
-from zapomni_core.workspaces import Workspace
 from zapomni_db.graph_neighbours import GraphNeighbours
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,27 +164,6 @@ def scifact_sample(data: SciFact, docs: int | None) -> tuple[list[str], list[str
 
 
 # -- the core ----------------------------------------------------------------------------------------
-
-
-class MemoisedLeg:
-    """A retrieval leg that answers each (query, depth) once, so every variant fuses the same two lists."""
-
-    def __init__(self, leg: Retriever) -> None:
-        self.name: LegName = leg.name
-        self._leg = leg
-        self._seen: dict[tuple[str, int], list[Candidate]] = {}
-
-    async def retrieve(self, query: RetrievalQuery, k: int) -> list[Candidate]:
-        key = (query.text, k)
-        if key not in self._seen:
-            self._seen[key] = await self._leg.retrieve(query, k)
-        return self._seen[key]
-
-
-async def default_workspace(core: ZapomniCore) -> Workspace:
-    workspace = await core.workspaces.get(None, create=True)
-    assert workspace is not None
-    return workspace
 
 
 async def use_variant(

@@ -10,7 +10,7 @@ import structlog
 from zapomni_core.context import NO_CONTEXT, RequestContext
 from zapomni_core.errors import NotFound
 from zapomni_core.graph.building import KIND, build_job
-from zapomni_core.graph.merge import EntityIndex
+from zapomni_core.graph.merge import EntityIndex, KnownEntity
 from zapomni_core.graph.models import (
     BuildGraphRequest,
     BuildGraphResult,
@@ -60,15 +60,15 @@ class GraphService:
     async def build(self, request: BuildGraphRequest) -> BuildGraphResult:
         workspace = await self._workspaces.require(request.workspace)
         stores = workspace.stores
+        ids: list[str] | None = None
         if request.memory_ids is not None:
             ids = list(dict.fromkeys(request.memory_ids))
-            missing = [i for i in ids if i not in await stores.reads.existing_ids(ids)]
+            present = await stores.reads.existing_ids(ids)
+            missing = [i for i in ids if i not in present]
             if missing:
                 raise NotFound(f"memory_ids: no memory {', '.join(missing[:5])} in workspace {workspace.name!r}")
-            total = len(ids)
-        else:
-            total = await stores.graph.count_pending()
-        job = build_job(request.memory_ids and ids, total)
+        total = len(ids) if ids is not None else await stores.graph.count_pending()
+        job = build_job(ids, total)
         await stores.jobs.create(job)
         self._wake_jobs()
         log.info("graph.queued", workspace=workspace.name, job_id=job.id, memories=total)
@@ -189,5 +189,5 @@ class GraphService:
         return sum(counts.entities_by_type.values()), counts.relations, counts.memories_pending
 
 
-def _refs(entities: Sequence[object]) -> list[EntityRef]:
-    return [EntityRef(name=e.name, type=e.type, aliases=list(e.aliases)) for e in entities]  # type: ignore[attr-defined]
+def _refs(entities: Sequence[KnownEntity]) -> list[EntityRef]:
+    return [EntityRef(name=e.name, type=e.type, aliases=list(e.aliases)) for e in entities]
