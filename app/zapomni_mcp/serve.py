@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import structlog
 
 from zapomni_core import RuntimeInfo, Settings, ZapomniError, open_core, package_version
@@ -36,13 +37,14 @@ async def serve(settings: Settings) -> None:
     log.info("server.config", **settings.masked())
     async with open_core(settings) as (core, info):
         server = build_server(core, build_registry(core))
-        announce(info)
 
         def begin_shutdown() -> None:
             core.begin_shutdown(settings.shutdown_grace_s)
 
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_stop_on_signal, tasks.cancel_scope, begin_shutdown)
+            # Listening for signals before saying "ready": a Ctrl-C right after the greeting must stop us.
+            await tasks.start(_stop_on_signal, tasks.cancel_scope, begin_shutdown)
+            announce(info)
             async with stdio_transport(on_eof=begin_shutdown) as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             log.info("server.stopping", reason="stdin closed")
@@ -52,8 +54,14 @@ async def serve(settings: Settings) -> None:
     log.info("server.stopped")
 
 
-async def _stop_on_signal(scope: anyio.CancelScope, begin_shutdown: Callable[[], None]) -> None:
+async def _stop_on_signal(
+    scope: anyio.CancelScope,
+    begin_shutdown: Callable[[], None],
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        task_status.started()
         async for signum in signals:
             log.info("server.stopping", reason=signal.Signals(signum).name)
             begin_shutdown()
