@@ -10,7 +10,7 @@ import structlog
 from zapomni_core.context import NO_CONTEXT, RequestContext
 from zapomni_core.errors import NotFound
 from zapomni_core.graph.building import KIND, build_job
-from zapomni_core.graph.merge import EntityIndex, KnownEntity
+from zapomni_core.graph.merge import EntityIndex, KnownEntity, Lookup
 from zapomni_core.graph.models import (
     BuildGraphRequest,
     BuildGraphResult,
@@ -35,6 +35,8 @@ log = structlog.get_logger(__name__)
 # Entities and relations attached to each search hit with graph_context.
 HIT_ENTITIES = 8
 HIT_RELATIONS = 3
+# Other close matches get_related offers for an ambiguous name.
+MAX_CANDIDATES = 5
 # How many build_graph jobs graph_status looks through for the latest.
 RECENT_JOBS = 100
 
@@ -115,8 +117,7 @@ class GraphService:
     async def related(self, request: GetRelatedRequest) -> RelatedResult:
         name = self._workspaces.resolve(request.workspace)
         stores = self._workspaces.stores(name)
-        index = EntityIndex(await stores.graph.known_entities(), threshold=self._threshold)
-        found = index.lookup(request.entity)
+        found = await self._resolve(stores, request.entity)
         if found.entity is None:
             return RelatedResult(
                 workspace=name, matched=None, match_score=None, candidates=_refs(found.candidates), related=[], count=0
@@ -153,6 +154,16 @@ class GraphService:
             related=related,
             count=len(related),
         )
+
+    async def _resolve(self, stores: GraphStores, name: str) -> Lookup:
+        """The entity a name means: an exact name or alias (one indexed read) before a fuzzy match, which
+        needs every entity of the workspace read and indexed."""
+        exact = await stores.graph.entities_named([name], limit=1 + MAX_CANDIDATES)
+        if exact:
+            known = [KnownEntity(e.key, e.name, e.type, tuple(e.aliases), e.confidence) for e in exact]
+            return Lookup(known[0], 100.0, tuple(known[1:]))
+        index = EntityIndex(await stores.graph.known_entities(), threshold=self._threshold)
+        return index.lookup(name, limit=MAX_CANDIDATES)
 
     async def hit_context(self, stores: GraphStores, chunk_ids: Sequence[str]) -> dict[str, list[HitEntity]]:
         """For search's graph_context: each chunk's entities and their strongest 1-hop relations."""
