@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from zapomni_cli import job_commands, memory_commands
+from zapomni_cli import file_commands, job_commands, memory_commands
 from zapomni_core import Settings, ZapomniError, package_version
 from zapomni_core.logs import configure_logging
 from zapomni_ops.cli import register as register_operator_commands
@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("serve", help="run the MCP server on stdin/stdout (what MCP clients start)", parents=[common])
     memory_commands.register(commands, common)
     job_commands.register(commands, common)
+    file_commands.register(commands, common)
     register_operator_commands(commands)
     for subparser in {id(p): p for p in commands.choices.values()}.values():  # operator commands, once each
         if "--verbose" not in subparser._option_string_actions:

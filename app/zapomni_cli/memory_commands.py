@@ -43,6 +43,7 @@ class Prepared:
 
     request: BaseModel | None
     labels: dict[str, str] = field(default_factory=dict)
+    extra: list[BaseModel] = field(default_factory=list)  # a command of several requests (one per PATH)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,9 @@ def _filter_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
     parser.add_argument(
         "--date-to", metavar="DATE", help=f"{verb} memories dated at or before DATE (a whole day counts)"
     )
+    parser.add_argument(
+        "--kind", choices=["note", "document", "code"], help=f"{verb} notes, documents (ingest) or code"
+    )
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -137,6 +141,7 @@ def _filters(args: argparse.Namespace) -> dict[str, Any] | None:
         "source": args.source,
         "date_from": args.date_from,
         "date_to": args.date_to,
+        "kind": args.kind,
     }
     filters = {key: value for key, value in given.items() if value is not None}
     return filters or None

@@ -133,7 +133,7 @@ def _search(result: SearchResult, out: Console) -> None:
             short_id(hit.memory_id),
             Text(clip(hit.text)),
             Text(clip(", ".join(hit.tags), tags_width)),
-            Text(clip(hit.source or "", source_width)),
+            Text(clip(hit.location() or "", source_width)),
         )
     out.print(table)
 

@@ -54,6 +54,10 @@ class Chunker:
         self.overlap_tokens = overlap_tokens
         self.max_chars = max_tokens * _MAX_CHARS_PER_TOKEN
 
+    def fits(self, text: str) -> bool:
+        """Whether `text` makes one chunk as it is (a whole function, a short section)."""
+        return len(text) <= self.max_chars and self._count([text])[0] <= self.max_tokens
+
     def split(self, text: str) -> list[str]:
         units = self._units(text, level=0, boundary=PARAGRAPH)
         return [c for c in self._pack(units) if c]

@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import BinaryIO, TextIO
@@ -16,11 +16,13 @@ import structlog
 from pydantic import ValidationError
 
 from zapomni_core import results, transfer
+from zapomni_core.code.service import CodeService
 from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate, until_committed
 from zapomni_core.disk import MB, DiskGuard, write_estimate
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import Conflict, NotFound, ShuttingDown
 from zapomni_core.faults import storage_faults
+from zapomni_core.files.service import FileService
 from zapomni_core.graph.service import GraphService
 from zapomni_core.jobs import JobService
 from zapomni_core.jobs.indexing import index_job
@@ -83,7 +85,10 @@ class ZapomniCore:
         graph_name: str,
         jobs: JobService,
         graph: GraphService,
+        files: FileService,
+        code: CodeService,
         wake_jobs: Callable[[], None],
+        run_job_here: Callable[[str, str], Awaitable[bool]],
         background_add_bytes: int,
         disk: DiskGuard,
     ) -> None:
@@ -91,7 +96,11 @@ class ZapomniCore:
         self.embedder = embedder
         self.jobs = jobs
         self.graph = graph
+        self.files = files  # ingest_path, index_codebase
+        self.code = code  # find_symbol, get_callers, get_callees
         self._wake_jobs = wake_jobs
+        # (workspace, job id) -> run that job in this process now; False when another worker has it.
+        self.run_job_here = run_job_here
         self._background_add_bytes = background_add_bytes
         self.disk = disk  # free space on the data directory's disk: checked before every add, update, import
         self._writer = writer
@@ -477,6 +486,7 @@ def _search_filter(filters: SearchFilters | None) -> SearchFilter:
         source=filters.source,
         date_from_ts=parse_iso8601(filters.date_from).timestamp() if filters.date_from else None,
         date_to_ts=parse_iso8601(filters.date_to).timestamp() if filters.date_to else None,
+        kind=filters.kind,
     )
 
 

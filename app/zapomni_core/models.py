@@ -31,6 +31,8 @@ MemoryId = Annotated[
     str, Field(pattern=UUID_PATTERN, description="A memory's id, as add_memory returned it (a lowercase UUID).")
 ]
 MemoryStatus = Literal["indexed", "indexing", "failed"]
+# note: added by an agent; document / code: a file read by ingest_path / index_codebase (`source` is its path).
+MemoryKind = Literal["note", "document", "code"]
 # Flat metadata values: FalkorDB properties hold primitives only.
 MetadataValue = str | int | float | bool
 
@@ -118,6 +120,9 @@ class SearchFilters(_Strict):
     source: str | None = Field(None, min_length=1, max_length=500, description="Match this source exactly.")
     date_from: str | None = Field(None, description="ISO 8601; memories dated at or after this.")
     date_to: str | None = Field(None, description="ISO 8601; memories dated at or before this.")
+    kind: MemoryKind | None = Field(
+        None, description="note: added with add_memory; document: read by ingest_path; code: read by index_codebase."
+    )
 
     @field_validator("date_from", "date_to")
     @classmethod
@@ -137,7 +142,7 @@ class SearchFilters(_Strict):
 
     @property
     def empty(self) -> bool:
-        return not self.tags and self.source is None and self.date_from is None and self.date_to is None
+        return not self.tags and all(v is None for v in (self.source, self.date_from, self.date_to, self.kind))
 
 
 class SearchRequest(_Scoped):
@@ -189,7 +194,7 @@ class DeleteMemoryRequest(_Scoped):
             raise ValueError("give either memory_ids or filters (exactly one of them)")
         if self.filters is not None and self.filters.empty:
             raise ValueError(
-                "filters: give at least one of tags, source, date_from, date_to (an empty filter is refused)"
+                "filters: give at least one of tags, source, date_from, date_to, kind (an empty filter is refused)"
             )
         return self
 
@@ -269,6 +274,9 @@ class MemoryFields(BaseModel):
         "indexing until its chunks are searchable, failed if that job failed (job_status says why).",
     )
     job_id: str | None = Field(None, description="The job that indexes (or indexed) this memory, for a large add.")
+    kind: MemoryKind = Field(
+        "note", description="note (add_memory), document (ingest_path) or code (index_codebase); source is the file."
+    )
 
 
 class MemorySummary(MemoryFields):
@@ -345,12 +353,28 @@ class SearchHit(MemoryFields):
     text: str = Field(description="The matching chunk.")
     similarity_score: float = Field(ge=0.0, le=1.0, description="Cosine similarity to the query, clamped to [0, 1].")
     rank_score: float = Field(description="Reciprocal-rank-fusion score the results are ordered by.")
+    page: int | None = Field(None, description="A document's chunk: the PDF page it is on.")
+    section: str | None = Field(
+        None, description="A document's chunk: its heading path ('Install > From source'); code: its symbol."
+    )
+    line_start: int | None = Field(None, description="A code chunk: its first line in the file (source).")
+    line_end: int | None = Field(None, description="A code chunk: its last line.")
     matched_by: list[Literal["vector", "keyword", "graph"]] = Field(
         description="Which retrieval legs found this chunk (graph: linked by shared entities, when expansion is on)."
     )
     entities: list[HitEntity] | None = Field(
         None, description="With graph_context: the entities this chunk mentions and their strongest relations."
     )
+
+    def location(self) -> str | None:
+        """The source with the chunk's place in it: path:12-40 Class.method, path p. 3, path § Install > Linux."""
+        if self.source is None:
+            return None
+        if self.line_start is not None:
+            return f"{self.source}:{self.line_start}-{self.line_end}" + (f" {self.section}" if self.section else "")
+        page = f" p. {self.page}" if self.page is not None else ""
+        section = f" § {self.section}" if self.section else ""
+        return f"{self.source}{page}{section}"
 
 
 class SearchResult(BaseModel):

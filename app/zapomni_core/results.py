@@ -35,6 +35,7 @@ def memory_fields(info: MemoryInfo, workspace: str) -> dict[str, object]:
         "chunk_count": info.chunk_count,
         "status": info.status,
         "job_id": info.job_id,
+        "kind": info.kind,
     }
     return fields
 
@@ -58,6 +59,10 @@ def hit(ranked: Ranked, workspace: str) -> SearchHit:
         chunk_id=candidate.chunk_id,
         text=candidate.hit.text,
         similarity_score=round(candidate.similarity, 6),
+        page=candidate.hit.place.page,
+        section=candidate.hit.place.section,
+        line_start=candidate.hit.place.line_start,
+        line_end=candidate.hit.place.line_end,
         rank_score=ranked.rank_score,
         matched_by=ranked.legs,
     )

@@ -10,12 +10,18 @@ from dataclasses import dataclass
 import structlog
 
 from zapomni_core.chunking import Chunker
+from zapomni_core.code.indexing import CodeReader, IndexCodebase
+from zapomni_core.code.service import CodeService
 from zapomni_core.context import ShutdownGate
 from zapomni_core.database import open_database
 from zapomni_core.disk import MB, DiskGuard
 from zapomni_core.embedders import CachedEmbedder, Embedder, build_cache, build_embedder
 from zapomni_core.engine import ZapomniCore
 from zapomni_core.errors import ConfigurationError
+from zapomni_core.files.ingesting import DocumentReader, IngestPath
+from zapomni_core.files.service import FileService
+from zapomni_core.files.sync import FileLimits, FileWalk
+from zapomni_core.files.walker import allowed_roots
 from zapomni_core.graph import BuildGraph, GraphService, build_extractor, extractor_name
 from zapomni_core.jobs import IndexMemory, JobRunner, JobService, JobSettings
 from zapomni_core.jobs.runner import JobHandler
@@ -106,6 +112,7 @@ async def open_core(
         writer = WritePipeline(chunker_for(embedder, settings), analyzer, embedder, shutdown)
         disk = DiskGuard(database.embedded.paths.data_dir if database.embedded else None, settings.min_free_mb * MB)
         jobs = JobService(workspaces)
+        code = CodeService(workspaces)
         graph = GraphService(
             workspaces,
             jobs,
@@ -113,9 +120,15 @@ async def open_core(
             match_threshold=settings.entity_match_threshold,
             auto=settings.graph_auto,
             wake_jobs=lambda: runner.wake(),
+            code=code,
         )
+        limits = FileLimits(allowed_roots(settings.allowed_roots), settings.max_file_bytes)
+        document_walk = FileWalk(DocumentReader(writer.chunker), writer, disk, limits)
+        # Files are read where jobs run; the CLI runs its own ingest jobs (`JobRunner.run_now`).
         handlers: dict[str, JobHandler] = {
-            IndexMemory.kind: IndexMemory(writer, disk, on_indexed=graph.queue_new_memories)
+            IndexMemory.kind: IndexMemory(writer, disk, on_indexed=graph.queue_new_memories),
+            IngestPath.kind: IngestPath(document_walk, on_changed=graph.queue_new_memories),
+            IndexCodebase.kind: IndexCodebase(FileWalk(CodeReader(writer.chunker), writer, disk, limits)),
         }
         if background_jobs:  # the extractor (a spaCy model, or an Ollama client) is loaded only where jobs run
             extractor = build_extractor(settings)
@@ -130,7 +143,10 @@ async def open_core(
             graph_name=settings.graph_name,
             jobs=jobs,
             graph=graph,
+            files=FileService(workspaces, document_walk, wake_jobs=runner.wake),
+            code=code,
             wake_jobs=runner.wake,
+            run_job_here=runner.run_now,
             background_add_bytes=settings.background_add_bytes if background_jobs else MAX_TEXT_BYTES + 1,
             disk=disk,
         )

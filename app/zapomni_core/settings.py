@@ -90,6 +90,11 @@ class Settings(BaseSettings):
     # Hybrid search adds memories linked to its top hits through shared entities (measured: off by default)
     graph_expansion: bool = Field(False, alias="ZAPOMNI_GRAPH_EXPANSION")
 
+    # Files and codebases (ingest_path, index_codebase): only paths under these directories are read,
+    # separated by the platform's path separator (':'); default: the user's home directory
+    allowed_roots_value: str | None = Field(None, alias="ZAPOMNI_ALLOWED_ROOTS", min_length=1)
+    max_file_mb: float = Field(25.0, alias="ZAPOMNI_MAX_FILE_MB", gt=0, le=1024)
+
     # Shutdown: how long in-flight writes may take to finish once a stop is requested
     shutdown_grace_s: float = Field(30.0, alias="ZAPOMNI_SHUTDOWN_GRACE_S", ge=0, le=3600)
 
@@ -106,6 +111,16 @@ class Settings(BaseSettings):
         if self.embedding_model:
             return self.embedding_model
         return "nomic-embed-text" if self.embedder == "ollama" else "all-MiniLM-L6-v2"
+
+    @property
+    def allowed_roots(self) -> tuple[Path, ...]:
+        if not self.allowed_roots_value:
+            return (Path.home(),)
+        return tuple(Path(part).expanduser() for part in self.allowed_roots_value.split(os.pathsep) if part.strip())
+
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.max_file_mb * 1024 * 1024)
 
     @property
     def backups_dir(self) -> Path:

@@ -7,7 +7,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import structlog
 
@@ -18,7 +18,7 @@ from zapomni_core.errors import ShuttingDown
 from zapomni_core.models import MemoryMetadata, parse_iso8601
 from zapomni_core.progress import Progress
 from zapomni_core.search.analyzer import Analyzer, TermCounts
-from zapomni_db import ChunkRow, MemoryRecord, StoredChunk
+from zapomni_db import ChunkPlace, ChunkRow, MemoryRecord, StoredChunk
 
 log = structlog.get_logger(__name__)
 
@@ -89,6 +89,10 @@ class WritePipeline:
         self._embedder = embedder
         self._shutdown = shutdown
 
+    @property
+    def chunker(self) -> Chunker:
+        return self._chunker
+
     def split(self, text: str) -> Split:
         pieces = self._chunker.split(text)
         return Split(pieces, [self._analyzer.count(piece) for piece in pieces])
@@ -117,6 +121,15 @@ class WritePipeline:
         split = await self.split_async(text)
         vectors = await self.embed(split.pieces, ctx)
         return chunk_rows(split.pieces, vectors, split.counts)
+
+    async def placed_rows(
+        self, pieces: Sequence[str], places: Sequence[ChunkPlace], ctx: RequestContext = NO_CONTEXT
+    ) -> list[ChunkRow]:
+        """A file's chunks, embedded, each with its place in the file (page, section, lines)."""
+        counts = await asyncio.to_thread(self.count, pieces)
+        vectors = await self.embed(pieces, ctx)
+        rows = chunk_rows(pieces, vectors, counts)
+        return [replace(row, place=place) for row, place in zip(rows, places, strict=True)]
 
     async def plan_update(self, text: str, old: Sequence[StoredChunk], ctx: RequestContext = NO_CONTEXT) -> UpdatePlan:
         """Chunks for `text` given the memory's current ones: unchanged chunks stay, the rest are redone.

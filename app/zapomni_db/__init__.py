@@ -5,6 +5,7 @@ exceptions never leave this package; `zapomni_db.errors` describes the tree.
 """
 
 from zapomni_db.client import GraphClient
+from zapomni_db.code import CodeStore
 from zapomni_db.connection import Connection, DatabaseTarget, connect
 from zapomni_db.embedded import EmbeddedDatabase
 from zapomni_db.errors import (
@@ -15,6 +16,7 @@ from zapomni_db.errors import (
     SchemaMismatch,
     WriteInterrupted,
 )
+from zapomni_db.files import FileStore
 from zapomni_db.graph import GraphStore
 from zapomni_db.jobs import JobStore
 from zapomni_db.maintenance import Maintenance
@@ -22,8 +24,10 @@ from zapomni_db.memories import MemoryWrites
 from zapomni_db.memory_reads import MemoryReads
 from zapomni_db.records import (
     ChunkHit,
+    ChunkPlace,
     ChunkRow,
     ChunkTerms,
+    CodeFileRow,
     Counts,
     EmbedderClaim,
     EntityInfo,
@@ -44,7 +48,10 @@ from zapomni_db.records import (
     RelationRow,
     SearchFilter,
     StoredChunk,
+    StoredFile,
     StoredMemory,
+    SymbolInfo,
+    SymbolRow,
 )
 from zapomni_db.schema import SchemaSettings, migrate, repair_vector_index, rewrite_append_only_file, wait_for_indexes
 from zapomni_db.search_reads import SearchReads
@@ -52,8 +59,11 @@ from zapomni_db.stores import GraphStores
 
 __all__ = [
     "ChunkHit",
+    "ChunkPlace",
     "ChunkRow",
     "ChunkTerms",
+    "CodeFileRow",
+    "CodeStore",
     "Connection",
     "Counts",
     "DatabaseError",
@@ -63,6 +73,7 @@ __all__ = [
     "EmbedderClaim",
     "EntityInfo",
     "EntityRow",
+    "FileStore",
     "GraphClient",
     "GraphCounts",
     "GraphStore",
@@ -91,7 +102,10 @@ __all__ = [
     "SearchFilter",
     "SearchReads",
     "StoredChunk",
+    "StoredFile",
     "StoredMemory",
+    "SymbolInfo",
+    "SymbolRow",
     "WriteInterrupted",
     "connect",
     "migrate",

@@ -9,14 +9,17 @@ FILTER = (
     "($source IS NULL OR m.source = $source) "
     "AND ($tags IS NULL OR any(t IN m.tags WHERE t IN $tags)) "
     "AND ($date_from IS NULL OR m.date_ts >= $date_from) "
-    "AND ($date_to IS NULL OR m.date_ts <= $date_to)"
+    "AND ($date_to IS NULL OR m.date_ts <= $date_to) "
+    "AND ($kind IS NULL OR coalesce(m.kind, 'note') = $kind)"
 )
 
 # A Chunk's properties at creation. Nothing is ever SET on a Chunk afterwards: on a vector-indexed
 # node that re-inserts its vector and leaves a stale copy in the HNSW index (DESIGN.md).
 CHUNK_PROPERTIES = (
     "{id: c.id, memory_id: $memory_id, idx: c.idx, text: c.text, embedding: vecf32(c.embedding), "
-    "created_at: $created_at, terms: c.terms, term_counts: c.counts, term_length: c.length}"
+    "created_at: $created_at, terms: c.terms, term_counts: c.counts, term_length: c.length, "
+    # Where the chunk sits in its file; null (not stored) for a note's chunks.
+    "page: c.page, section: c.section, line_start: c.line_start, line_end: c.line_end}"
 )
 
 # A new job's properties (parameters from `zapomni_db.jobs.job_params`).
@@ -47,8 +50,8 @@ SUPERSEDE_GROUP = (
 
 # Removes the graph evidence of the memories in `$purge`, inside any write query with one row in
 # flight: their RELATED_TO edges (the supersession of the groups they belonged to is recomputed:
-# `superseded_by` only ever names a fact of the same group, so no id is left dangling), then the
-# MENTIONS of their chunks. The entities those mentions
+# `superseded_by` only ever names a fact of the same group, so no id is left dangling), a code
+# file's symbols and File node, then the MENTIONS of their chunks. The entities those mentions
 # pointed at come out as `stale`; `DROP_UNMENTIONED` deletes the ones no chunk mentions any more.
 PURGE_EVIDENCE = (
     # Matched by the edge index; a pattern naming the end nodes' label would scan every entity.
@@ -56,6 +59,11 @@ PURGE_EVIDENCE = (
     "WITH collect(r) AS rels, collect(CASE WHEN r.exclusive THEN [startNode(r), r.type] END) AS groups "
     "FOREACH (r IN rels | DELETE r) "
     f"WITH groups UNWIND groups AS g WITH DISTINCT g[0] AS s, g[1] AS t {SUPERSEDE_GROUP}}} "
+    # A code file's memory: its File node and symbols, with every edge they have (CALLS from other files too).
+    "CALL { OPTIONAL MATCH (n:Symbol) WHERE n.memory_id IN $purge "
+    "WITH collect(n) AS ns FOREACH (n IN ns | DETACH DELETE n) } "
+    "CALL { OPTIONAL MATCH (f:File) WHERE f.memory_id IN $purge "
+    "WITH collect(f) AS fs FOREACH (f IN fs | DETACH DELETE f) } "
     "CALL { OPTIONAL MATCH (c:Chunk)-[x:MENTIONS]->(e:Entity) WHERE c.memory_id IN $purge "
     "WITH collect(x) AS xs, collect(DISTINCT e) AS es FOREACH (x IN xs | DELETE x) RETURN es AS stale } "
 )

@@ -23,7 +23,7 @@ WRITE_BATCH = 500
 _MEMORY_PROPERTIES = (
     "{id: $memory_id, text: $text, created_at: $created_at, updated_at: $updated_at, tags: $tags, "
     "source: $source, date: $date, date_ts: $date_ts, metadata: $metadata, chunk_count: $chunk_count, "
-    "content_hash: $content_hash, seq: seq}"
+    "content_hash: $content_hash, seq: seq, kind: $kind, file_hash: $file_hash, graph_state: $graph_state}"
 )
 # Nothing is created when a memory with the same content hash exists: two processes adding the
 # same text at once store it once (FalkorDB runs one write query at a time).
@@ -185,6 +185,11 @@ def _memory_params(memory: MemoryRecord, chunk_count: int) -> dict[str, Any]:
         "chunk_count": chunk_count,
         "content_hash": memory.content_hash,
         "updated_at": memory.updated_at if memory.updated_at is not None else memory.created_at,
+        # A note is stored without a kind (`coalesce(m.kind, 'note')` reads it), as before files existed.
+        "kind": None if memory.kind == "note" else memory.kind,
+        "file_hash": memory.file_hash,
+        # Code has its own graph (zapomni_db.code): entity extraction leaves it alone.
+        "graph_state": "code" if memory.kind == "code" else None,
     }
 
 
@@ -197,4 +202,8 @@ def chunk_param(chunk: ChunkRow) -> dict[str, Any]:
         "terms": chunk.terms,
         "counts": chunk.counts,
         "length": chunk.length,
+        "page": chunk.place.page,
+        "section": chunk.place.section,
+        "line_start": chunk.place.line_start,
+        "line_end": chunk.place.line_end,
     }

@@ -21,6 +21,32 @@ class MemoryRecord:
     date_ts: float = 0.0
     metadata_json: str = "{}"
     updated_at: float | None = None
+    # "note" (what an agent adds), "document" or "code" (a file ingested from disk, `source` its path).
+    kind: str = "note"
+    # A file's memory: the sha256 of the file's bytes, what re-ingestion compares.
+    file_hash: str | None = None
+
+
+@dataclass(frozen=True)
+class ChunkPlace:
+    """Where a chunk sits in the file it came from: a PDF page, a heading path or symbol, a line range."""
+
+    page: int | None = None
+    section: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+    WIDTH = 4
+
+    @staticmethod
+    def projection(chunk: str) -> str:
+        """The Cypher projection that `from_row` reads, for a chunk bound to the variable `chunk`."""
+        return ", ".join(f"{chunk}.{name}" for name in ("page", "section", "line_start", "line_end"))
+
+    @classmethod
+    def from_row(cls, row: list[Any], start: int = 0) -> ChunkPlace:
+        page, section, line_start, line_end = row[start : start + cls.WIDTH]
+        return cls(page=page, section=section, line_start=line_start, line_end=line_end)
 
 
 @dataclass(frozen=True)
@@ -33,6 +59,7 @@ class ChunkRow:
     terms: list[str] = field(default_factory=list)
     counts: list[int] = field(default_factory=list)
     length: int = 0
+    place: ChunkPlace = ChunkPlace()
 
 
 @dataclass(frozen=True)
@@ -49,13 +76,14 @@ class MemoryInfo:
     # "indexed" (searchable), or for a large add indexed by a job: "indexing", then "indexed" or "failed".
     status: str = "indexed"
     job_id: str | None = None
+    kind: str = "note"
 
     # The Cypher projection that `from_row` reads, for a memory bound to `m`.
     PROJECTION = (
         "m.id, m.tags, m.source, m.date, m.created_at, coalesce(m.updated_at, m.created_at), m.chunk_count, "
-        "coalesce(m.status, 'indexed'), m.job_id"
+        "coalesce(m.status, 'indexed'), m.job_id, coalesce(m.kind, 'note')"
     )
-    WIDTH = 9
+    WIDTH = 10
 
     @classmethod
     def from_row(cls, row: list[Any], start: int = 0) -> MemoryInfo:
@@ -70,6 +98,7 @@ class MemoryInfo:
             chunk_count=int(r[6] or 0),
             status=r[7] or "indexed",
             job_id=r[8],
+            kind=r[9] or "note",
         )
 
 
@@ -101,6 +130,7 @@ class ChunkHit:
     chunk_id: str
     text: str
     distance: float
+    place: ChunkPlace = ChunkPlace()
 
 
 @dataclass(frozen=True)
@@ -125,11 +155,12 @@ class SearchFilter:
     source: str | None = None
     date_from_ts: float | None = None
     date_to_ts: float | None = None
+    kind: str | None = None
 
     @property
     def active(self) -> bool:
-        return (
-            bool(self.tags) or self.source is not None or self.date_from_ts is not None or self.date_to_ts is not None
+        return bool(self.tags) or any(
+            v is not None for v in (self.source, self.date_from_ts, self.date_to_ts, self.kind)
         )
 
     def as_params(self) -> dict[str, Any]:
@@ -138,6 +169,7 @@ class SearchFilter:
             "source": self.source,
             "date_from": self.date_from_ts,
             "date_to": self.date_to_ts,
+            "kind": self.kind,
         }
 
 
@@ -462,3 +494,60 @@ class GraphCounts:
     @property
     def entities(self) -> int:
         return sum(self.entities_by_type.values())
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A file's memory as the last ingestion left it (`file_hash` None: its write did not finish)."""
+
+    path: str
+    memory_id: str
+    file_hash: str | None
+    kind: str
+    codebase: str | None  # a code file's: the directory it was indexed under
+
+
+@dataclass(frozen=True)
+class CodeFileRow:
+    """A code file's `File` node to write."""
+
+    id: str
+    path: str  # absolute
+    relative: str  # inside the codebase, POSIX
+    codebase: str  # the codebase's root directory
+    language: str
+    module: str
+    file_hash: str
+    parsed_json: str  # the parse, kept so the codebase's links can be re-resolved without re-reading the file
+
+
+@dataclass(frozen=True)
+class SymbolRow:
+    """A `Function`, `Method` or `Class` node to write."""
+
+    id: str
+    kind: str
+    name: str
+    qualified_name: str
+    signature: str
+    docstring: str | None
+    line_start: int
+    line_end: int
+    parent: str | None  # the enclosing symbol's qualified name
+    parent_id: str | None  # and its id (None: the file contains it)
+
+
+@dataclass(frozen=True)
+class SymbolInfo:
+    """A symbol as found by a code lookup."""
+
+    kind: str
+    name: str
+    qualified_name: str
+    signature: str
+    docstring: str | None
+    language: str
+    path: str
+    line_start: int
+    line_end: int
+    codebase: str

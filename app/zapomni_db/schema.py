@@ -120,6 +120,23 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
                 "CREATE INDEX FOR ()-[r:RELATED_TO]-() ON (r.memory_id)",
             ),
         ),
+        # Notes stored before it have no `kind` (read as 'note') and no file nodes: nothing to backfill.
+        Migration(
+            6,
+            "files and codebases: file memories, code files and symbols",
+            (
+                "CREATE INDEX FOR (m:Memory) ON (m.kind)",
+                "CREATE INDEX FOR (f:File) ON (f.memory_id)",
+                "CREATE INDEX FOR (f:File) ON (f.codebase)",
+                "CREATE INDEX FOR (f:File) ON (f.relative)",
+                "CREATE INDEX FOR (s:Symbol) ON (s.id)",
+                "CREATE INDEX FOR (s:Symbol) ON (s.memory_id)",
+                "CREATE INDEX FOR (s:Symbol) ON (s.qualified_name)",
+                "CREATE INDEX FOR (s:Symbol) ON (s.name_lower)",
+                "CREATE INDEX FOR (s:Symbol) ON (s.codebase)",
+                "CREATE INDEX FOR (c:Class) ON (c.qualified_name)",
+            ),
+        ),
     ]
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from zapomni_db._cypher import FILTER
 from zapomni_db.client import GraphClient
-from zapomni_db.records import ChunkHit, ChunkTerms, IndexChanges, MemoryInfo, SearchFilter
+from zapomni_db.records import ChunkHit, ChunkPlace, ChunkTerms, IndexChanges, MemoryInfo, SearchFilter
 
-_HIT = f"{MemoryInfo.PROJECTION}, node.id, node.text, distance"
+_HIT = f"{MemoryInfo.PROJECTION}, node.id, node.text, distance, {ChunkPlace.projection('node')}"
 _VECTOR_SEARCH = (
     "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($vector)) YIELD node, score "
     f"MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WHERE {FILTER} "
@@ -89,4 +89,10 @@ def _terms(row: list[Any]) -> ChunkTerms:
 
 def _hit(row: list[Any]) -> ChunkHit:
     w = MemoryInfo.WIDTH
-    return ChunkHit(memory=MemoryInfo.from_row(row), chunk_id=row[w], text=row[w + 1], distance=float(row[w + 2]))
+    return ChunkHit(
+        memory=MemoryInfo.from_row(row),
+        chunk_id=row[w],
+        text=row[w + 1],
+        distance=float(row[w + 2]),
+        place=ChunkPlace.from_row(row, w + 3),
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zapomni_db.client import GraphClient
+from zapomni_db.code import CodeStore
+from zapomni_db.files import FileStore
 from zapomni_db.graph import GraphStore
 from zapomni_db.graph_neighbours import GraphNeighbours
 from zapomni_db.jobs import JobStore
@@ -24,6 +26,8 @@ class GraphStores:
     jobs: JobStore
     graph: GraphStore
     neighbours: GraphNeighbours  # the graph-expansion search leg's reads
+    files: FileStore  # memories read from files
+    code: CodeStore  # indexed codebases: files, symbols and their links
 
     @classmethod
     def on(cls, client: GraphClient) -> GraphStores:
@@ -36,4 +40,6 @@ class GraphStores:
             JobStore(client),
             GraphStore(client),
             GraphNeighbours(client),
+            FileStore(client),
+            CodeStore(client),
         )

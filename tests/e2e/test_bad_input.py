@@ -128,7 +128,7 @@ async def test_a_dead_database_gets_a_clear_retriable_answer_and_the_server_keep
             assert text.startswith("The database is not answering right now") and "Retry" in text
             assert str(data_dir) not in text and "Traceback" not in text and "sock" not in text
             # Still serving: the protocol answers, tools answer (with the same clear error).
-            assert len((await session.list_tools()).tools) == 15
+            assert len((await session.list_tools()).tools) == 20
             assert (await session.call_tool("get_stats", {})).is_error
     refusals = [json.loads(line) for line in stderr.read_text().splitlines() if '"tool.refused"' in line]
     assert refusals and refusals[0]["tool"] == "search_memory"

@@ -122,13 +122,15 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
     schema = SchemaSettings(dimension=ONNX_DIMENSION)
     async with graph(settings) as client:
         applied = await migrate(client, schema)
-        assert [m.version for m in applied] == [1, 2, 3, 4, 5]
+        assert [m.version for m in applied] == [1, 2, 3, 4, 5, 6]
         await wait_for_indexes(client)
         after = await snapshot(client)
 
-        assert after["version"] == latest_version(schema) == 5
+        assert after["version"] == latest_version(schema) == 6
         statuses = await client.ro_query("CALL db.indexes() YIELD label, status")
-        assert {label for label, _ in statuses} == {"Memory", "Chunk", "Change", "Job", "Entity", "RELATED_TO"}
+        assert {label for label, _ in statuses} == {
+            "Memory", "Chunk", "Change", "Job", "Entity", "RELATED_TO", "File", "Symbol", "Class"
+        }  # fmt: skip
         assert all(status == "OPERATIONAL" for _, status in statuses)
         indexed = {
             (label, field, kind)
@@ -155,6 +157,16 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
             ("Entity", "name", "RANGE"),
             ("RELATED_TO", "id", "RANGE"),
             ("RELATED_TO", "memory_id", "RANGE"),
+            ("Memory", "kind", "RANGE"),
+            ("File", "memory_id", "RANGE"),
+            ("File", "codebase", "RANGE"),
+            ("File", "relative", "RANGE"),
+            ("Symbol", "id", "RANGE"),
+            ("Symbol", "memory_id", "RANGE"),
+            ("Symbol", "qualified_name", "RANGE"),
+            ("Symbol", "name_lower", "RANGE"),
+            ("Symbol", "codebase", "RANGE"),
+            ("Class", "qualified_name", "RANGE"),
         }
 
         # Every memory numbered once, 1..n, by creation time then id; the counter past the last.
@@ -207,6 +219,7 @@ async def test_dry_run_lists_every_migration_and_changes_nothing(
             (3, True),
             (4, True),
             (5, True),
+            (6, True),
         ]
         assert await snapshot(client) == before
 
@@ -231,8 +244,8 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     status = zapomni(data_dir, "migrate", "status", "--json")
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
-    assert report["version"] == 0 and report["latest_version"] == 5
-    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4, 5]
+    assert report["version"] == 0 and report["latest_version"] == 6
+    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4, 5, 6]
     assert all(m["description"] for m in report["pending"])
     assert report["stored_embedder"] is None  # version 0 predates the claim
     assert report["configured_embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384, "error": None}
@@ -253,17 +266,17 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout) == {
         "dry_run": False,
-        "version": 5,
+        "version": 6,
         "migrations": report["pending"],
     }
     report = json.loads(zapomni(data_dir, "migrate", "status", "--json").stdout)
-    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (5, [], 384)
+    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (6, [], 384)
 
     again = zapomni(data_dir, "migrate", "apply")
-    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 5)"
+    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 6)"
 
     human = zapomni(data_dir, "migrate", "status")
-    assert "schema version:      5 (latest 5)" in human.stdout
+    assert "schema version:      6 (latest 6)" in human.stdout
     assert "pending migrations:  none" in human.stdout
     assert "re-embed:            not needed" in human.stdout
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from zapomni_core.code.models import CodeNeighbours
 from zapomni_core.graph.types import RelationType
 from zapomni_core.jobs.models import MAX_WAIT_S, JobId, JobInfo
 from zapomni_core.models import MAX_DELETE_IDS, MemoryId, _Scoped
@@ -106,3 +107,8 @@ class RelatedResult(BaseModel):
     candidates: list[EntityRef] = Field(description="Other close matches, when the name was ambiguous.")
     related: list[RelatedEntity]
     count: int
+    code: list[CodeNeighbours] = Field(
+        default_factory=list,
+        description="When the name is a function, method or class of an indexed codebase: each such symbol with its "
+        "callers, callees, members, bases and subclasses.",
+    )

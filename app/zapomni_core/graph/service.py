@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
+from zapomni_core.code.service import CodeService
 from zapomni_core.context import NO_CONTEXT, RequestContext
 from zapomni_core.errors import NotFound
 from zapomni_core.graph.building import KIND, build_job
@@ -51,8 +52,10 @@ class GraphService:
         match_threshold: float,
         auto: bool,
         wake_jobs: Callable[[], None],
+        code: CodeService | None = None,
     ) -> None:
         self._workspaces = workspaces
+        self._code = code  # get_related also reaches the code graph of indexed codebases
         self._jobs = jobs
         self.extractor = extractor
         self._threshold = match_threshold
@@ -118,9 +121,16 @@ class GraphService:
         name = self._workspaces.resolve(request.workspace)
         stores = self._workspaces.stores(name)
         found = await self._resolve(stores, request.entity)
+        code = await self._code.neighbours(stores, request.entity, request.limit) if self._code else []
         if found.entity is None:
             return RelatedResult(
-                workspace=name, matched=None, match_score=None, candidates=_refs(found.candidates), related=[], count=0
+                workspace=name,
+                matched=None,
+                match_score=None,
+                candidates=_refs(found.candidates),
+                related=[],
+                count=0,
+                code=code,
             )
         rows = await stores.graph.related(
             found.entity.key, depth=request.depth, limit=request.limit, relation_types=request.relation_types
@@ -153,6 +163,7 @@ class GraphService:
             candidates=_refs(found.candidates),
             related=related,
             count=len(related),
+            code=code,
         )
 
     async def _resolve(self, stores: GraphStores, name: str) -> Lookup:

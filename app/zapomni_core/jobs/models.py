@@ -46,7 +46,10 @@ class JobProgress(BaseModel):
 class JobInfo(BaseModel):
     job_id: str
     workspace: str
-    kind: str = Field(description="index_memory: making a large add searchable; build_graph: entity extraction.")
+    kind: str = Field(
+        description="index_memory: making a large add searchable; build_graph: entity extraction; ingest_path and "
+        "index_codebase: reading files (counts: added, updated, unchanged, removed, refused, failed)."
+    )
     state: JobState
     memory_id: str | None = Field(description="The memory the job is about, if any.")
     progress: JobProgress

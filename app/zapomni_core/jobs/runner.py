@@ -175,6 +175,19 @@ class JobRunner:
                 return True
         return False
 
+    async def run_now(self, workspace_name: str, job_id: str) -> bool:
+        """Run one job in this process now (a command that reads files itself); False when it is not ours to run
+        (another worker holds it, it ended, or this process has no handler for it)."""
+        workspace = await self._workspaces.get(workspace_name, create=False)
+        seen = await workspace.stores.jobs.get(job_id) if workspace else None
+        if workspace is None or seen is None or seen.state not in ("pending", "running") or not self._claimable(seen):
+            return False
+        job = await workspace.stores.jobs.claim(seen, self.owner, self.settings.lease_s)
+        if job is None:
+            return False
+        await self._execute(job, workspace)
+        return True
+
     def _claimable(self, job: JobRow) -> bool:
         if job.kind not in self._handlers:
             return False

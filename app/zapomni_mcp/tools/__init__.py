@@ -3,7 +3,9 @@
 from zapomni_core import ZapomniCore
 from zapomni_mcp.registry import ToolRegistry
 from zapomni_mcp.tools.add_memory import AddMemoryTool
+from zapomni_mcp.tools.code import FindSymbolTool, GetCalleesTool, GetCallersTool
 from zapomni_mcp.tools.delete_memory import DeleteMemoryTool
+from zapomni_mcp.tools.files import IndexCodebaseTool, IngestPathTool
 from zapomni_mcp.tools.get_memory import GetMemoryTool
 from zapomni_mcp.tools.get_stats import GetStatsTool
 from zapomni_mcp.tools.graph import BuildGraphTool, GetRelatedTool, GraphStatusTool
@@ -29,6 +31,11 @@ TOOLS = (
     BuildGraphTool,
     GraphStatusTool,
     GetRelatedTool,
+    IngestPathTool,
+    IndexCodebaseTool,
+    FindSymbolTool,
+    GetCallersTool,
+    GetCalleesTool,
 )
 
 

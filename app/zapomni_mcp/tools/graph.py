@@ -5,6 +5,7 @@ from __future__ import annotations
 import mcp_types as types
 
 from zapomni_core import RequestContext
+from zapomni_core.code.models import CodeNeighbours
 from zapomni_core.graph.models import (
     BuildGraphRequest,
     BuildGraphResult,
@@ -15,6 +16,7 @@ from zapomni_core.graph.models import (
     RelatedResult,
 )
 from zapomni_mcp.registry import Tool
+from zapomni_mcp.tools.code import symbol_line
 from zapomni_mcp.tools.jobs import describe as describe_job
 
 
@@ -82,7 +84,8 @@ class GetRelatedTool(Tool[GetRelatedRequest, RelatedResult]):
     description = (
         "What the knowledge graph links to an entity: related entities up to `depth` hops away with the relation "
         "type, how strong and how it was found (stated vs. only mentioned together), dates, and the memory text "
-        "that says so. The name is matched fuzzily; ambiguous names come back with candidates."
+        "that says so. The name is matched fuzzily; ambiguous names come back with candidates. The name of a "
+        "function, method or class of an indexed codebase also brings its callers, callees, members and bases."
     )
     input_model = GetRelatedRequest
     output_model = RelatedResult
@@ -92,12 +95,29 @@ class GetRelatedTool(Tool[GetRelatedRequest, RelatedResult]):
         return await self.core.graph.related(arguments)
 
     def render(self, result: RelatedResult) -> str:
+        code = [_code_lines(n) for n in result.code]
         if result.matched is None:
             others = ", ".join(c.name for c in result.candidates)
+            if code:
+                return "\n".join(code)
             return f"No entity matches in {result.workspace!r}." + (f" Close: {others}." if others else "")
         head = f"{result.matched.name} ({result.matched.type}), matched with score {result.match_score:.0f}"
         if result.candidates:
             head += "; also close: " + ", ".join(f"{c.name} ({c.type})" for c in result.candidates)
         if not result.related:
-            return head + "\nNothing related yet."
-        return "\n".join([head, *(_related_line(item) for item in result.related)])
+            return "\n".join([head, "Nothing related yet.", *code])
+        return "\n".join([head, *(_related_line(item) for item in result.related), *code])
+
+
+def _code_lines(found: CodeNeighbours) -> str:
+    lines = [symbol_line(found.symbol)]
+    for label, symbols in (
+        ("called by", found.callers),
+        ("calls", found.callees),
+        ("contains", found.contains),
+        ("inherits from", found.inherits_from),
+        ("subclassed by", found.subclasses),
+    ):
+        if symbols:
+            lines.append(f"  {label}: " + ", ".join(s.qualified_name for s in symbols))
+    return "\n".join(lines)

@@ -31,7 +31,7 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
             return f"No memories matched in workspace {result.workspace!r}."
         lines = [f"{result.count} result(s) in workspace {result.workspace!r}:"]
         for rank, hit in enumerate(result.results, start=1):
-            labels = ", ".join(filter(None, [hit.source, *hit.tags]))
+            labels = ", ".join(filter(None, [hit.location(), *hit.tags]))
             suffix = f" [{labels}]" if labels else ""
             found = "+".join(hit.matched_by)
             lines.append(f"{rank}. ({hit.similarity_score:.3f}, {found}) {hit.text}{suffix} — memory {hit.memory_id}")

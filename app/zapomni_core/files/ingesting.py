@@ -1,0 +1,64 @@
+"""`ingest_path`: documents (PDF, DOCX, HTML, Markdown, text) from a file or a directory tree, as a job."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+from zapomni_core.chunking import Chunker
+from zapomni_core.files.formats import DOCUMENT_EXTENSIONS, extract_document
+from zapomni_core.files.pieces import document_pieces, document_text
+from zapomni_core.files.sync import FileContent, FileRef, FileWalk, WalkArgs, WalkOutcome
+from zapomni_core.files.walker import FoundFile
+from zapomni_core.jobs.runner import JobOutcome, JobRun
+from zapomni_core.workspaces import Workspace
+from zapomni_core.writes import new_id
+from zapomni_db import GraphStores, JobRecord, JobRow
+
+log = structlog.get_logger(__name__)
+
+KIND = "ingest_path"
+
+
+def walk_job(kind: str, args: WalkArgs) -> JobRecord:
+    return JobRecord(id=new_id(), kind=kind, created_at=time.time(), args_json=args.to_json(), unit="files")
+
+
+def walk_outcome(job: JobRow, outcome: WalkOutcome) -> JobOutcome:
+    """Completed, or completed with errors when any file was refused or could not be read."""
+    troubled = job.failed or outcome.counts["refused"] or outcome.counts["failed"]
+    return JobOutcome("completed_with_errors" if troubled else "completed", outcome.counts["files"], outcome.counts)
+
+
+class DocumentReader:
+    kind = "document"
+
+    def __init__(self, chunker: Chunker) -> None:
+        self._chunker = chunker
+
+    def suffixes(self, args: WalkArgs) -> frozenset[str]:
+        return DOCUMENT_EXTENSIONS
+
+    def read(self, found: FoundFile, data: bytes) -> FileContent:
+        document = extract_document(found.path, data)
+        return FileContent(document_text(document), document_pieces(self._chunker, document))
+
+    async def finish(self, stores: GraphStores, memory_id: str, file: FileRef, content: FileContent) -> bool:
+        return await stores.files.mark_ingested(memory_id, file.file_hash)
+
+
+class IngestPath:
+    kind = KIND
+
+    def __init__(self, walk: FileWalk, on_changed: Callable[[Workspace], Awaitable[None]] | None = None) -> None:
+        self._walk = walk
+        self._on_changed = on_changed  # e.g. queue the new documents' entity extraction
+
+    async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
+        outcome = await self._walk.run(WalkArgs.from_json(job.args_json), run)
+        if outcome.changed and self._on_changed is not None:
+            await self._on_changed(run.workspace)
+        log.info("files.ingested", workspace=run.workspace.name, job_id=job.id, **outcome.counts)
+        return walk_outcome(job, outcome)
