@@ -74,6 +74,9 @@ bench: $(BENCH_STAMP)  ## run the benchmarks (~75 min on 2 cores), results in be
 	$(BIN)/python -m bench.graph_extraction
 	$(BIN)/python -m bench.entity_dedup
 	$(BIN)/python -m bench.graph_retrieval
+	$(BIN)/python -m bench.document_formats
+	$(BIN)/python -m bench.document_ingestion
+	$(BIN)/python -m bench.code_index
 
 # The wheel and sdist for `pipx install`/`uv tool install`, built offline by the pinned setuptools in .venv.
 dist: | $(BIN)/python  ## build the wheel and sdist into dist/; installs only the pinned setuptools

@@ -7,12 +7,14 @@ from typing import Any, Literal
 
 from zapomni_db._cypher import FILTER
 from zapomni_db.client import GraphClient
-from zapomni_db.records import MemoryInfo, PageKey, SearchFilter, StoredChunk, StoredMemory
+from zapomni_db.records import ChunkPlace, MemoryInfo, PageKey, SearchFilter, StoredChunk, StoredMemory
 
 # Characters of the text a page brings back per memory: enough for a preview, never a whole 10 MB text.
 PAGE_TEXT_CHARS = 400
 
-_STORED = f"{MemoryInfo.PROJECTION}, m.text, m.metadata, m.content_hash, m.seq"
+# A chunk with its vector and its place in its file, for a memory bound to `m`, as `_stored_chunk` reads it.
+_CHUNK = f"m.id, c.id, c.idx, c.text, c.embedding, {ChunkPlace.projection('c')}"
+_STORED = f"{MemoryInfo.PROJECTION}, m.text, m.metadata, m.content_hash, m.seq, m.file_hash"
 # Keyset pagination on (creation time in whole microseconds, id), which never change: adds and
 # deletes while a client pages neither shift nor repeat what it has not seen yet. The key is an
 # integer computed in the database because FalkorDB returns doubles with 15 significant digits:
@@ -96,7 +98,7 @@ class MemoryReads:
         """Every chunk of `memory_ids` (with its vector), by memory id then idx."""
         rows = await self._client.ro_query(
             "UNWIND $ids AS mid MATCH (m:Memory {id: mid})-[:HAS_CHUNK]->(c:Chunk) "
-            "RETURN m.id, c.id, c.idx, c.text, c.embedding ORDER BY m.id, c.idx",
+            f"RETURN {_CHUNK} ORDER BY m.id, c.idx",
             {"ids": list(memory_ids)},
         )
         return [_stored_chunk(row) for row in rows]
@@ -108,7 +110,7 @@ class MemoryReads:
         """
         rows = await self._client.ro_query(
             "MATCH (m:Memory {id: $id})-[:HAS_CHUNK]->(c:Chunk) WHERE c.idx >= $lo AND c.idx < $hi "
-            "RETURN m.id, c.id, c.idx, c.text, c.embedding ORDER BY c.idx",
+            f"RETURN {_CHUNK} ORDER BY c.idx",
             {"id": memory_id, "lo": from_index, "hi": to_index},
         )
         return [_stored_chunk(row) for row in rows]
@@ -130,8 +132,16 @@ def _stored(row: list[Any]) -> StoredMemory:
         metadata_json=row[w + 1] or "{}",
         content_hash=row[w + 2],
         seq=int(row[w + 3] or 0),
+        file_hash=row[w + 4],
     )
 
 
 def _stored_chunk(row: list[Any]) -> StoredChunk:
-    return StoredChunk(memory_id=row[0], id=row[1], index=int(row[2]), text=row[3], embedding=list(row[4] or []))
+    return StoredChunk(
+        memory_id=row[0],
+        id=row[1],
+        index=int(row[2]),
+        text=row[3],
+        embedding=list(row[4] or []),
+        place=ChunkPlace.from_row(row, 5),
+    )

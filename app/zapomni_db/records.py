@@ -111,6 +111,7 @@ class StoredMemory:
     metadata_json: str
     content_hash: str | None
     seq: int
+    file_hash: str | None = None  # a file's memory (see MemoryRecord.file_hash)
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class StoredChunk:
     index: int
     text: str
     embedding: list[float]
+    place: ChunkPlace = ChunkPlace()
 
 
 @dataclass(frozen=True)

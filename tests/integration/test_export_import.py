@@ -185,7 +185,7 @@ async def node_counts(data_dir: Path) -> tuple[int, int]:
 async def test_the_export_holds_every_memory_in_order(source: Source) -> None:
     parsed = lines(source.export)
     header, memories, end = parsed[0], parsed[1:-1], parsed[-1]
-    assert header["type"] == "zapomni-export" and header["format_version"] == 3
+    assert header["type"] == "zapomni-export" and header["format_version"] == 4
     assert header["embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384}
     assert header["schema_version"] >= 2 and header["graph_name"] == "zapomni"
     assert [m["id"] for m in memories] == source.ids
@@ -329,7 +329,7 @@ def _cases(export: bytes) -> dict[str, tuple[bytes, list[str]]]:
             ["line 191: type: unknown line type 'community'"],
         ),
         "a duplicate memory": (b"".join([*raw[:-1], raw[7], raw[-1]]), [f"line {end}: id: ", "appears twice"]),
-        "a newer format": (_replace_line(export, 1, with_("format_version", 4)), ["line 1: format_version: "]),
+        "a newer format": (_replace_line(export, 1, with_("format_version", 5)), ["line 1: format_version: "]),
         "not an export": (b'{"hello": "world"}\n', ["line 1: not a Zapomni export"]),
         "empty": (b"", ["the file is empty"]),
     }

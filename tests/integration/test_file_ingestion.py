@@ -3,7 +3,10 @@ and the per-file safety refusals (the job goes on with the rest)."""
 
 from __future__ import annotations
 
+import io
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -174,3 +177,27 @@ async def test_paths_outside_the_allowed_roots_are_refused_before_anything_is_qu
         with pytest.raises(InvalidRequest, match=reason):
             await files_core.files.ingest(IngestPathRequest(path=path))
     assert (await files_core.jobs.counts("default")) == {}
+
+
+async def test_an_export_carries_files_with_their_places_and_the_next_ingest_finds_them_unchanged(
+    files_core: ZapomniCore, tmp_path: Path
+) -> None:
+    docs = make_tree(tmp_path)
+    await ingest(files_core, docs)
+    out = io.StringIO()
+    await files_core.export_memories(out)
+    other = Settings(
+        ZAPOMNI_DATA_DIR=Path(tempfile.mkdtemp(prefix="zt-imp-", dir="/tmp")),
+        LOG_LEVEL="WARNING",
+        ZAPOMNI_ALLOWED_ROOTS=str(tmp_path),
+    )
+    try:
+        async with open_core(other) as (imported, _info):
+            report = await imported.import_memories(io.BytesIO(out.getvalue().encode()))
+            assert report.imported == 5
+            pdf = (await search(imported, "walrus prototype October"))[0]
+            assert (pdf.kind, pdf.page) == ("document", 2)
+            again = await ingest(imported, docs)
+            assert (again.counts["unchanged"], again.counts["added"]) == (5, 0)
+    finally:
+        shutil.rmtree(other.data_dir, ignore_errors=True)

@@ -827,7 +827,7 @@ async def test_an_export_and_import_carry_the_graph(core: ZapomniCore, tmp_path:
     report = await core.export_memories(out)
     assert (report.memories, report.entities, report.relations) == (6, 8, 6)
     exported = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert exported[0]["format_version"] == 3
+    assert exported[0]["format_version"] == 4
     assert [line["type"] for line in exported[1:5]] == ["memory"] * 3 + ["entity"]
     assert exported[-1] == {"type": "end", "memories": 6, "chunks": 6, "entities": 8, "relations": 6}
 

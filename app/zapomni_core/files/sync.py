@@ -188,7 +188,8 @@ class FileWalk:
             old is not None
             and old.file_hash == file_hash
             and old.kind == self._reader.kind
-            and old.codebase in (None, str(plan.base))
+            # A code file also needs its File node under this codebase (an imported one has none yet).
+            and (self._reader.kind != "code" or old.codebase == str(plan.base))
         ):
             return "unchanged"
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -258,6 +258,8 @@ def _memory_prefix(memory: StoredMemory, workspace: str, graph_state: str | None
             "date": memory.info.date,
             "metadata": json.loads(memory.metadata_json),
             "graph_state": "done" if graph_state == "done" else None,
+            "kind": memory.info.kind,
+            "file_hash": memory.file_hash,
         }
     )
     return line[:-1] + ',"chunks":['
@@ -266,7 +268,8 @@ def _memory_prefix(memory: StoredMemory, workspace: str, graph_state: str | None
 def _chunk_json(chunk: StoredChunk) -> str:
     # float(np.float32) is the stored value exactly; json writes the shortest text that reads back to it.
     embedding = np.asarray(chunk.embedding, dtype=np.float32).tolist()
-    return _dumps({"id": chunk.id, "index": chunk.index, "text": chunk.text, "embedding": embedding})
+    place = {key: value for key, value in asdict(chunk.place).items() if value is not None}
+    return _dumps({"id": chunk.id, "index": chunk.index, "text": chunk.text, "embedding": embedding, **place})
 
 
 def _dumps(value: Any) -> str:

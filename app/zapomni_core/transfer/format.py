@@ -11,13 +11,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from zapomni_core.errors import ZapomniError
-from zapomni_core.models import DEFAULT_WORKSPACE, MetadataValue, WorkspaceName, parse_iso8601
+from zapomni_core.models import DEFAULT_WORKSPACE, MemoryKind, MetadataValue, WorkspaceName, parse_iso8601
 
 # 2 added `workspace` to memory lines; a version 1 file is read as all in the default workspace.
 # 3 added the knowledge graph: entity and relation lines, `graph_state` on memory lines, and their
 # counts on the end line; a version 1 or 2 file imports with its memories pending for the graph.
-FORMAT_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+# 4 added files: `kind` and `file_hash` on memory lines, `page`, `section`, `line_start`, `line_end` on
+# chunks; an older file's memories are notes.
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 GRAPH_VERSION = 3
 HEADER_TYPE = "zapomni-export"
 
@@ -87,7 +89,7 @@ class EmbedderLine(_Line):
 
 class HeaderLine(_Line):
     type: Literal["zapomni-export"]
-    format_version: Literal[1, 2, 3]
+    format_version: Literal[1, 2, 3, 4]
     exported_at: str
     zapomni_version: str
     embedder: EmbedderLine
@@ -106,6 +108,11 @@ class ChunkLine(_Line):
     index: int = Field(ge=0)
     text: str = Field(min_length=1)
     embedding: list[float] | None = None
+    # Where a file's chunk sits in it (ingest_path, index_codebase); absent for a note's.
+    page: int | None = Field(None, ge=1)
+    section: str | None = None
+    line_start: int | None = Field(None, ge=1)
+    line_end: int | None = Field(None, ge=1)
 
     @field_validator("embedding")
     @classmethod
@@ -130,6 +137,10 @@ class MemoryLine(_Line):
     chunks: list[ChunkLine] = Field(default_factory=list)
     # "done": its knowledge graph is in the file's entity and relation lines; null: not built yet.
     graph_state: Literal["done"] | None = None
+    # A file read by ingest_path (document) or index_codebase (code), with the hash of its bytes: a later
+    # run finds it unchanged. A code file's graph is not in the file: the next index_codebase rebuilds it.
+    kind: MemoryKind = "note"
+    file_hash: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
 
     @field_validator("created_at")
     @classmethod

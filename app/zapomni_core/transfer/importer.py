@@ -7,7 +7,7 @@ import json
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import BinaryIO
 
 import structlog
@@ -27,6 +27,7 @@ from zapomni_core.transfer.format import (
     TOP_LEVEL_FIELDS,
     UNIT,
     VALIDATING,
+    ChunkLine,
     EmbedderInfo,
     EndLine,
     EntityLine,
@@ -37,7 +38,7 @@ from zapomni_core.transfer.format import (
 )
 from zapomni_core.workspaces import Workspace, Workspaces
 from zapomni_core.writes import WritePipeline, chunk_rows, memory_record, new_id
-from zapomni_db import EntityRow, MentionRow, RelationEvidence
+from zapomni_db import ChunkPlace, EntityRow, MentionRow, RelationEvidence
 
 log = structlog.get_logger(__name__)
 
@@ -568,8 +569,11 @@ class _Writer:
             memory = plan.parsed.memory
             created_at = parse_iso8601(memory.created_at).timestamp()
             record = memory_record(memory.id, memory.text, plan.parsed.request.metadata, created_at=created_at)
+            record = replace(record, kind=memory.kind, file_hash=memory.file_hash)
             vectors = [v for v in plan.vectors if v is not None]
             rows = chunk_rows(plan.pieces, vectors, plan.counts, plan.ids)
+            if plan.ids is not None:  # the file's own chunks: they keep their place in their file
+                rows = [replace(row, place=_place(c)) for row, c in zip(rows, memory.chunks, strict=True)]
             if await workspace.stores.writes.insert(record, rows):
                 self.imported += 1
                 self.chunks_written += len(plan.pieces)
@@ -631,3 +635,7 @@ def _relation(line: RelationLine) -> RelationEvidence:
         chunk_id=line.chunk_id,
         evidence=line.evidence,
     )
+
+
+def _place(chunk: ChunkLine) -> ChunkPlace:
+    return ChunkPlace(page=chunk.page, section=chunk.section, line_start=chunk.line_start, line_end=chunk.line_end)
