@@ -303,3 +303,56 @@ def test_graph_extraction_bench_measures_the_ollama_stand_in_and_the_cost_per_10
         assert by_kind["SciFact abstract"]["memories"] == 3 and by_kind["LoCoMo turn"]["memories"] == 5
         assert all(figures["seconds_per_1000"] > 0 for figures in by_kind.values())
     assert "our side only" in (tmp_path / "g.md").read_text()
+
+
+def test_code_index_bench_times_indexing_and_scores_the_call_graph(tmp_path: Path) -> None:
+    truth = {
+        "how": "read from tests/fixtures/code/python by hand",
+        "callers": [
+            {
+                "caller": "shop.service.OrderService.place",
+                "callees": [
+                    {"name": "shop.service.OrderService.build", "calls": ["self.build"], "form": "self method"},
+                    {"name": "shop.service.OrderService.place.log", "calls": ["log"], "form": "nested function"},
+                    {"name": "shop.service.render", "calls": ["render"], "form": "same-module name"},
+                ],
+            },
+            {"caller": "shop.models.Order.total", "callees": [{"name": "shop.base.validate", "calls": ["check"]}]},
+            {"caller": "shop.models.Order.label", "callees": [{"name": "shop.base.Entity.describe"}]},
+        ],
+    }
+    (tmp_path / "truth.json").write_text(json.dumps(truth))
+    out = tmp_path / "code_index.md"
+    done = run_module(
+        "bench.code_index",
+        *("--project", str(ROOT / "tests" / "fixtures" / "code" / "python"), "--skip-repo"),
+        *("--truth", str(tmp_path / "truth.json"), "--output", str(out), "--json", str(tmp_path / "c.json")),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "c.json").read_text())
+    (project,) = report["projects"]
+    assert project["first"]["counts"]["files"] == 4 and project["first"]["counts"]["symbols"] > 0
+    assert project["first"]["files_per_s"] > 0 and project["first"]["chunks"] > 0
+    assert project["reindex"]["all_unchanged"] and project["reindex"]["counts"]["unchanged"] == 4
+    graph = project["callgraph"]
+    assert graph["callers"] == 3 and graph["truth_edges"] == 5 and not graph["callers_not_indexed"]
+    assert 0 < graph["precision"] <= 1 and 0 < graph["recall"] <= 1
+    text = out.read_text()
+    assert "precision **" in text and "recall **" in text and "Re-index: a second `index_codebase`" in text
+
+
+def test_document_ingestion_bench_reports_pages_per_second_and_the_extraction_share(tmp_path: Path) -> None:
+    out = tmp_path / "document_ingestion.md"
+    done = run_module(
+        "bench.document_ingestion",
+        *("--pdfs", "2", "--markdown", "2", "--rich", "1", "--output", str(out), "--json", str(tmp_path / "d.json")),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "d.json").read_text())
+    pdf = report["formats"]["pdf"]
+    assert pdf["files"] == 2 and pdf["pages"] >= 2 and pdf["pages_per_s"] > 0
+    assert report["formats"]["markdown"]["files"] == 2
+    assert all(row["chunks"] > 0 and row["extraction_alone_s"] > 0 for row in report["formats"].values())
+    assert 0 < report["total"]["extraction_share"] < 1
+    assert report["reingest"]["all_unchanged"]
+    assert "pages/s" in out.read_text()

@@ -37,6 +37,7 @@ def project(tmp_path: Path) -> Path:
     (root / "generated").mkdir()
     (root / "generated" / "big_table.py").write_text("def lookup():\n    return 42\n")
     (root / ".gitignore").write_text("generated/\n")
+    (root / "shop" / "__init__.py").write_text("\n")  # an empty package marker: nothing to remember, no error
     return root
 
 
@@ -56,7 +57,7 @@ async def test_a_codebase_becomes_symbols_a_call_graph_and_searchable_chunks(
     code_core: ZapomniCore, project: Path
 ) -> None:
     info = await index(code_core, project)
-    assert (info.counts["files"], info.counts["added"]) == (4, 4)  # generated/ is gitignored
+    assert (info.counts["files"], info.counts["added"], info.counts["empty"]) == (5, 4, 1)  # generated/ is ignored
     assert info.counts["calls"] == 11 and info.counts["inherits"] == 1 and info.counts["imports"] == 4
 
     assert await names(code_core, "shop.base.validate") == {"shop.models.Order.total", "shop.service.configure"}

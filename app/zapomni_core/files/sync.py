@@ -39,7 +39,8 @@ from zapomni_db import GraphStores, MemoryRecord, StoredFile
 
 log = structlog.get_logger(__name__)
 
-COUNTS = ("files", "added", "updated", "unchanged", "removed", "refused", "failed")
+# "empty": files with nothing but whitespace (an empty __init__.py): nothing to remember, and no error.
+COUNTS = ("files", "added", "updated", "unchanged", "removed", "empty", "refused", "failed")
 
 
 @dataclass(frozen=True)
@@ -94,15 +95,7 @@ class FileReader(Protocol):
     def read(self, found: FoundFile, data: bytes) -> FileContent:
         """Parse one file (in a worker thread); raises UnreadableFile."""
 
-    async def finish(
-        self,
-        stores: GraphStores,
-        memory_id: str,
-        found: FoundFile,
-        content: FileContent,
-        file_hash: str,
-        plan: WalkPlan,
-    ) -> bool:
+    async def finish(self, stores: GraphStores, memory_id: str, file: FileRef, content: FileContent) -> bool:
         """The file's last write, which records `file_hash` on its memory; False when the memory is gone."""
 
 
@@ -183,6 +176,11 @@ class FileWalk:
         except FileRefused as exc:
             await run.fail_item(path, str(exc))
             return "refused"
+        if not data.strip():
+            if old is None:
+                return "empty"
+            await run.stores.writes.delete([old.memory_id])  # it said something before; now nothing
+            return "removed"
         file_hash = hashlib.sha256(data).hexdigest()
         if (
             old is not None
