@@ -51,6 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.common import write_results
 from bench.scale import database_pid, peak_rss_mb
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.code import LANGUAGES, ParsedFile, language_for, parse_source, resolve
@@ -518,12 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = asyncio.run(run(projects, truth, workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    report = render(results)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(report)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
-    print(report)
+    write_results(render(results), results, args.output, args.json)
     return 0
 
 

@@ -99,3 +99,11 @@ async def timed_ms(call: Callable[[], Awaitable[Any]]) -> float:
     started = time.perf_counter()
     await call()
     return (time.perf_counter() - started) * 1000
+
+
+def write_results(report: str, results: Any, output: Path, json_path: Path) -> None:
+    """Save the markdown report and the raw figures as JSON beside it, and print the report."""
+    for path, text in ((output, report), (json_path, json.dumps(results, indent=2) + "\n")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    print(report)

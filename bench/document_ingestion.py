@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import html
-import json
 import os
 import re
 import shutil
@@ -50,6 +49,7 @@ from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
 from bench.code_index import cpu_of
+from bench.common import write_results
 from bench.scale import peak_rss_mb
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.files.formats import extract_document
@@ -337,12 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = asyncio.run(run(max(1, args.pdfs), args.markdown, max(1, args.rich), workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    report = render(results)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(report)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
-    print(report)
+    write_results(render(results), results, args.output, args.json)
     return 0
 
 
