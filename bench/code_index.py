@@ -153,12 +153,17 @@ def job_seconds(info: JobInfo) -> float:
     return (datetime.fromisoformat(info.finished_at) - datetime.fromisoformat(info.created_at)).total_seconds()
 
 
+async def finished(core: ZapomniCore, job_id: str) -> JobInfo:
+    """The job once it has ended, however long it takes."""
+    while True:
+        info = await core.jobs.status(JobStatusRequest(job_id=job_id, wait_s=50))
+        if info.state not in ("pending", "running"):
+            return info
+
+
 async def index(core: ZapomniCore, root: Path) -> JobInfo:
     queued = await core.files.index_codebase(IndexCodebaseRequest(path=str(root)))
-    while True:
-        info = await core.jobs.status(JobStatusRequest(job_id=queued.job_id, wait_s=50))
-        if info.state not in ("pending", "running"):
-            break
+    info = await finished(core, queued.job_id)
     if info.state not in ("completed", "completed_with_errors"):
         raise RuntimeError(f"index_codebase of {root} ended {info.state}: {info.error}")
     return info

@@ -48,14 +48,14 @@ import docx
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
-from bench.code_index import cpu_of
+from bench.code_index import cpu_of, finished, job_seconds
 from bench.common import write_results
 from bench.scale import peak_rss_mb
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.files.formats import extract_document
 from zapomni_core.files.models import IngestPathRequest
 from zapomni_core.files.pieces import document_text
-from zapomni_core.jobs import JobInfo, JobStatusRequest
+from zapomni_core.jobs import JobInfo
 from zapomni_core.logs import configure_logging
 from zapomni_core.models import AddMemoryRequest
 
@@ -183,17 +183,9 @@ def extract_alone(folder: Path) -> dict[str, Any]:
 # ---- the jobs ------------------------------------------------------------------------------------
 
 
-def job_seconds(info: JobInfo) -> float:
-    assert info.finished_at is not None
-    return (datetime.fromisoformat(info.finished_at) - datetime.fromisoformat(info.created_at)).total_seconds()
-
-
 async def ingest(core: ZapomniCore, path: Path) -> JobInfo:
     queued = await core.files.ingest(IngestPathRequest(path=str(path)))
-    while True:
-        info = await core.jobs.status(JobStatusRequest(job_id=queued.job_id, wait_s=50))
-        if info.state not in ("pending", "running"):
-            break
+    info = await finished(core, queued.job_id)
     if info.state != "completed":
         raise RuntimeError(f"ingest_path of {path} ended {info.state}: {info.failures or info.error}")
     return info
