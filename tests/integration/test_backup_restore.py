@@ -425,17 +425,19 @@ async def test_a_backup_taken_while_memories_are_added_describes_its_own_snapsho
 ) -> None:
     copy_store(store, data_dir)
     async with open_core(settings) as (core, _info):
-        stop = asyncio.Event()
+        stop, first_added = asyncio.Event(), asyncio.Event()
 
         async def keep_adding() -> int:
             added = 0
             while not stop.is_set():
                 await core.add_memory(AddMemoryRequest(text=f"Added during the backup, number {added}."))
                 added += 1
+                first_added.set()
             return added
 
         writer = asyncio.create_task(keep_adding())
-        await asyncio.sleep(0.2)
+        # The backup starts once an add is acknowledged: on a loaded machine 0.2 s was not always enough.
+        await asyncio.wait_for(first_added.wait(), timeout=60)
         try:
             outcome = await asyncio.to_thread(make_backup, settings)
         finally:
