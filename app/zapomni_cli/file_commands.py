@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from zapomni_cli import render
 from zapomni_cli.errors import validate
-from zapomni_cli.memory_commands import Command, Prepared, add_command
+from zapomni_cli.memory_commands import Command, Prepared, add_command, given
 from zapomni_core import ZapomniCore
 from zapomni_core.code.models import MAX_SYMBOLS, CallGraph, FindSymbolRequest, SymbolList, SymbolRequest
 from zapomni_core.files.models import IndexCodebaseRequest, IngestPathRequest, WalkQueued
@@ -104,7 +104,7 @@ def _ingest_prepare(args: argparse.Namespace) -> Prepared:
     requests = [
         validate(
             IngestPathRequest,
-            _given(workspace=args.workspace, path=path, include=args.include, exclude=args.exclude, tags=args.tags),
+            given(workspace=args.workspace, path=path, include=args.include, exclude=args.exclude, tags=args.tags),
         )
         for path in args.paths
     ]
@@ -127,7 +127,7 @@ def _index_prepare(args: argparse.Namespace) -> Prepared:
     requests = [
         validate(
             IndexCodebaseRequest,
-            _given(
+            given(
                 workspace=args.workspace,
                 path=path,
                 include=args.include,
@@ -168,8 +168,8 @@ def _find_configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _find_prepare(args: argparse.Namespace) -> Prepared:
-    given = _given(workspace=args.workspace, name=args.name, kind=args.kind, limit=args.limit)
-    return Prepared(validate(FindSymbolRequest, given))
+    request = given(workspace=args.workspace, name=args.name, kind=args.kind, limit=args.limit)
+    return Prepared(validate(FindSymbolRequest, request))
 
 
 async def _find_execute(core: ZapomniCore, prepared: Prepared, args: argparse.Namespace) -> BaseModel:
@@ -183,7 +183,7 @@ def _calls_configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _calls_prepare(args: argparse.Namespace) -> Prepared:
-    return Prepared(validate(SymbolRequest, _given(workspace=args.workspace, symbol=args.symbol, limit=args.limit)))
+    return Prepared(validate(SymbolRequest, given(workspace=args.workspace, symbol=args.symbol, limit=args.limit)))
 
 
 async def _callers_execute(core: ZapomniCore, prepared: Prepared, args: argparse.Namespace) -> BaseModel:
@@ -209,10 +209,6 @@ def _symbols_show(result: BaseModel, args: argparse.Namespace, out: Console) -> 
             highlight=False,
             soft_wrap=True,
         )
-
-
-def _given(**values: object) -> dict[str, object]:
-    return {key: value for key, value in values.items() if value is not None}
 
 
 COMMANDS = (

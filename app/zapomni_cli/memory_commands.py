@@ -136,14 +136,7 @@ def _filter_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any] | None:
-    given = {
-        "tags": args.tags,
-        "source": args.source,
-        "date_from": args.date_from,
-        "date_to": args.date_to,
-        "kind": args.kind,
-    }
-    filters = {key: value for key, value in given.items() if value is not None}
+    filters = given(tags=args.tags, source=args.source, date_from=args.date_from, date_to=args.date_to, kind=args.kind)
     return filters or None
 
 
@@ -153,7 +146,8 @@ def _metadata_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--date", help="the ISO 8601 date the memory is about, e.g. 2024-05-01")
 
 
-def _given(**values: Any) -> dict[str, Any]:
+def given(**values: Any) -> dict[str, Any]:
+    """The values that were given: those not None."""
     return {key: value for key, value in values.items() if value is not None}
 
 
@@ -174,9 +168,9 @@ def _add_prepare(args: argparse.Namespace) -> Prepared:
         text = read_text(STDIN, None)
         assert text is not None
     labels = {"text": text.label}
-    metadata = _given(tags=args.tags, source=args.source, date=args.date)
+    metadata = given(tags=args.tags, source=args.source, date=args.date)
     request = validate(
-        AddMemoryRequest, _given(workspace=args.workspace, text=text.value, metadata=metadata or None), labels
+        AddMemoryRequest, given(workspace=args.workspace, text=text.value, metadata=metadata or None), labels
     )
     return Prepared(request, labels)
 
@@ -206,7 +200,7 @@ def _search_configure(parser: argparse.ArgumentParser) -> None:
 def _search_prepare(args: argparse.Namespace) -> Prepared:
     request = validate(
         SearchRequest,
-        _given(
+        given(
             workspace=args.workspace,
             query=args.query,
             limit=args.limit,
@@ -234,7 +228,7 @@ def _id_argument(parser: argparse.ArgumentParser) -> None:
 
 def _get_prepare(args: argparse.Namespace) -> Prepared:
     memory_id = ids.normalise(args.memory_id)
-    request = validate(GetMemoryRequest, _given(workspace=args.workspace, memory_id=ids.for_validation(memory_id)))
+    request = validate(GetMemoryRequest, given(workspace=args.workspace, memory_id=ids.for_validation(memory_id)))
     return Prepared(request)
 
 
@@ -257,9 +251,7 @@ def _list_configure(parser: argparse.ArgumentParser) -> None:
 def _list_prepare(args: argparse.Namespace) -> Prepared:
     request = validate(
         ListMemoriesRequest,
-        _given(
-            workspace=args.workspace, filters=_filters(args), limit=args.limit, cursor=args.cursor, order=args.order
-        ),
+        given(workspace=args.workspace, filters=_filters(args), limit=args.limit, cursor=args.cursor, order=args.order),
     )
     return Prepared(request)
 
@@ -291,7 +283,7 @@ def _update_prepare(args: argparse.Namespace) -> Prepared:
             flag = "--tag" if name == "tags" else f"--{name}"
             raise CliError(f"{flag} and --no-{name} contradict each other", code=2)
     text = read_text(args.text, args.file, argument_label="--text")
-    changes = _given(tags=args.tags, source=args.source, date=args.date)
+    changes = given(tags=args.tags, source=args.source, date=args.date)
     metadata_given = bool(changes) or args.no_tags or args.no_source or args.no_date
     if text is None and not metadata_given:
         raise CliError("nothing to update: give --text or --file, and/or --tag, --source, --date", code=2)
@@ -300,7 +292,7 @@ def _update_prepare(args: argparse.Namespace) -> Prepared:
     # The metadata flags are validated on their own here; merged with the stored metadata at run time.
     request = validate(
         UpdateMemoryRequest,
-        _given(
+        given(
             workspace=args.workspace,
             memory_id=ids.for_validation(memory_id),
             text=text.value if text else None,
@@ -326,7 +318,7 @@ async def _update_execute(core: ZapomniCore, prepared: Prepared, args: argparse.
         }
         request = validate(
             UpdateMemoryRequest,
-            _given(
+            given(
                 workspace=args.workspace,
                 memory_id=memory_id,
                 text=request.text,
@@ -371,7 +363,7 @@ def _delete_prepare(args: argparse.Namespace) -> Prepared:
         )
     request = validate(
         DeleteMemoryRequest,
-        _given(
+        given(
             workspace=args.workspace,
             memory_ids=[ids.for_validation(value) for value in memory_ids] or None,
             filters=filters,
@@ -413,7 +405,7 @@ def _stats_configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _stats_prepare(args: argparse.Namespace) -> Prepared:
-    return Prepared(validate(StatsRequest, _given(workspace=args.workspace)))
+    return Prepared(validate(StatsRequest, given(workspace=args.workspace)))
 
 
 async def _stats_execute(core: ZapomniCore, prepared: Prepared, args: argparse.Namespace) -> BaseModel:

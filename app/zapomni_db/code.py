@@ -114,12 +114,18 @@ class CodeStore:
         """Symbols whose qualified name is `name`, else whose name is `name` (case-insensitive), else whose
         qualified name ends with it (`Store.get` finds `pkg.store.Store.get`)."""
         name = name.replace("::", ".")
-        for query in (
+        queries = [
             f"MATCH (s:Symbol {{qualified_name: $name}}) RETURN {_SYMBOL} LIMIT $limit",
             f"MATCH (s:Symbol {{name_lower: toLower($name)}}) RETURN {_SYMBOL} ORDER BY s.qualified_name LIMIT $limit",
-            f"MATCH (s:Symbol) WHERE s.qualified_name ENDS WITH $suffix RETURN {_SYMBOL} "
-            "ORDER BY s.qualified_name LIMIT $limit",
-        ):
+        ]
+        # A qualified name is its parent's plus "." plus the symbol's name, so for a plain name every
+        # suffix match is already a name match: the scan of every symbol is only for a dotted name.
+        if "." in name:
+            queries.append(
+                f"MATCH (s:Symbol) WHERE s.qualified_name ENDS WITH $suffix RETURN {_SYMBOL} "
+                "ORDER BY s.qualified_name LIMIT $limit"
+            )
+        for query in queries:
             rows = await self._client.ro_query(query, {"name": name, "suffix": f".{name}", "limit": limit})
             if rows:
                 return [_symbol(row) for row in rows]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -10,26 +9,15 @@ import structlog
 from zapomni_core.chunking import Chunker
 from zapomni_core.files.formats import DOCUMENT_EXTENSIONS, extract_document
 from zapomni_core.files.pieces import document_pieces, document_text
-from zapomni_core.files.sync import FileContent, FileRef, FileWalk, WalkArgs, WalkOutcome
+from zapomni_core.files.sync import FileContent, FileRef, FileWalk, WalkArgs, walk_outcome
 from zapomni_core.files.walker import FoundFile
 from zapomni_core.jobs.runner import JobOutcome, JobRun
 from zapomni_core.workspaces import Workspace
-from zapomni_core.writes import new_id
-from zapomni_db import GraphStores, JobRecord, JobRow
+from zapomni_db import GraphStores, JobRow
 
 log = structlog.get_logger(__name__)
 
 KIND = "ingest_path"
-
-
-def walk_job(kind: str, args: WalkArgs) -> JobRecord:
-    return JobRecord(id=new_id(), kind=kind, created_at=time.time(), args_json=args.to_json(), unit="files")
-
-
-def walk_outcome(job: JobRow, outcome: WalkOutcome) -> JobOutcome:
-    """Completed, or completed with errors when any file was refused or could not be read."""
-    troubled = job.failed or outcome.counts["refused"] or outcome.counts["failed"]
-    return JobOutcome("completed_with_errors" if troubled else "completed", outcome.counts["files"], outcome.counts)
 
 
 class DocumentReader:

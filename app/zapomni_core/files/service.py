@@ -6,9 +6,8 @@ from collections.abc import Callable
 
 import structlog
 
-from zapomni_core.files.ingesting import walk_job
 from zapomni_core.files.models import IndexCodebaseRequest, IngestPathRequest, WalkQueued
-from zapomni_core.files.sync import FileWalk, WalkArgs
+from zapomni_core.files.sync import FileWalk, WalkArgs, walk_job
 from zapomni_core.workspaces import Workspaces
 
 log = structlog.get_logger(__name__)

@@ -31,11 +31,11 @@ from zapomni_core.errors import EmbedderUnavailable
 from zapomni_core.files.formats import UnreadableFile
 from zapomni_core.files.pieces import Piece
 from zapomni_core.files.walker import FileRefused, FoundFile, Refused, WalkPlan, plan_walk, read_file, walk
-from zapomni_core.jobs.runner import JobRun
+from zapomni_core.jobs.runner import JobOutcome, JobRun
 from zapomni_core.models import MAX_TEXT_BYTES
 from zapomni_core.progress import Progress
 from zapomni_core.writes import WritePipeline, new_id
-from zapomni_db import GraphStores, MemoryRecord, StoredFile
+from zapomni_db import GraphStores, JobRecord, JobRow, MemoryRecord, StoredFile
 
 log = structlog.get_logger(__name__)
 
@@ -109,6 +109,16 @@ class WalkOutcome:
 def file_identity(path: str, file_hash: str) -> str:
     """A file memory's `content_hash`: its path and content, so the same text at two paths is two files."""
     return hashlib.sha256(f"file\0{path}\0{file_hash}".encode(errors="surrogatepass")).hexdigest()
+
+
+def walk_job(kind: str, args: WalkArgs) -> JobRecord:
+    return JobRecord(id=new_id(), kind=kind, created_at=time.time(), args_json=args.to_json(), unit="files")
+
+
+def walk_outcome(job: JobRow, outcome: WalkOutcome) -> JobOutcome:
+    """Completed, or completed with errors when any file was refused or could not be read."""
+    troubled = job.failed or outcome.counts["refused"] or outcome.counts["failed"]
+    return JobOutcome("completed_with_errors" if troubled else "completed", outcome.counts["files"], outcome.counts)
 
 
 class FileWalk:
@@ -218,7 +228,12 @@ class FileWalk:
         await run.report(run.progress)  # raises JobLost before writing when the job is no longer ours
         if not await run.stores.writes.insert(memory, rows):
             return "unchanged"  # the same file at the same path is stored (another walk was quicker)
-        await self._reader.finish(run.stores, memory.id, FileRef(path, item.relative, plan.base, file_hash), content)
+        if not await self._reader.finish(
+            run.stores, memory.id, FileRef(path, item.relative, plan.base, file_hash), content
+        ):
+            # Deleted between its insert and its hash: nothing of this file is stored now.
+            await run.fail_item(path, "its memory was deleted while it was being written; walk again to add it")
+            return "failed"
         log.info("file.ingested", path=path, kind=self._reader.kind, chunks=len(rows), replaced=old is not None)
         return "updated" if old is not None else "added"
 
