@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,6 +17,7 @@ from pydantic import ValidationError
 from zapomni_core import results, transfer
 from zapomni_core.code.service import CodeService
 from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate, until_committed
+from zapomni_core.conversation import reading_context
 from zapomni_core.disk import MB, DiskGuard, write_estimate
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import Conflict, NotFound, ShuttingDown
@@ -52,7 +52,7 @@ from zapomni_core.models import (
 )
 from zapomni_core.search import RetrievalQuery, SearchOptions
 from zapomni_core.workspaces import Workspace, Workspaces
-from zapomni_core.writes import WritePipeline, content_hash, memory_record, new_id
+from zapomni_core.writes import WritePipeline, content_hash, memory_record, metadata_of, new_id
 from zapomni_db import SearchFilter, StoredMemory
 
 log = structlog.get_logger(__name__)
@@ -163,7 +163,7 @@ class ZapomniCore:
         existing = await workspace.stores.reads.by_content_hash(content_hash(request.text))
         if existing is not None:
             return await self._merge_duplicate(workspace, existing, request)
-        chunks = await self._writer.rows(request.text, ctx)
+        chunks = await self._writer.rows(request.text, ctx, reading_context(request.metadata))
         record = memory_record(new_id(), request.text, request.metadata, created_at=time.time())
         ctx.check_cancelled()  # the last point where a cancelled add leaves nothing behind
         if not await workspace.stores.writes.insert(record, chunks):
@@ -236,7 +236,7 @@ class ZapomniCore:
                 f"memory_id: memory {stored.info.id} is {stored.info.status} (job {stored.info.job_id}); update it "
                 "once job_status says the job completed, or delete it and add it again"
             )
-        old_metadata = _metadata_of(stored)
+        old_metadata = metadata_of(stored)
         metadata = request.metadata if request.metadata is not None else old_metadata
         text_changed = request.text is not None and content_hash(request.text) != stored.content_hash
         # The same text differently spaced is no change: the stored text stays, nothing is re-embedded.
@@ -255,11 +255,17 @@ class ZapomniCore:
         )
         if not result.text_changed and not result.metadata_changed:
             return result
+        context = reading_context(metadata)
+        # A turn's new speaker, date or thread changes how its chunks are indexed, not only its fields.
+        rethread = metadata.thread != old_metadata.thread
+        reindex = text_changed or rethread or context != reading_context(old_metadata)
         if text_changed:
             duplicate = await workspace.stores.reads.by_content_hash(record.content_hash)
             if duplicate is not None:
                 raise Conflict(f"text: memory {duplicate.info.id} already holds this text in this workspace")
-            plan = await self._writer.plan_update(text, await workspace.stores.reads.chunks(stored.info.id), ctx)
+        if reindex:
+            old_chunks = await workspace.stores.reads.chunks(stored.info.id)
+            plan = await self._writer.plan_update(text, old_chunks, ctx, context=context, rewrite=rethread)
             ctx.check_cancelled()
             found = await workspace.stores.writes.update(record, keep=plan.keep, drop=plan.drop, new=plan.new)
             chunk_count = len(plan.keep) + len(plan.new)
@@ -271,7 +277,7 @@ class ZapomniCore:
         if not found:
             raise NotFound(f"memory_id: memory {request.memory_id} was deleted while it was being updated")
         self.writes_committed += 1
-        if text_changed:  # its graph evidence went with its old chunks; extraction runs again
+        if reindex:  # its graph evidence went with its old chunks; extraction runs again
             await self.graph.queue_new_memories(workspace)
         log.info("memory.updated", workspace=workspace.name, **result.model_dump(exclude={"workspace"}))
         return result
@@ -490,17 +496,6 @@ def _search_filter(filters: SearchFilters | None) -> SearchFilter:
     )
 
 
-def _metadata_of(stored: StoredMemory) -> MemoryMetadata:
-    return MemoryMetadata.model_validate(
-        {
-            "tags": stored.info.tags,
-            "source": stored.info.source,
-            "date": stored.info.date,
-            **json.loads(stored.metadata_json),
-        }
-    )
-
-
 def _merged_metadata(stored: StoredMemory, new: MemoryMetadata | None) -> MemoryMetadata | None:
     """A duplicate add's metadata folded into the stored one; None when nothing changes.
 
@@ -509,7 +504,7 @@ def _merged_metadata(stored: StoredMemory, new: MemoryMetadata | None) -> Memory
     """
     if new is None:
         return None
-    old = _metadata_of(stored)
+    old = metadata_of(stored)
     try:
         merged = MemoryMetadata.model_validate(
             {

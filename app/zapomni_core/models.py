@@ -78,7 +78,7 @@ def _check_text(value: str) -> str:
 
 
 class MemoryMetadata(BaseModel):
-    """`tags`, `source`, `date`, plus any flat string/number/boolean keys."""
+    """`tags`, `source`, `date`, a conversation turn's `speaker` and `thread`, and flat string/number/boolean keys."""
 
     model_config = ConfigDict(extra="allow", strict=True)
     __pydantic_extra__: dict[str, MetadataValue] = Field(init=False)
@@ -87,6 +87,22 @@ class MemoryMetadata(BaseModel):
     source: str | None = Field(None, min_length=1, max_length=500, description="Where the text came from.")
     date: str | None = Field(
         None, description="ISO 8601 date or datetime the memory is about (default: when it was added)."
+    )
+    # A conversation turn: stored one turn per memory, it is read with who said it, when, and the
+    # turns before it (zapomni_core.conversation).
+    speaker: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="For a conversation turn: who said it. Indexed with the text as 'speaker (date): text'.",
+    )
+    thread: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="For a conversation turn: the conversation it belongs to (one id per chat session). "
+        "Search reads each turn together with the turns before it in the same thread, so add a "
+        "thread's turns in the order they were said.",
     )
 
     @field_validator("date")
@@ -105,12 +121,16 @@ class MemoryMetadata(BaseModel):
         return self
 
     def extra(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
+        """What is stored as the memory's extra metadata: the flat keys, and a turn's speaker and thread."""
+        turn = {key: value for key, value in (("speaker", self.speaker), ("thread", self.thread)) if value is not None}
+        return dict(self.model_extra or {}) | turn
 
 
 class AddMemoryRequest(_Scoped):
     text: str = _text_field("The text to remember: 1 byte to 10 MB of UTF-8, not only whitespace.")
-    metadata: MemoryMetadata | None = Field(None, description="Optional tags, source, date and flat extra keys.")
+    metadata: MemoryMetadata | None = Field(
+        None, description="Optional tags, source, date, speaker and thread (a conversation turn) and flat extra keys."
+    )
 
     _text = field_validator("text")(_check_text)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import structlog
 
+from zapomni_core.conversation import indexed_text
 from zapomni_core.database import OpenDatabase
 from zapomni_core.embedders import Embedder
 from zapomni_core.errors import ConfigurationError, EmbedderUnavailable, StorageUnavailable
@@ -268,13 +269,14 @@ async def _move_pass(
 
 
 async def _move_batch(repository: Maintenance, embedder: Embedder, ids: list[str], tally: _Tally) -> int:
-    texts = await repository.chunk_texts(ids)
-    if not texts:
+    stored = await repository.chunk_texts(ids)
+    if not stored:
         return 0  # deleted since their ids were read
-    vectors = await embedder.embed_documents(list(texts.values()))
+    texts = [indexed_text(context, text) for text, context in stored.values()]
+    vectors = await embedder.embed_documents(texts)
     _check_dimension(vectors, embedder.dimension, embedder.name)
-    written = await repository.set_chunk_embeddings(embedder.name, dict(zip(texts, vectors, strict=True)))
-    tally.truncated += sum(n > embedder.max_tokens for n in embedder.count_tokens(list(texts.values())))
+    written = await repository.set_chunk_embeddings(embedder.name, dict(zip(stored, vectors, strict=True)))
+    tally.truncated += sum(n > embedder.max_tokens for n in embedder.count_tokens(texts))
     tally.embedded += written
     tally.done += written
     tally.total = max(tally.total, tally.done)

@@ -13,12 +13,13 @@ import structlog
 
 from zapomni_core.chunking import Chunker
 from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate
+from zapomni_core.conversation import indexed_text
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import ShuttingDown
 from zapomni_core.models import MemoryMetadata, parse_iso8601
 from zapomni_core.progress import Progress
 from zapomni_core.search.analyzer import Analyzer, TermCounts
-from zapomni_db import ChunkPlace, ChunkRow, MemoryRecord, StoredChunk
+from zapomni_db import ChunkPlace, ChunkRow, MemoryRecord, StoredChunk, StoredMemory
 
 log = structlog.get_logger(__name__)
 
@@ -57,15 +58,30 @@ def memory_record(
         date=date,
         date_ts=parse_iso8601(date).timestamp() if date else created_at,
         metadata_json=json.dumps(metadata.extra() if metadata else {}, sort_keys=True),
+        thread=metadata.thread if metadata else None,
+    )
+
+
+def metadata_of(stored: StoredMemory) -> MemoryMetadata:
+    """A stored memory's metadata as the agent gave it."""
+    return MemoryMetadata.model_validate(
+        {
+            "tags": stored.info.tags,
+            "source": stored.info.source,
+            "date": stored.info.date,
+            **json.loads(stored.metadata_json),
+        }
     )
 
 
 @dataclass(frozen=True)
 class Split:
-    """A text cut into chunks, with each chunk's keyword statistics."""
+    """A text cut into chunks, with what is embedded and counted of each (`indexed_text`) and its keyword statistics."""
 
     pieces: list[str]
+    indexed: list[str]
     counts: list[TermCounts]
+    context: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,15 +109,16 @@ class WritePipeline:
     def chunker(self) -> Chunker:
         return self._chunker
 
-    def split(self, text: str) -> Split:
-        pieces = self._chunker.split(text)
-        return Split(pieces, [self._analyzer.count(piece) for piece in pieces])
+    def split(self, text: str, context: str | None = None) -> Split:
+        return self.prepare(self._chunker.split(text), context)
 
-    def count(self, pieces: Sequence[str]) -> list[TermCounts]:
-        return [self._analyzer.count(piece) for piece in pieces]
+    def prepare(self, pieces: Sequence[str], context: str | None = None) -> Split:
+        """Pieces already cut (a file's, an import's) with what is embedded and counted of each."""
+        indexed = [indexed_text(context, piece) for piece in pieces]
+        return Split(list(pieces), indexed, [self._analyzer.count(text) for text in indexed], context)
 
-    async def split_async(self, text: str) -> Split:
-        return await asyncio.to_thread(self.split, text)
+    async def split_async(self, text: str, context: str | None = None) -> Split:
+        return await asyncio.to_thread(self.split, text, context)
 
     async def embed(self, pieces: Sequence[str], ctx: RequestContext = NO_CONTEXT) -> list[list[float]]:
         """Vectors for `pieces`, a slice at a time; raises ShuttingDown past the shutdown deadline."""
@@ -116,64 +133,74 @@ class WritePipeline:
                 await ctx.progress(Progress(len(vectors), len(pieces), "chunks", "embedding"))
         return vectors
 
-    async def rows(self, text: str, ctx: RequestContext = NO_CONTEXT) -> list[ChunkRow]:
-        """A new memory's chunks, embedded."""
-        split = await self.split_async(text)
-        vectors = await self.embed(split.pieces, ctx)
-        return chunk_rows(split.pieces, vectors, split.counts)
+    async def rows(self, text: str, ctx: RequestContext = NO_CONTEXT, context: str | None = None) -> list[ChunkRow]:
+        """A new memory's chunks, embedded (with `context`, see zapomni_core.conversation)."""
+        split = await self.split_async(text, context)
+        vectors = await self.embed(split.indexed, ctx)
+        return chunk_rows(split, vectors)
 
     async def placed_rows(
         self, pieces: Sequence[str], places: Sequence[ChunkPlace], ctx: RequestContext = NO_CONTEXT
     ) -> list[ChunkRow]:
         """A file's chunks, embedded, each with its place in the file (page, section, lines)."""
-        counts = await asyncio.to_thread(self.count, pieces)
-        vectors = await self.embed(pieces, ctx)
-        rows = chunk_rows(pieces, vectors, counts)
+        split = await asyncio.to_thread(self.prepare, pieces)
+        vectors = await self.embed(split.indexed, ctx)
+        rows = chunk_rows(split, vectors)
         return [replace(row, place=place) for row, place in zip(rows, places, strict=True)]
 
-    async def plan_update(self, text: str, old: Sequence[StoredChunk], ctx: RequestContext = NO_CONTEXT) -> UpdatePlan:
+    async def plan_update(
+        self,
+        text: str,
+        old: Sequence[StoredChunk],
+        ctx: RequestContext = NO_CONTEXT,
+        *,
+        context: str | None = None,
+        rewrite: bool = False,
+    ) -> UpdatePlan:
         """Chunks for `text` given the memory's current ones: unchanged chunks stay, the rest are redone.
 
-        A chunk whose text is unchanged at the same position is kept as it is. One whose text is
-        unchanged but moved is written anew with its old vector (a Chunk is never modified in
-        place, see zapomni_db._cypher); only chunks with new text are embedded.
+        A chunk whose text and context are unchanged at the same position is kept as it is, unless
+        `rewrite` (the keyword index must read it again: its thread changed). Any other chunk is
+        written anew (a Chunk is never modified in place, see zapomni_db._cypher), with its old
+        vector when what was embedded is the same; only new text or context is embedded.
         """
-        split = await self.split_async(text)
+        split = await self.split_async(text, context)
         by_position = {c.index: c for c in old}
-        vectors_by_text = {c.text: c.embedding for c in old}
+        vectors_by_text = {indexed_text(c.context, c.text): c.embedding for c in old}
         keep: list[str] = []
-        todo = [i for i, piece in enumerate(split.pieces) if piece not in vectors_by_text]
-        fresh = dict(zip(todo, await self.embed([split.pieces[i] for i in todo], ctx), strict=True))
+        todo = [i for i, indexed in enumerate(split.indexed) if indexed not in vectors_by_text]
+        fresh = dict(zip(todo, await self.embed([split.indexed[i] for i in todo], ctx), strict=True))
         new: list[ChunkRow] = []
         for i, piece in enumerate(split.pieces):
             current = by_position.get(i)
-            if current is not None and current.text == piece:
+            if not rewrite and current is not None and current.text == piece and current.context == context:
                 keep.append(current.id)
                 continue
-            vector = fresh[i] if i in fresh else vectors_by_text[piece]
-            new.append(_row(new_id(), i, piece, vector, split.counts[i]))
+            vector = fresh[i] if i in fresh else vectors_by_text[split.indexed[i]]
+            new.append(_row(new_id(), i, piece, vector, split.counts[i], context))
         kept = set(keep)
         return UpdatePlan(keep=keep, drop=[c.id for c in old if c.id not in kept], new=new, embedded=len(todo))
 
 
 def chunk_rows(
-    pieces: Sequence[str],
+    split: Split,
     vectors: Sequence[list[float]],
-    term_counts: Sequence[TermCounts],
     ids: Sequence[str] | None = None,
     indexes: Sequence[int] | None = None,
 ) -> list[ChunkRow]:
-    """A memory's chunks; fresh ids unless `ids` are given (an import keeps the exported ones), at
-    positions 0, 1, ... unless `indexes` are given (a job stores a large memory's chunks a slice at a time)."""
-    chunk_ids = list(ids) if ids is not None else [new_id() for _ in pieces]
-    positions = list(indexes) if indexes is not None else range(len(pieces))
+    """The chunks of `split` (all of them, or those at `indexes`: a job stores a large memory's chunks a
+    slice at a time) with their `vectors`; fresh ids unless `ids` are given (an import keeps the exported ones)."""
+    positions = list(indexes) if indexes is not None else list(range(len(split.pieces)))
+    chunk_ids = list(ids) if ids is not None else [new_id() for _ in positions]
     return [
-        _row(chunk_id, i, piece, vector, counts)
-        for i, chunk_id, piece, vector, counts in zip(positions, chunk_ids, pieces, vectors, term_counts, strict=True)
+        _row(chunk_id, i, split.pieces[i], vector, split.counts[i], split.context)
+        for i, chunk_id, vector in zip(positions, chunk_ids, vectors, strict=True)
     ]
 
 
-def _row(chunk_id: str, index: int, text: str, vector: list[float], counts: TermCounts) -> ChunkRow:
+def _row(
+    chunk_id: str, index: int, text: str, vector: list[float], counts: TermCounts, context: str | None
+) -> ChunkRow:
     return ChunkRow(
         id=chunk_id,
         index=index,
@@ -182,4 +209,5 @@ def _row(chunk_id: str, index: int, text: str, vector: list[float], counts: Term
         terms=counts.terms,
         counts=counts.counts,
         length=counts.length,
+        context=context,
     )

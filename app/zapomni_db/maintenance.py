@@ -152,11 +152,12 @@ class Maintenance:
         )
         return [row[0] for row in rows]
 
-    async def chunk_texts(self, ids: Sequence[str]) -> dict[str, str]:
+    async def chunk_texts(self, ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+        """Each chunk's text and the context it was embedded with (ChunkRow.context)."""
         rows = await self._client.ro_query(
-            "UNWIND $ids AS cid MATCH (c:Chunk {id: cid}) RETURN c.id, c.text", {"ids": list(ids)}
+            "UNWIND $ids AS cid MATCH (c:Chunk {id: cid}) RETURN c.id, c.text, c.context", {"ids": list(ids)}
         )
-        return {row[0]: row[1] for row in rows}
+        return {row[0]: (row[1], row[2]) for row in rows}
 
     async def set_chunk_embeddings(self, model: str, vectors: dict[str, list[float]]) -> int:
         """Replace chunk vectors and tag them with `model` in one SET; returns the chunks updated.

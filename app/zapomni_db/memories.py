@@ -23,7 +23,8 @@ WRITE_BATCH = 500
 _MEMORY_PROPERTIES = (
     "{id: $memory_id, text: $text, created_at: $created_at, updated_at: $updated_at, tags: $tags, "
     "source: $source, date: $date, date_ts: $date_ts, metadata: $metadata, chunk_count: $chunk_count, "
-    "content_hash: $content_hash, seq: seq, kind: $kind, file_hash: $file_hash, graph_state: $graph_state}"
+    "content_hash: $content_hash, seq: seq, kind: $kind, file_hash: $file_hash, graph_state: $graph_state, "
+    "thread: $thread}"
 )
 # Nothing is created when a memory with the same content hash exists: two processes adding the
 # same text at once store it once (FalkorDB runs one write query at a time).
@@ -51,7 +52,7 @@ _DROP_STAGED = "MATCH (c:Chunk {memory_id: $memory_id}) WHERE NOT (c)<-[:HAS_CHU
 
 _SET_FIELDS = (
     "m.text = $text, m.tags = $tags, m.source = $source, m.date = $date, m.date_ts = $date_ts, "
-    "m.metadata = $metadata, m.content_hash = $content_hash, m.updated_at = $updated_at"
+    "m.metadata = $metadata, m.content_hash = $content_hash, m.updated_at = $updated_at, m.thread = $thread"
 )
 # One query: readers see the old memory or the new one, never a mix. A large update's chunks were
 # staged (unlinked) beforehand and are linked here; a small one's are created here. The old text's
@@ -188,6 +189,7 @@ def _memory_params(memory: MemoryRecord, chunk_count: int) -> dict[str, Any]:
         # A note is stored without a kind (`coalesce(m.kind, 'note')` reads it), as before files existed.
         "kind": None if memory.kind == "note" else memory.kind,
         "file_hash": memory.file_hash,
+        "thread": memory.thread,
         # Code has its own graph (zapomni_db.code): entity extraction leaves it alone.
         "graph_state": "code" if memory.kind == "code" else None,
     }
@@ -206,4 +208,5 @@ def chunk_param(chunk: ChunkRow) -> dict[str, Any]:
         "section": chunk.place.section,
         "line_start": chunk.place.line_start,
         "line_end": chunk.place.line_end,
+        "context": chunk.context,
     }

@@ -13,7 +13,7 @@ from zapomni_db.records import ChunkPlace, MemoryInfo, PageKey, SearchFilter, St
 PAGE_TEXT_CHARS = 400
 
 # A chunk with its vector and its place in its file, for a memory bound to `m`, as `_stored_chunk` reads it.
-_CHUNK = f"m.id, c.id, c.idx, c.text, c.embedding, {ChunkPlace.projection('c')}"
+_CHUNK = f"m.id, c.id, c.idx, c.text, c.embedding, {ChunkPlace.projection('c')}, c.context"
 _STORED = f"{MemoryInfo.PROJECTION}, m.text, m.metadata, m.content_hash, m.seq, m.file_hash"
 # Keyset pagination on (creation time in whole microseconds, id), which never change: adds and
 # deletes while a client pages neither shift nor repeat what it has not seen yet. The key is an
@@ -144,4 +144,5 @@ def _stored_chunk(row: list[Any]) -> StoredChunk:
         text=row[3],
         embedding=list(row[4] or []),
         place=ChunkPlace.from_row(row, 5),
+        context=row[5 + ChunkPlace.WIDTH],
     )

@@ -25,6 +25,8 @@ class MemoryRecord:
     kind: str = "note"
     # A file's memory: the sha256 of the file's bytes, what re-ingestion compares.
     file_hash: str | None = None
+    # The conversation a turn belongs to: the keyword index reads a turn with the ones before it.
+    thread: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ class ChunkRow:
     counts: list[int] = field(default_factory=list)
     length: int = 0
     place: ChunkPlace = ChunkPlace()
+    # Read before the text when embedding and counting terms, e.g. who said it and when
+    # (zapomni_core.conversation); kept apart so the chunk's text stays what was stored.
+    context: str | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,7 @@ class StoredChunk:
     text: str
     embedding: list[float]
     place: ChunkPlace = ChunkPlace()
+    context: str | None = None  # as in ChunkRow
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,9 @@ class ChunkTerms:
     terms: list[str]
     counts: list[int]
     length: int
+    thread: str | None = None
+    # Where the chunk sits in its thread: (memory date, memory created_at, chunk index).
+    order: tuple[float, float, int] = (0.0, 0.0, 0)
 
 
 @dataclass(frozen=True)

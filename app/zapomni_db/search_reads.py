@@ -22,7 +22,8 @@ _FETCH_CHUNKS = (
     "UNWIND $ids AS cid MATCH (node:Chunk {id: cid}) WITH node MATCH (node)<-[:HAS_CHUNK]-(m:Memory) "
     f"WHERE {FILTER} WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
 )
-_TERMS = "c.id, c.terms, c.term_counts, c.term_length"
+# A chunk's keyword statistics and its place in its memory's thread, for a chunk `c` of a memory `m`.
+_TERMS = "c.id, c.terms, c.term_counts, c.term_length, m.thread, m.date_ts, m.created_at, c.idx"
 
 
 class SearchReads:
@@ -71,7 +72,7 @@ class SearchReads:
         added_ids = [cid for added, _ in changes for cid in (added or [])]
         updated = (
             await self._client.ro_query(
-                f"UNWIND $ids AS cid MATCH (c:Chunk {{id: cid}})<-[:HAS_CHUNK]-(:Memory) RETURN {_TERMS}",
+                f"UNWIND $ids AS cid MATCH (c:Chunk {{id: cid}})<-[:HAS_CHUNK]-(m:Memory) RETURN {_TERMS}",
                 {"ids": added_ids},
             )
             if added_ids
@@ -84,7 +85,14 @@ class SearchReads:
 
 
 def _terms(row: list[Any]) -> ChunkTerms:
-    return ChunkTerms(chunk_id=row[0], terms=list(row[1] or []), counts=list(row[2] or []), length=int(row[3] or 0))
+    return ChunkTerms(
+        chunk_id=row[0],
+        terms=list(row[1] or []),
+        counts=list(row[2] or []),
+        length=int(row[3] or 0),
+        thread=row[4],
+        order=(float(row[5] or 0.0), float(row[6] or 0.0), int(row[7] or 0)),
+    )
 
 
 def _hit(row: list[Any]) -> ChunkHit:

@@ -114,3 +114,71 @@ def test_compaction_keeps_scores_and_order() -> None:
     for query in ("payment service item7", "running track", "err_conn_reset proxy"):
         terms = ANALYZER.query_terms(query)
         assert_same_ranking(index.search(terms, 20), reference.search(terms, 20))
+
+
+# A conversation, one turn per chunk: the answer (t3) shares no word with the question about it.
+TURNS = [
+    "Melanie: How was your weekend?",
+    "Caroline: Busy! I finally went to the pottery workshop downtown.",
+    "Melanie: Oh nice, what did you make there?",
+    "Caroline: A small blue bowl for my kitchen.",
+    "Melanie: Lovely. Are you going back next month?",
+]
+
+
+def thread_index(order: list[int] | None = None, window: int = 2) -> Bm25Index:
+    index = Bm25Index(window)
+    for i in order or range(len(TURNS)):
+        counts = ANALYZER.count(TURNS[i])
+        index.add(f"t{i}", counts.terms, counts.counts, counts.length, thread="chat", order=(0.0, float(i), 0))
+    return index
+
+
+def test_a_thread_turn_is_scored_as_one_document_with_the_turns_before_it() -> None:
+    windows = [" ".join(TURNS[max(0, i - 2) : i + 1]) for i in range(len(TURNS))]
+    oracle = bm25s.BM25(method="lucene", k1=K1, b=B)
+    oracle.index([ANALYZER.terms(text) for text in windows], show_progress=False)
+    index = thread_index()
+    for query in ("what did Caroline make at the pottery workshop", "blue bowl", "weekend"):
+        expected = oracle.get_scores(ANALYZER.query_terms(query))
+        got = dict(index.search(ANALYZER.query_terms(query), k=len(TURNS)))
+        ours = np.array([got.get(f"t{i}", 0.0) for i in range(len(TURNS))])
+        np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6)
+    # The answer is found by the words of the question it answers.
+    assert "t3" in dict(index.search(ANALYZER.query_terms("pottery workshop"), k=5))
+
+
+def test_the_window_follows_the_order_not_the_arrival() -> None:
+    query = ANALYZER.query_terms("pottery workshop make")
+    assert thread_index([4, 0, 3, 1, 2]).search(query, k=5) == thread_index().search(query, k=5)
+
+
+def test_a_removed_turn_leaves_no_word_in_the_turns_after_it() -> None:
+    index = thread_index()
+    assert {cid for cid, _ in index.search(ANALYZER.query_terms("pottery"), k=5)} == {"t1", "t2", "t3"}
+    index.remove("t1")
+    assert index.search(ANALYZER.query_terms("pottery"), k=5) == []
+    # The window closes over the gap: t3 now reads t0 and t2 before it.
+    assert {cid for cid, _ in index.search(ANALYZER.query_terms("weekend"), k=5)} == {"t0", "t2", "t3"}
+
+
+def test_threads_do_not_mix_and_other_chunks_are_scored_alone() -> None:
+    index = thread_index()
+    counts = ANALYZER.count("The pottery kiln reached 1200 degrees.")
+    index.add("note", counts.terms, counts.counts, counts.length)
+    other = ANALYZER.count("Jon: I bought a kiln.")
+    index.add("j0", other.terms, other.counts, other.length, thread="other", order=(0.0, 0.0, 0))
+    reply = ANALYZER.count("Gina: Where from?")
+    index.add("j1", reply.terms, reply.counts, reply.length, thread="other", order=(0.0, 1.0, 0))
+    assert {cid for cid, _ in index.search(ANALYZER.query_terms("kiln"), k=10)} == {"note", "j0", "j1"}
+    assert "note" not in dict(index.search(ANALYZER.query_terms("bowl"), k=10))
+    assert Bm25Index(window=0).window == 0
+
+
+def test_compaction_keeps_each_turns_thread() -> None:
+    index = thread_index()
+    for i in range(1100):  # enough dead slots to trigger a compaction
+        index.add(f"x{i}", ["filler"], [1], 1)
+        index.remove(f"x{i}")
+    assert len(index) == len(TURNS)
+    assert {cid for cid, _ in index.search(ANALYZER.query_terms("pottery"), k=5)} == {"t1", "t2", "t3"}

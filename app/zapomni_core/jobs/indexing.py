@@ -15,12 +15,13 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from zapomni_core.conversation import reading_context
 from zapomni_core.disk import DiskGuard, write_estimate
 from zapomni_core.errors import EmbedderUnavailable
 from zapomni_core.jobs.runner import JobLost, JobOutcome, JobRun
 from zapomni_core.progress import Progress
 from zapomni_core.workspaces import Workspace
-from zapomni_core.writes import WritePipeline, chunk_rows, new_id
+from zapomni_core.writes import WritePipeline, chunk_rows, metadata_of, new_id
 from zapomni_db import JobRecord, JobRow
 
 log = structlog.get_logger(__name__)
@@ -57,7 +58,7 @@ class IndexMemory:
         if memory.info.status != "indexing" or memory.info.job_id != job.id:
             # An earlier attempt published it and stopped before it could say so.
             return JobOutcome("completed", memory.info.chunk_count, {"chunks": memory.info.chunk_count})
-        split = await self._writer.split_async(memory.text)
+        split = await self._writer.split_async(memory.text, reading_context(metadata_of(memory)))
         total = len(split.pieces)
         staged = await stores.jobs.staged_indexes(memory_id)
         todo = [i for i in range(total) if i not in staged]
@@ -66,7 +67,7 @@ class IndexMemory:
         for start in range(0, len(todo), JOB_SLICE):
             batch = todo[start : start + JOB_SLICE]
             try:
-                vectors = await self._writer.embed([split.pieces[i] for i in batch])
+                vectors = await self._writer.embed([split.indexed[i] for i in batch])
             except EmbedderUnavailable as exc:
                 # Recorded, never dropped: the memory shows "failed" and adding its text again retries.
                 item = f"chunks {batch[0]}-{batch[-1]}"
@@ -74,9 +75,7 @@ class IndexMemory:
                 return JobOutcome("failed", done, {"chunks": done}, error=f"embedding {item} of {total} failed: {exc}")
             text_bytes = sum(len(split.pieces[i].encode(errors="surrogatepass")) for i in batch)
             await self._disk.ensure_writable(write_estimate(text_bytes, len(vectors[0]), chunks=len(batch)))
-            rows = chunk_rows(
-                [split.pieces[i] for i in batch], vectors, [split.counts[i] for i in batch], indexes=batch
-            )
+            rows = chunk_rows(split, vectors, indexes=batch)
             done += len(batch)
             if not await stores.jobs.stage_chunks(
                 job.id, run.owner, memory_id, rows, done=done, lease_s=run.settings.lease_s

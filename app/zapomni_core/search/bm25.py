@@ -14,12 +14,14 @@ without re-analysing any text. Scoring touches only the postings of the query's 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import math
 import time
 
 import numpy as np
 import structlog
 
+from zapomni_core.conversation import THREAD_WINDOW
 from zapomni_db import SearchReads
 
 log = structlog.get_logger(__name__)
@@ -63,9 +65,14 @@ class Bm25Index:
 
     A removed chunk's slot is marked dead and left out of every statistic; once dead slots are a
     quarter of the index it is compacted.
+
+    A chunk of a conversation thread is scored as one document with the `window` chunks before it
+    in its thread (their term counts and lengths summed), so a reply is found by the words of the
+    question it answers. The window is assembled at query time from each chunk's own counts:
+    removing a chunk removes its words from its neighbours' documents too.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, window: int = THREAD_WINDOW) -> None:
         self._chunk_ids: list[str] = []
         self._positions: dict[str, int] = {}
         self._lengths = np.zeros(1024, dtype=np.float32)
@@ -74,14 +81,34 @@ class Bm25Index:
         self._dead = 0
         self._generation = 0
         self._postings: dict[str, _Postings] = {}
+        self._window = window
+        # thread -> its chunks as (order, position), sorted; position -> (thread, order).
+        self._threads: dict[str, list[tuple[tuple[float, float, int], int]]] = {}
+        self._thread_of: dict[int, tuple[str, tuple[float, float, int]]] = {}
+        self._unlinked: set[str] = set()  # threads whose `_before` rows are out of date
+        # _before[d, p]: the position of the chunk d + 1 places before p in its thread, or -1.
+        self._before = np.full((window, 1024), -1, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self._positions)
 
+    @property
+    def window(self) -> int:
+        return self._window
+
     def __contains__(self, chunk_id: str) -> bool:
         return chunk_id in self._positions
 
-    def add(self, chunk_id: str, terms: list[str], counts: list[int], length: int) -> None:
+    def add(
+        self,
+        chunk_id: str,
+        terms: list[str],
+        counts: list[int],
+        length: int,
+        thread: str | None = None,
+        order: tuple[float, float, int] = (0.0, 0.0, 0),
+    ) -> None:
+        """Index a chunk; `thread` and `order` place it in its conversation (ChunkTerms)."""
         if chunk_id in self._positions:
             return
         position = len(self._chunk_ids)
@@ -90,6 +117,11 @@ class Bm25Index:
         if position == len(self._lengths):
             self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
             self._alive = np.concatenate([self._alive, np.zeros_like(self._alive)])
+            self._before = np.concatenate([self._before, np.full_like(self._before, -1)], axis=1)
+        if thread is not None and self._window > 0:
+            bisect.insort(self._threads.setdefault(thread, []), (order, position))
+            self._thread_of[position] = (thread, order)
+            self._unlinked.add(thread)
         self._lengths[position] = length
         self._alive[position] = True
         self._total_length += length
@@ -104,6 +136,14 @@ class Bm25Index:
         if position is None:
             return
         self._alive[position] = False
+        placed = self._thread_of.pop(position, None)
+        if placed is not None:
+            thread, order = placed
+            chunks = self._threads[thread]
+            del chunks[bisect.bisect_left(chunks, (order, position))]
+            if not chunks:
+                del self._threads[thread]
+            self._unlinked.add(thread)
         self._total_length -= float(self._lengths[position])
         self._dead += 1
         self._generation += 1
@@ -116,15 +156,23 @@ class Bm25Index:
         if n == 0 or k <= 0:
             return []
         size = len(self._chunk_ids)
-        lengths = self._lengths[:size]
         alive = self._alive[:size]
-        average = self._total_length / n or 1.0
+        before = self._linked()[:, :size] if self._threads else None
+        lengths = self._lengths[:size] if before is None else _windowed(self._lengths[:size], before)
+        average = (self._total_length / n if before is None else float(lengths[alive].mean())) or 1.0
         scores = np.zeros(size, dtype=np.float32)
         for term in dict.fromkeys(terms):
             postings = self._postings.get(term)
             if postings is None:
                 continue
             positions, tf = postings.arrays(alive, self._generation)
+            if before is not None and len(positions):
+                dense = np.zeros(size, dtype=np.float32)
+                dense[positions] = tf
+                dense = _windowed(dense, before)
+                dense[~alive] = 0.0
+                positions = np.flatnonzero(dense)
+                tf = dense[positions]
             df = len(positions)
             if df == 0:
                 continue
@@ -139,6 +187,16 @@ class Bm25Index:
         best = matched[np.lexsort((matched, -scores[matched]))]
         return [(self._chunk_ids[i], float(scores[i])) for i in best]
 
+    def _linked(self) -> np.ndarray:
+        """`_before`, brought up to date for the threads changed since the last search."""
+        for thread in self._unlinked:
+            chunks = self._threads.get(thread, [])
+            for i, (_, position) in enumerate(chunks):
+                for d in range(self._window):
+                    self._before[d, position] = chunks[i - d - 1][1] if i - d - 1 >= 0 else -1
+        self._unlinked.clear()
+        return self._before
+
     def _compact(self) -> None:
         """Rebuild without the dead slots, keeping the live chunks' order."""
         terms_of: dict[int, tuple[list[str], list[int]]] = {}
@@ -148,11 +206,12 @@ class Bm25Index:
                     entry = terms_of.setdefault(position, ([], []))
                     entry[0].append(term)
                     entry[1].append(count)
-        fresh = Bm25Index()
+        fresh = Bm25Index(self._window)
         for position in range(len(self._chunk_ids)):
             if self._alive[position]:
                 terms, counts = terms_of.get(position, ([], []))
-                fresh.add(self._chunk_ids[position], terms, counts, int(self._lengths[position]))
+                thread, order = self._thread_of.get(position, (None, (0.0, 0.0, 0)))
+                fresh.add(self._chunk_ids[position], terms, counts, int(self._lengths[position]), thread, order)
         vars(self).update(vars(fresh))
 
 
@@ -181,12 +240,12 @@ class SyncedBm25Index:
             latest, pruned_upto = await self._reads.sequence()
             if latest < self._seen_seq or (0 < self._seen_seq < pruned_upto):
                 log.info("keyword_index.rebuild", seen=self._seen_seq, latest=latest, pruned_upto=pruned_upto)
-                self._index, self._seen_seq = Bm25Index(), 0
+                self._index, self._seen_seq = Bm25Index(self._index.window), 0
             while self._seen_seq < latest:
                 upto = min(latest, self._seen_seq + _SYNC_WINDOW)
                 changes = await self._reads.changes_between(self._seen_seq, upto)
                 for row in changes.added:
-                    self._index.add(row.chunk_id, row.terms, row.counts, row.length)
+                    self._index.add(row.chunk_id, row.terms, row.counts, row.length, row.thread, row.order)
                 for chunk_id in changes.removed:
                     self._index.remove(chunk_id)
                 changed += len(changes.added) + len(changes.removed)
@@ -199,3 +258,9 @@ class SyncedBm25Index:
     async def search(self, terms: list[str], k: int) -> list[tuple[str, float]]:
         await self.sync()
         return self._index.search(terms, k)
+
+
+def _windowed(values: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """Each position's value plus those of the positions `before` it (-1: none)."""
+    padded = np.append(values, np.zeros(1, dtype=values.dtype))  # index -1 reads the trailing 0
+    return values + padded[before].sum(axis=0)

@@ -13,10 +13,10 @@ from typing import BinaryIO
 import structlog
 from pydantic import ValidationError
 
+from zapomni_core.conversation import reading_context
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.models import AddMemoryRequest, parse_iso8601
 from zapomni_core.progress import Progress, ProgressFn
-from zapomni_core.search.analyzer import TermCounts
 from zapomni_core.transfer.format import (
     BODY_LINE,
     FORMAT_VERSION,
@@ -37,7 +37,7 @@ from zapomni_core.transfer.format import (
     TransferError,
 )
 from zapomni_core.workspaces import Workspace, Workspaces
-from zapomni_core.writes import WritePipeline, chunk_rows, memory_record, new_id
+from zapomni_core.writes import Split, WritePipeline, chunk_rows, memory_record, new_id
 from zapomni_db import ChunkPlace, EntityRow, MentionRow, RelationEvidence
 
 log = structlog.get_logger(__name__)
@@ -443,8 +443,7 @@ class _Planned:
 
     parsed: _Parsed
     ids: list[str] | None
-    pieces: list[str]
-    counts: list[TermCounts]
+    split: Split
     vectors: list[list[float] | None]
 
 
@@ -571,12 +570,12 @@ class _Writer:
             record = memory_record(memory.id, memory.text, plan.parsed.request.metadata, created_at=created_at)
             record = replace(record, kind=memory.kind, file_hash=memory.file_hash)
             vectors = [v for v in plan.vectors if v is not None]
-            rows = chunk_rows(plan.pieces, vectors, plan.counts, plan.ids)
+            rows = chunk_rows(plan.split, vectors, plan.ids)
             if plan.ids is not None:  # the file's own chunks: they keep their place in their file
                 rows = [replace(row, place=_place(c)) for row, c in zip(rows, memory.chunks, strict=True)]
             if await workspace.stores.writes.insert(record, rows):
                 self.imported += 1
-                self.chunks_written += len(plan.pieces)
+                self.chunks_written += len(plan.split.pieces)
                 if plan.ids is not None:  # the file's chunks, and ids, were kept: its graph fits
                     chunks = self._graph_chunks.setdefault(workspace.name, {})
                     chunks.update((c.id, memory.id) for c in memory.chunks if c.id is not None)
@@ -589,29 +588,22 @@ class _Writer:
         plans = []
         for parsed in todo:
             chunks = parsed.memory.chunks
+            context = reading_context(parsed.request.metadata)
             if self._reuse and chunks:
-                pieces = [c.text for c in chunks]
-                plans.append(
-                    _Planned(
-                        parsed,
-                        ids=[c.id or new_id() for c in chunks],
-                        pieces=pieces,
-                        counts=self._target.writer.count(pieces),
-                        vectors=[c.embedding for c in chunks],
-                    )
-                )
+                split = self._target.writer.prepare([c.text for c in chunks], context)
+                ids = [c.id or new_id() for c in chunks]
+                plans.append(_Planned(parsed, ids=ids, split=split, vectors=[c.embedding for c in chunks]))
             else:
                 # Another embedder's chunks may not fit this one's window: split as `add` would here.
-                split = self._target.writer.split(parsed.memory.text)
-                pieces, counts = split.pieces, split.counts
+                split = self._target.writer.split(parsed.memory.text, context)
                 self.rechunked += bool(chunks)
-                plans.append(_Planned(parsed, ids=None, pieces=pieces, counts=counts, vectors=[None] * len(pieces)))
+                plans.append(_Planned(parsed, ids=None, split=split, vectors=[None] * len(split.pieces)))
         return plans
 
     async def _embed_missing(self, planned: list[_Planned]) -> None:
         missing = [(plan, i) for plan in planned for i, v in enumerate(plan.vectors) if v is None]
         self.chunks_from_file += sum(len(plan.vectors) for plan in planned) - len(missing)
-        vectors = await self._target.writer.embed([plan.pieces[i] for plan, i in missing])
+        vectors = await self._target.writer.embed([plan.split.indexed[i] for plan, i in missing])
         for (plan, i), vector in zip(missing, vectors, strict=True):
             plan.vectors[i] = vector
         self.chunks_embedded += len(missing)

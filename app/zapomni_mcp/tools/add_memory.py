@@ -14,7 +14,9 @@ class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
     description = (
         "Remember a piece of text for later. The text is chunked, embedded locally and stored; "
         "find it again with search_memory. Optional metadata: tags (list of strings), source "
-        "(string), date (ISO 8601), and any other flat string/number/boolean keys. Adding the same "
+        "(string), date (ISO 8601), and any other flat string/number/boolean keys. For a conversation, add one "
+        "memory per turn, in order, with metadata speaker (who said it), date (when) and thread (one id per "
+        "chat session): the turn is then found by who said it, when, and the turns before it. Adding the same "
         "text again (whitespace aside) is harmless: it returns the existing memory (deduplicated: true) "
         "and adds the new tags to it. Optional workspace keeps memories of different projects apart. A large text "
         "(32 KB or more by default) is stored at once and answered with status 'indexing' and a job_id: a background "
