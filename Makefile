@@ -65,6 +65,7 @@ lint: $(TEST_STAMP)  ## static checks (ruff); adds the test and bench tools
 bench: $(BENCH_STAMP)  ## run the benchmarks (~75 min on 2 cores), results in bench/results/; adds the bench tools
 	$(BIN)/python -m bench.quality
 	$(BIN)/python -m bench.relevance
+	$(BIN)/python -m bench.conversations
 	$(BIN)/python -m bench.scale
 	$(BIN)/python -m bench.foundation
 	$(BIN)/python -m bench.index_repair

@@ -95,6 +95,7 @@ async def open_core(
                 rrf_k=settings.rrf_k,
                 leg_depth=settings.search_leg_depth,
                 relevance_floor=settings.relevance_floor,
+                vector_weight=settings.vector_weight,
                 expansion=expansion,
             )
 

@@ -11,7 +11,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from zapomni_core.models import DEFAULT_WORKSPACE, WORKSPACE_PATTERN
-from zapomni_core.search.pipeline import DEFAULT_RELEVANCE_FLOOR
+from zapomni_core.search.pipeline import DEFAULT_RELEVANCE_FLOOR, DEFAULT_VECTOR_WEIGHT
 
 
 def default_data_dir() -> Path:
@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     # Search
     rrf_k: int = Field(60, alias="ZAPOMNI_RRF_K", ge=1, le=10_000)
     search_leg_depth: int = Field(50, alias="ZAPOMNI_SEARCH_LEG_DEPTH", ge=10, le=1000)
+    # A vector rank's worth in the fusion, a keyword rank's being 1 (docs/decisions/0015).
+    vector_weight: float = Field(DEFAULT_VECTOR_WEIGHT, alias="ZAPOMNI_VECTOR_WEIGHT", ge=0.0, le=10.0)
     # Results the keyword leg did not find need at least this cosine similarity (docs/decisions/0008).
     relevance_floor: float = Field(DEFAULT_RELEVANCE_FLOOR, alias="ZAPOMNI_RELEVANCE_FLOOR", ge=0.0, le=1.0)
 

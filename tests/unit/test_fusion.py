@@ -32,6 +32,19 @@ def test_a_chunk_found_by_both_legs_outranks_single_leg_winners() -> None:
     assert {r.candidate.chunk_id: r.legs for r in fused[1:]} == {"a": ["vector"], "b": ["keyword"]}
 
 
+def test_a_leg_weight_scales_its_ranks() -> None:
+    legs = {"vector": leg("v"), "keyword": leg("k")}
+    fused = reciprocal_rank_fusion(legs, k=60, weights={"vector": 0.7})
+    assert [(r.candidate.chunk_id, r.rank_score) for r in fused] == [
+        ("k", pytest.approx(1 / 61)),
+        ("v", pytest.approx(0.7 / 61)),
+    ]
+    # Unweighted legs count 1: a keyword rank of 2 still beats a vector rank of 1 weighted 0.7 only
+    # while 1 / (k + 2) > 0.7 / (k + 1).
+    close = reciprocal_rank_fusion({"vector": leg("v"), "keyword": leg("k1", "k2")}, k=60, weights={"vector": 0.7})
+    assert [r.candidate.chunk_id for r in close] == ["k1", "k2", "v"]
+
+
 def test_scores_follow_the_formula_and_k_flattens_them() -> None:
     fused = reciprocal_rank_fusion({"vector": leg("x", "y", "z")}, k=1)
     assert [r.rank_score for r in fused] == pytest.approx([1 / 2, 1 / 3, 1 / 4])

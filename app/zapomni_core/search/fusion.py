@@ -1,4 +1,4 @@
-"""Reciprocal rank fusion (Cormack et al., 2009): score = sum over legs of 1 / (k + rank), then
+"""Reciprocal rank fusion (Cormack et al., 2009): score = sum over legs of weight / (k + rank), then
 the relevance rule and per-memory grouping.
 
 Candidates a leg scored equally share one rank, the mean of the positions they occupy: BM25
@@ -13,14 +13,18 @@ from collections.abc import Mapping
 from zapomni_core.search.types import Candidate, LegName, Ranked
 
 
-def reciprocal_rank_fusion(legs: Mapping[LegName, list[Candidate]], k: int = 60) -> list[Ranked]:
-    """Fuse ranked lists; ties break on cosine similarity, then chunk id, so the order is deterministic."""
+def reciprocal_rank_fusion(
+    legs: Mapping[LegName, list[Candidate]], k: int = 60, weights: Mapping[LegName, float] | None = None
+) -> list[Ranked]:
+    """Fuse ranked lists, each rank worth `weight / (k + rank)` (weight 1 unless given); ties break on cosine
+    similarity, then chunk id, so the order is deterministic."""
     scores: dict[str, float] = {}
     found_by: dict[str, list[LegName]] = {}
     candidates: dict[str, Candidate] = {}
     for leg, ranked in legs.items():
+        weight = (weights or {}).get(leg, 1.0)
         for rank, candidate in zip(fractional_ranks(ranked), ranked, strict=True):
-            scores[candidate.chunk_id] = scores.get(candidate.chunk_id, 0.0) + 1.0 / (k + rank)
+            scores[candidate.chunk_id] = scores.get(candidate.chunk_id, 0.0) + weight / (k + rank)
             found_by.setdefault(candidate.chunk_id, []).append(leg)
             candidates.setdefault(candidate.chunk_id, candidate)
     order = sorted(scores, key=lambda cid: (-scores[cid], -candidates[cid].similarity, cid))

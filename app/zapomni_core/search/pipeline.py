@@ -19,6 +19,9 @@ Mode = Literal["hybrid", "vector", "keyword"]
 # Cosine similarity below which a result the keyword leg did not find counts as unrelated.
 # Calibrated on the SciFact train claims: docs/decisions/0008-relevance-floor.md.
 DEFAULT_RELEVANCE_FLOOR = 0.275
+# What a vector rank is worth in RRF against a keyword rank (1). Chosen on the SciFact train claims:
+# docs/decisions/0015-conversational-recall.md.
+DEFAULT_VECTOR_WEIGHT = 0.7
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class SearchPipeline:
         rrf_k: int = 60,
         leg_depth: int = 50,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
+        vector_weight: float = DEFAULT_VECTOR_WEIGHT,
         expansion: GraphExpansion | None = None,
     ) -> None:
         if not 0.0 <= relevance_floor <= 1.0:
@@ -46,6 +50,7 @@ class SearchPipeline:
         self._rrf_k = rrf_k
         self._leg_depth = leg_depth
         self._relevance_floor = relevance_floor
+        self._weights: dict[LegName, float] = {"vector": vector_weight}
         self.expansion = expansion  # the graph leg (ZAPOMNI_GRAPH_EXPANSION), hybrid mode only
 
     @property
@@ -60,7 +65,7 @@ class SearchPipeline:
         # Grouping by memory discards chunks, so the legs look deeper than the limit.
         depth = max(self._leg_depth, options.limit if options.all_chunks else 2 * options.limit)
         results = await asyncio.gather(*(leg.retrieve(query, depth) for leg in legs))
-        ranked = reciprocal_rank_fusion(dict(zip(names, results, strict=True)), k=self._rrf_k)
+        ranked = reciprocal_rank_fusion(dict(zip(names, results, strict=True)), k=self._rrf_k, weights=self._weights)
         if self.expansion is not None and options.mode == "hybrid":
             ranked = await self.expansion.expand(query, ranked, depth, rrf_k=self._rrf_k, floor=self._relevance_floor)
         # Before grouping, so a memory is shown by its best *relevant* chunk and dropped only if it has none.
