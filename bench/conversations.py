@@ -19,6 +19,8 @@ plus ` [shares a photo: caption]` when it shares one; `date` is the session's da
 - `before`: `speaker: text`, no metadata (how the project measured before: hybrid recall@10 0.601);
 - `full`: the text, metadata `thread` ("conv-26 session 3"), `speaker` and `date` (what the README asks
   agents to store);
+- `equal_weights`: as `full`, on a server fusing with equal leg weights (`ZAPOMNI_VECTOR_WEIGHT=1`;
+  ablation of the 0.7 default, which is chosen on SciFact train, not here);
 - `no_context`: the text, metadata `thread` only (ablation);
 - `no_thread`: the text, metadata `speaker` and `date` (ablation);
 - `plain`: the text alone.
@@ -170,6 +172,7 @@ class Variant:
     thread: bool = False
     speaker: bool = False
     date: bool = False
+    server_env: tuple[tuple[str, str], ...] = ()  # settings this variant's server runs with
 
     def text(self, turn: Turn) -> str:
         return f"{turn.speaker}: {turn.text}" if self.speaker_prefix else turn.text
@@ -191,6 +194,14 @@ VARIANTS = {
         Variant("before", "`speaker: text`, no metadata (how the project measured before)", speaker_prefix=True),
         Variant(
             "full", "text; metadata thread, speaker, date (the README's advice)", thread=True, speaker=True, date=True
+        ),
+        Variant(
+            "equal_weights",
+            "as `full`, fused with equal leg weights (ZAPOMNI_VECTOR_WEIGHT=1; ablation of the 0.7 default)",
+            thread=True,
+            speaker=True,
+            date=True,
+            server_env=(("ZAPOMNI_VECTOR_WEIGHT", "1.0"),),
         ),
         Variant("no_context", "text; metadata thread only", thread=True),
         Variant("no_thread", "text; metadata speaker, date", speaker=True, date=True),
@@ -322,7 +333,7 @@ async def store_turns(session: ClientSession, conversation: Conversation, varian
 async def run_variant(conversation: Conversation, variant: Variant, data_dir: Path, into: LocomoRun) -> None:
     """One fresh store: the conversation stored the variant's way, every question asked in every mode."""
     by_mode = into.scores.setdefault(variant.name, {mode: Scores() for mode in MODES})
-    async with mcp_server(data_dir) as session:
+    async with mcp_server(data_dir, dict(variant.server_env)) as session:
         started = time.perf_counter()
         to_turns = await store_turns(session, conversation, variant)
         ingest_s = time.perf_counter() - started

@@ -23,7 +23,8 @@ def reading_context(metadata: MemoryMetadata | None) -> str | None:
         return None
     if metadata.date is None:
         return metadata.speaker
-    return f"{metadata.speaker} ({parse_iso8601(metadata.date):%-d %B %Y})"
+    date = parse_iso8601(metadata.date)
+    return f"{metadata.speaker} ({date.day} {date:%B %Y})"
 
 
 def indexed_text(context: str | None, text: str) -> str:

@@ -114,6 +114,34 @@ async def test_delete_by_filter_refuses_an_empty_filter(data_dir: Path) -> None:
         assert all(t.annotations.open_world_hint is False for t in tools.values())
 
 
+async def test_a_conversation_stored_turn_by_turn_is_searched_as_a_conversation(data_dir: Path) -> None:
+    turns = [
+        ("Melanie", "How was your weekend?"),
+        ("Caroline", "Busy! I finally went to the pottery workshop downtown."),
+        ("Melanie", "Oh nice, what did you make there?"),
+        ("Caroline", "A small blue bowl for my kitchen."),
+    ]
+    async with mcp_session(data_dir) as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        metadata = tools["add_memory"].input_schema["properties"]["metadata"]["anyOf"][0]
+        assert {"speaker", "thread", "date"} <= set(metadata["properties"])
+        assert "conversation" in metadata["properties"]["thread"]["description"]
+        assert "one memory per turn" in tools["add_memory"].description
+        ids = [
+            (await add(session, text, metadata={"speaker": who, "date": "2023-05-08T13:56", "thread": "s1"}))[
+                "memory_id"
+            ]
+            for who, text in turns
+        ]
+        found = await call(session, "search_memory", {"query": "What did Caroline make at the pottery workshop?"})
+        assert ids[3] in [hit["memory_id"] for hit in found["results"][:3]]
+        stored = await call(session, "get_memory", {"memory_id": ids[3]})
+        assert stored["text"] == turns[3][1] and stored["metadata"] == {"speaker": "Caroline", "thread": "s1"}
+        refused = await session.call_tool("add_memory", {"text": "Hi", "metadata": {"speaker": "", "thread": "s1"}})
+        assert refused.is_error and "metadata.speaker" in refused.content[0].text
+        assert (await call(session, "get_stats"))["total_memories"] == len(turns)
+
+
 async def test_workspaces_are_isolated_in_every_tool(data_dir: Path) -> None:
     async with mcp_session(data_dir) as session:
         secret = (await add(session, "Project Falcon launches in May.", workspace="falcon"))["memory_id"]
