@@ -39,7 +39,9 @@ class FixedLeg:
 
 
 def pipeline(vector: list[Candidate], keyword: list[Candidate], floor: float = FLOOR) -> SearchPipeline:
-    return SearchPipeline([FixedLeg("vector", vector), FixedLeg("keyword", keyword)], relevance_floor=floor)
+    # Equal leg weights, so the rank of a chunk on either leg counts the same (the weights: test_fusion.py).
+    legs = [FixedLeg("vector", vector), FixedLeg("keyword", keyword)]
+    return SearchPipeline(legs, relevance_floor=floor, vector_weight=1.0)
 
 
 async def chunks(search: SearchPipeline, **options: object) -> list[str]:
