@@ -1,4 +1,4 @@
-"""What the benchmarks share: the BEIR SciFact data, ranking metrics, timing and progress bars.
+"""What the benchmarks share: the BEIR SciFact data, ranking metrics, timing, progress bars, MCP calls.
 
 Nothing here imports the application, so a broken `app/` cannot break data loading.
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from mcp import ClientSession
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = (REPO_ROOT / ".." / "shared" / "data" / "scifact").resolve()
@@ -107,3 +108,13 @@ def write_results(report: str, results: Any, output: Path, json_path: Path) -> N
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     print(report)
+
+
+async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """Call a tool that must succeed: its structured content and the client-measured round trip (ms)."""
+    started = time.perf_counter()
+    result = await session.call_tool(tool, arguments)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    if result.is_error or result.structured_content is None:
+        raise RuntimeError(f"{tool} failed through MCP: {result.content}")
+    return result.structured_content, elapsed_ms

@@ -77,7 +77,7 @@ import numpy as np
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from bench.common import DATA_DIR, REPO_ROOT, load_scifact, mean_ndcg, summary_ms, write_results
+from bench.common import DATA_DIR, REPO_ROOT, call, load_scifact, mean_ndcg, summary_ms, write_results
 
 RESULTS = REPO_ROOT / "bench" / "results"
 LOCOMO = (REPO_ROOT / ".." / "shared" / "data" / "locomo-dev" / "locomo-dev.json").resolve()
@@ -223,16 +223,6 @@ async def mcp_server(data_dir: Path, extra_env: dict[str, str] | None = None) ->
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             yield session
-
-
-async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    """Call a tool that must succeed: its structured content and the client-measured round trip (ms)."""
-    started = time.perf_counter()
-    result = await session.call_tool(tool, arguments)
-    elapsed_ms = (time.perf_counter() - started) * 1000
-    if result.is_error or result.structured_content is None:
-        raise RuntimeError(f"{tool} failed through MCP: {result.content}")
-    return result.structured_content, elapsed_ms
 
 
 async def add(session: ClientSession, text: str, metadata: dict[str, str] | None = None) -> str:

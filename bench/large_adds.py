@@ -31,7 +31,7 @@ from typing import Any
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from bench.common import DATA_DIR, load_scifact, summary_ms
+from bench.common import DATA_DIR, call, load_scifact, summary_ms
 from zapomni_core import Settings
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
@@ -69,14 +69,6 @@ async def server(data_dir: Path) -> AsyncIterator[ClientSession]:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             yield session
-
-
-async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    started = time.perf_counter()
-    result = await session.call_tool(tool, arguments)
-    elapsed_ms = (time.perf_counter() - started) * 1000
-    assert not result.is_error and result.structured_content is not None, result.content
-    return result.structured_content, elapsed_ms
 
 
 async def searches(session: ClientSession, queries: Sequence[str]) -> list[float]:
