@@ -34,7 +34,6 @@ Run: `.venv/bin/python -m bench.code_index` (about 5 minutes on 2 cores). For a 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import resource
@@ -42,7 +41,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -51,7 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import write_results
+from bench.common import in_scratch_dir, write_results
 from bench.scale import database_pid, peak_rss_mb
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.code import LANGUAGES, ParsedFile, language_for, parse_source, resolve
@@ -519,11 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         truth = args.truth or TRUTH
     if not args.skip_repo:
         projects.append(("zapomni (this repository, a snapshot)", ROOT))
-    workdir = Path(tempfile.mkdtemp(prefix="zci-", dir="/tmp"))
-    try:
-        results = asyncio.run(run(projects, truth, workdir))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    results = in_scratch_dir("zci-", lambda workdir: run(projects, truth, workdir))
     write_results(render(results), results, args.output, args.json)
     return 0
 

@@ -5,15 +5,19 @@ Nothing here imports the application, so a broken `app/` cannot break data loadi
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 import math
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from mcp import ClientSession
@@ -118,3 +122,37 @@ async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> 
     if result.is_error or result.structured_content is None:
         raise RuntimeError(f"{tool} failed through MCP: {result.content}")
     return result.structured_content, elapsed_ms
+
+
+T = TypeVar("T")
+
+
+def in_scratch_dir(prefix: str, work: Callable[[Path], Awaitable[T]]) -> T:
+    """Run `work` in a fresh directory under /tmp (short: unix socket paths are limited), removed after."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    try:
+        return asyncio.run(work(workdir))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# -- LoCoMo (../shared/data/locomo-dev) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    evidence: frozenset[str]  # dia_ids, as given (a few malformed ones can never be found)
+    category: int
+
+
+def session_date(text: str | None) -> str | None:
+    """'1:56 pm on 8 May, 2023' -> '2023-05-08T13:56:00' (None when absent or unreadable)."""
+    if not text:
+        return None
+    for pattern in ("%I:%M %p on %d %B, %Y", "%d %B %Y", "%d %B, %Y"):
+        try:
+            return datetime.strptime(text.strip(), pattern).isoformat()
+        except ValueError:
+            continue
+    return None

@@ -64,7 +64,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -77,7 +76,18 @@ import numpy as np
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from bench.common import DATA_DIR, REPO_ROOT, call, load_scifact, mean_ndcg, summary_ms, write_results
+from bench.common import (
+    DATA_DIR,
+    REPO_ROOT,
+    Question,
+    call,
+    in_scratch_dir,
+    load_scifact,
+    mean_ndcg,
+    session_date,
+    summary_ms,
+    write_results,
+)
 
 RESULTS = REPO_ROOT / "bench" / "results"
 LOCOMO = (REPO_ROOT / ".." / "shared" / "data" / "locomo-dev" / "locomo-dev.json").resolve()
@@ -112,13 +122,6 @@ class Turn:
 
 
 @dataclass(frozen=True)
-class Question:
-    text: str
-    evidence: frozenset[str]  # dia_ids, as given (a few malformed ones can never be found)
-    category: int
-
-
-@dataclass(frozen=True)
 class Conversation:
     sample_id: str
     turns: list[Turn]
@@ -131,14 +134,6 @@ class Conversation:
         known = {t.dia_id for t in kept_turns}
         kept = [q for q in self.questions if turns is None or q.evidence <= known]
         return replace(self, turns=kept_turns, questions=kept if questions is None else kept[:questions])
-
-
-def session_date(text: str | None) -> str | None:
-    """'1:56 pm on 8 May, 2023' -> '2023-05-08T13:56:00' (None when absent or unreadable)."""
-    try:
-        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").isoformat() if text else None
-    except ValueError:
-        return None
 
 
 def load_locomo(path: Path) -> list[Conversation]:
@@ -709,11 +704,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not any(c.questions for c in conversations):
         print("no question left to ask (every question's evidence lies past --turns?)", file=sys.stderr)
         return 2
-    workdir = Path(tempfile.mkdtemp(prefix="zc-", dir="/tmp"))  # short: unix socket paths are limited
-    try:
-        results = asyncio.run(run(args, conversations, workdir))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    results = in_scratch_dir("zc-", lambda workdir: run(args, conversations, workdir))
     write_results(render(results), results, args.output, args.json)
     return 0
 

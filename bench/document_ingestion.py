@@ -29,13 +29,11 @@ Run: `.venv/bin/python -m bench.document_ingestion` (about 2-3 minutes on 2 core
 from __future__ import annotations
 
 import argparse
-import asyncio
 import html
 import os
 import re
 import shutil
 import sys
-import tempfile
 import textwrap
 import time
 import unicodedata
@@ -49,7 +47,7 @@ from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
 from bench.code_index import cpu_of, finished, job_seconds
-from bench.common import write_results
+from bench.common import in_scratch_dir, write_results
 from bench.scale import peak_rss_mb
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.files.formats import extract_document
@@ -324,11 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=RESULTS / "document_ingestion.json")
     args = parser.parse_args(argv)
     configure_logging("WARNING")
-    workdir = Path(tempfile.mkdtemp(prefix="zdi-", dir="/tmp"))
-    try:
-        results = asyncio.run(run(max(1, args.pdfs), args.markdown, max(1, args.rich), workdir))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    results = in_scratch_dir("zdi-", lambda workdir: run(max(1, args.pdfs), args.markdown, max(1, args.rich), workdir))
     write_results(render(results), results, args.output, args.json)
     return 0
 

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import DATA_DIR, SciFact, load_scifact, mean_ndcg, summary_ms
+from bench.common import DATA_DIR, Question, SciFact, load_scifact, mean_ndcg, session_date, summary_ms
 from bench.relevance import MemoisedLeg, default_workspace
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.graph.models import BuildGraphRequest, GraphStatusRequest
@@ -105,29 +105,10 @@ class Turn:
 
 
 @dataclass(frozen=True)
-class Question:
-    text: str
-    evidence: frozenset[str]
-    category: int
-
-
-@dataclass(frozen=True)
 class Conversation:
     sample_id: str
     turns: list[Turn]
     questions: list[Question]
-
-
-def session_date(text: str | None) -> str | None:
-    """'1:56 pm on 8 May, 2023' -> '2023-05-08T13:56:00' (None when absent or unreadable)."""
-    if not text:
-        return None
-    for pattern in ("%I:%M %p on %d %B, %Y", "%d %B %Y", "%d %B, %Y"):
-        try:
-            return datetime.strptime(text.strip(), pattern).isoformat()
-        except ValueError:
-            continue
-    return None
 
 
 def load_locomo(path: Path) -> list[Conversation]:
