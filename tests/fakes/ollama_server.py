@@ -23,6 +23,9 @@ Endpoints:
   `answer(...)` (any content, valid or not), `slow(delay_s)`, `http_error(500)`,
   `model_not_found()`, `recorded(name)` (a response body from tests/fakes/chat_answers/).
 - `GET /api/tags` -> `{"models": [{"name": "nomic-embed-text:latest", ...}]}`.
+- `POST /api/show` `{"model"}` -> 200 with the model's details, or 404 when it is not there;
+  `POST /api/pull` `{"model", "stream": false}` -> `{"status": "success"}`, the model listed from then on
+  (nothing is downloaded; `on_pull` hears of it: the container stand-in records it on disk).
 
 Every request is recorded (`requests`, `embed_requests`, `chat_requests`), and `fail_next(n)`
 makes the next `n` embed requests answer HTTP 503, to exercise retries.
@@ -237,7 +240,9 @@ class RecordedRequest:
 class FakeOllama:
     """Runs the fake server in a background thread; use as a context manager."""
 
-    def __init__(self, models: list[str] | tuple[str, ...] = ("nomic-embed-text",)) -> None:
+    def __init__(
+        self, models: list[str] | tuple[str, ...] = ("nomic-embed-text",), *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self.models = [_full_name(m) for m in models]
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
@@ -245,7 +250,7 @@ class FakeOllama:
         self._failure_status = 503
         self._chat_script: deque[ChatReply] = deque()
         self._closing = threading.Event()  # releases slow answers when the server stops
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler_class())
+        self._server = _QuietServer((host, port), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-ollama", daemon=True
@@ -352,6 +357,27 @@ class FakeOllama:
         size = sum(len(str(m.get("content", ""))) for m in messages)
         return 200, chat_response(model, content, done_reason=reply.done_reason, prompt_chars=size), reply.delay_s
 
+    def on_pull(self, model: str) -> None:
+        """Called once a pull has added `model`; a subclass may keep it somewhere."""
+
+    def _show(self, body: Any) -> tuple[int, dict[str, Any]]:
+        model = body.get("model") if isinstance(body, dict) else None
+        if not isinstance(model, str) or _full_name(model) not in self.models:
+            return 404, {"error": f"model '{model}' not found"}
+        return 200, {"modelfile": f"FROM {_full_name(model)}", "details": {"format": "stand-in"}}
+
+    def _pull(self, body: Any) -> tuple[int, dict[str, Any]]:
+        model = body.get("model") if isinstance(body, dict) else None
+        if not isinstance(model, str) or not model:
+            return 400, {"error": "model is required"}
+        with self._lock:
+            added = _full_name(model) not in self.models
+            if added:
+                self.models.append(_full_name(model))
+        if added:
+            self.on_pull(_full_name(model))
+        return 200, {"status": "success"}
+
     def _tags(self) -> dict[str, Any]:
         return {"models": [{"name": m, "model": m} for m in self.models]}
 
@@ -377,6 +403,10 @@ class FakeOllama:
                     self._reply(failure, {"error": "injected failure"})
                 elif self.path == "/api/embed":
                     self._reply(*fake._embed(body))
+                elif self.path == "/api/show":
+                    self._reply(*fake._show(body))
+                elif self.path == "/api/pull":
+                    self._reply(*fake._pull(body))
                 elif self.path == "/api/chat":
                     status, payload, delay_s = fake._chat(body)
                     if delay_s > 0:

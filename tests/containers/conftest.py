@@ -1,0 +1,78 @@
+"""The compose stack for the whole session: `make up` once (it builds the image), `compose down -v` at the end.
+
+Run by `make test-appliance`, which installs and configures podman and builds the stand-in images first.
+The stack is compose.yaml's project `zapomni`, as the README's client entries expect; the session refuses
+to start over an existing one (a stack of your own on this machine) unless ZAPOMNI_TEST_REPLACE_STACK=1.
+While working on these tests, ZAPOMNI_TEST_KEEP_STACK=1 reuses a running test stack and leaves it up.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.containers.harness import COMPOSE, PODMAN_COMPOSE, PROJECT, REPO, make, podman, run
+
+
+@dataclass
+class Stack:
+    """The running stack, and what the session did to it (for its teardown)."""
+
+    up_s: float
+    backups: set[Path] = field(default_factory=set)
+
+
+def _require_engine() -> None:
+    missing = [tool for tool in ("podman", str(PODMAN_COMPOSE)) if not shutil.which(tool)]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} not found: run the appliance test with `make test-appliance`")
+    standins = podman("images", "--filter", "reference=localhost/zapomni-standin/*", "--format", "{{.Repository}}")
+    if len(standins.stdout.split()) < 5:
+        pytest.fail("the stand-in images are missing: `make test-appliance` builds them (tests/containers/standins)")
+
+
+KEEP = os.environ.get("ZAPOMNI_TEST_KEEP_STACK") == "1"
+
+
+def _refuse_a_foreign_stack() -> None:
+    if KEEP:
+        return
+    existing = podman("volume", "ls", "--filter", f"label=com.docker.compose.project={PROJECT}", "--quiet").stdout
+    existing += podman("ps", "-a", "--filter", f"label=com.docker.compose.project={PROJECT}", "--quiet").stdout
+    if existing.strip() and os.environ.get("ZAPOMNI_TEST_REPLACE_STACK") != "1":
+        pytest.fail(
+            f"a compose project named {PROJECT!r} already exists here (containers or volumes); the appliance test "
+            "would remove it. Remove it yourself, or set ZAPOMNI_TEST_REPLACE_STACK=1."
+        )
+    run([*COMPOSE.split(), "down", "-v"], check=False, timeout=300)
+
+
+def _down() -> None:
+    run([*COMPOSE.split(), "down", "-v"], check=False, timeout=300)
+    for name in podman("volume", "ls", "--format", "{{.Name}}").stdout.split():
+        if name.startswith("zapomni-test-"):
+            podman("volume", "rm", "-f", name, check=False)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    _require_engine()
+    _refuse_a_foreign_stack()
+    (REPO / "backups").mkdir(exist_ok=True)
+    before = set((REPO / "backups").iterdir())
+    started = time.monotonic()
+    try:
+        make("up")
+        state = Stack(up_s=time.monotonic() - started)
+        yield state
+    finally:
+        if not KEEP:
+            _down()
+        for path in set((REPO / "backups").iterdir()) - before:
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink()
