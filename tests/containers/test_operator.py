@@ -85,7 +85,8 @@ async def test_restore_brings_back_exactly_what_the_backup_held_and_import_adds_
     assert memories(tmp_path / "imported.jsonl").keys() == now.keys()
     assert "skipped" in (again.stdout + again.stderr).lower(), again.stdout + again.stderr
 
-    (found,) = await tools(tmp_path, ("search_memory", {"query": "where is the roof hatch key", "workspace": workspace}))
+    query = {"query": "where is the roof hatch key", "workspace": workspace}
+    (found,) = await tools(tmp_path, ("search_memory", query))
     assert found["results"][0]["memory_id"] == later["memory_id"]
 
 
@@ -100,5 +101,6 @@ async def test_down_keeps_the_volumes_and_up_brings_the_same_memories_back(stack
     assert {f"{PROJECT}_falkordb-data", f"{PROJECT}_secrets"} <= set(volumes.stdout.split())
 
     make("up")
-    (found,) = await tools(tmp_path, ("search_memory", {"query": "which circuit is the well pump on", "workspace": workspace}))
+    query = {"query": "which circuit is the well pump on", "workspace": workspace}
+    (found,) = await tools(tmp_path, ("search_memory", query))
     assert found["results"][0]["memory_id"] == added["memory_id"]
