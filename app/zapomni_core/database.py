@@ -12,7 +12,15 @@ from dataclasses import dataclass
 
 from zapomni_core.errors import StorageUnavailable
 from zapomni_core.settings import Settings
-from zapomni_db import Connection, DatabaseTarget, DatabaseUnavailable, EmbeddedDatabase, GraphClient, connect
+from zapomni_db import (
+    Connection,
+    CredentialsRefused,
+    DatabaseTarget,
+    DatabaseUnavailable,
+    EmbeddedDatabase,
+    GraphClient,
+    connect,
+)
 from zapomni_db.embedded import EmbeddedPaths
 
 
@@ -46,8 +54,19 @@ async def open_database(settings: Settings, stack: AsyncExitStack) -> OpenDataba
             else f"the embedded FalkorDB in ZAPOMNI_DATA_DIR={settings.data_dir} (see db/redis.log there)"
         )
         cause = f": {exc.__cause__}" if exc.__cause__ else f": {exc}"
+        if isinstance(exc, CredentialsRefused):
+            cause = f": {_credentials_hint(settings)}"
         raise StorageUnavailable(f"cannot use {where}{cause}") from exc
     return database
+
+
+def _credentials_hint(settings: Settings) -> str:
+    if settings.falkordb_password is None:
+        return (
+            "it requires a password and FALKORDB_PASSWORD is not set (a client of the compose stack mounts the "
+            "stack's password: -v zapomni_secrets:/secrets:ro)"
+        )
+    return "it refused the password in FALKORDB_PASSWORD"
 
 
 async def _connect(settings: Settings, stack: AsyncExitStack) -> OpenDatabase:

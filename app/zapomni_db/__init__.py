@@ -9,6 +9,7 @@ from zapomni_db.code import CodeStore
 from zapomni_db.connection import Connection, DatabaseTarget, connect
 from zapomni_db.embedded import EmbeddedDatabase
 from zapomni_db.errors import (
+    CredentialsRefused,
     DatabaseError,
     DatabaseUnavailable,
     PersistenceFailed,
@@ -66,6 +67,7 @@ __all__ = [
     "CodeStore",
     "Connection",
     "Counts",
+    "CredentialsRefused",
     "DatabaseError",
     "DatabaseTarget",
     "DatabaseUnavailable",

@@ -35,7 +35,7 @@ from redis.exceptions import AuthenticationError, BusyLoadingError, RedisError, 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from zapomni_db.errors import DatabaseUnavailable, PersistenceFailed, QueryFailed, WriteInterrupted
+from zapomni_db.errors import CredentialsRefused, DatabaseUnavailable, PersistenceFailed, QueryFailed, WriteInterrupted
 
 log = structlog.get_logger(__name__)
 
@@ -144,7 +144,9 @@ class Connection:
         try:
             # The client checks for cluster mode with one blocking INFO here, once.
             self.falkordb = FalkorDB(connection_pool=pool)
-        except RedisConnectionError as exc:  # includes authentication failures
+        except AuthenticationError as exc:
+            raise CredentialsRefused("the database refused the credentials") from exc
+        except RedisConnectionError as exc:
             raise DatabaseUnavailable("the database connection failed") from exc
         _track(pool)
         self.redis = aioredis.Redis(connection_pool=pool)
@@ -175,7 +177,7 @@ class Connection:
                 delay = min(delay * 2, 1.0)
                 continue
             except AuthenticationError as exc:
-                raise DatabaseUnavailable("the database refused the credentials") from exc
+                raise CredentialsRefused("the database refused the credentials") from exc
             except (RedisConnectionError, RedisTimeoutError) as exc:
                 failure: RedisError = exc
             except ResponseError as exc:
@@ -205,7 +207,7 @@ class Connection:
             except BusyLoadingError:
                 return
             except AuthenticationError as exc:
-                raise DatabaseUnavailable("the database refused the credentials") from exc
+                raise CredentialsRefused("the database refused the credentials") from exc
             except (RedisConnectionError, RedisTimeoutError, OSError):
                 if time.monotonic() > deadline:
                     raise DatabaseUnavailable(

@@ -2,6 +2,7 @@
 
 DatabaseError
 ├── DatabaseUnavailable   the server cannot be reached, started or is still loading; nothing was sent
+│   ├── CredentialsRefused the server wants a password that was not given, or refused the one that was
 │   └── WriteInterrupted  the connection broke after a write was sent: it may or may not be stored
 ├── QueryFailed           the server refused a query or command (message from the server)
 │   └── PersistenceFailed the server refuses writes because it cannot write its files (MISCONF)
@@ -15,6 +16,10 @@ class DatabaseError(Exception):
 
 class DatabaseUnavailable(DatabaseError):
     """The database could not be reached or started within the allowed time."""
+
+
+class CredentialsRefused(DatabaseUnavailable):
+    """The server requires a password that was not given, or refused the one that was."""
 
 
 class WriteInterrupted(DatabaseUnavailable):
