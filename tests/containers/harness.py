@@ -31,7 +31,9 @@ NETWORK = f"{PROJECT}_default"
 SECRETS_VOLUME = f"{PROJECT}_secrets"
 PODMAN_COMPOSE = Path(sys.executable).parent / "podman-compose"
 # compose.yaml as the README tells podman users to run it, plus the stand-in images.
-COMPOSE = f"{PODMAN_COMPOSE} -f compose.yaml -f ops/podman/compose.podman.yaml -f tests/containers/compose.standins.yaml"
+COMPOSE = " ".join(
+    [str(PODMAN_COMPOSE), "-f compose.yaml -f ops/podman/compose.podman.yaml -f tests/containers/compose.standins.yaml"]
+)
 # The long-running services and the one-shots, as compose.yaml names them.
 SERVICES = ("falkordb", "redis", "ollama", "zapomni")
 ONE_SHOTS = ("init-volumes", "ollama-init")
