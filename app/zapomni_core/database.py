@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from pathlib import Path
 
 from zapomni_core.errors import StorageUnavailable
 from zapomni_core.settings import Settings
@@ -36,6 +37,15 @@ class OpenDatabase:
 def embedded_paths(settings: Settings) -> EmbeddedPaths:
     """The embedded database's layout for ZAPOMNI_DATA_DIR, resolved as `EmbeddedDatabase` resolves it."""
     return EmbeddedPaths(settings.data_dir.expanduser().resolve())
+
+
+def database_disk(settings: Settings) -> Path | None:
+    """Where this process sees the database's files, to watch their disk: the embedded data directory, or
+    in server mode FALKORDB_DATA_DIR when set (the standalone container and the compose stack's zapomni
+    service mount FalkorDB's volume there). None: a server whose disk this process cannot see."""
+    if settings.db_mode == "server":
+        return settings.falkordb_data_dir.expanduser() if settings.falkordb_data_dir else None
+    return embedded_paths(settings).data_dir
 
 
 def falkordb_password(settings: Settings) -> str | None:

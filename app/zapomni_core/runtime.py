@@ -13,7 +13,7 @@ from zapomni_core.chunking import Chunker
 from zapomni_core.code.indexing import CodeReader, IndexCodebase
 from zapomni_core.code.service import CodeService
 from zapomni_core.context import ShutdownGate
-from zapomni_core.database import open_database
+from zapomni_core.database import database_disk, open_database
 from zapomni_core.disk import MB, DiskGuard
 from zapomni_core.embedders import CachedEmbedder, Embedder, build_cache, build_embedder
 from zapomni_core.engine import ZapomniCore
@@ -111,7 +111,7 @@ async def open_core(
         await workspaces.get(None, create=True)
         shutdown = ShutdownGate()
         writer = WritePipeline(chunker_for(embedder, settings), analyzer, embedder, shutdown)
-        disk = DiskGuard(database.embedded.paths.data_dir if database.embedded else None, settings.min_free_mb * MB)
+        disk = DiskGuard(database_disk(settings), settings.min_free_mb * MB)
         jobs = JobService(workspaces)
         code = CodeService(workspaces)
         graph = GraphService(

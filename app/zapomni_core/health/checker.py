@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from zapomni_core.database import database_target, embedded_paths
+from zapomni_core.database import database_disk, database_target
 from zapomni_core.disk import MB, DiskGuard
 from zapomni_core.embedders.factory import build_embedder
 from zapomni_core.health.checks import (
@@ -156,10 +156,8 @@ async def open_health_checker(
         ollama_models=_required_ollama_models(settings),
         timeout_s=timeout_s,
         secrets=_secrets(settings),
-        # The embedded database's disk is this machine's; a server's is its own host's business.
-        disk=DiskGuard(embedded_paths(settings).data_dir, settings.min_free_mb * MB)
-        if settings.db_mode == "embedded"
-        else None,
+        # A server's disk only where this process sees its files (FALKORDB_DATA_DIR).
+        disk=DiskGuard(data_dir, settings.min_free_mb * MB) if (data_dir := database_disk(settings)) else None,
     )
     try:
         await checker.embedder.wait_started(startup_timeout_s)

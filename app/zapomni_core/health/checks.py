@@ -70,7 +70,8 @@ async def check_schema(db: DatabaseProbe, expected: int) -> str:
 
 
 async def check_disk(disk: DiskGuard) -> str:
-    """The embedded data directory's disk has the free space writes need (ZAPOMNI_MIN_FREE_MB)."""
+    """The database's disk (the embedded data directory's, or FALKORDB_DATA_DIR's) has the free space writes
+    need (ZAPOMNI_MIN_FREE_MB)."""
     status = await asyncio.to_thread(disk.status)
     if status is None:
         return "not checked: the database is not embedded"
