@@ -10,22 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
 from tests.containers.harness import COMPOSE, PODMAN_COMPOSE, PROJECT, REPO, make, podman, run
-
-
-@dataclass
-class Stack:
-    """The running stack, and what the session did to it (for its teardown)."""
-
-    up_s: float
-    backups: set[Path] = field(default_factory=set)
 
 
 def _require_engine() -> None:
@@ -61,16 +50,15 @@ def _down() -> None:
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[Stack]:
+def stack() -> Iterator[None]:
+    """Every test here runs against the stack (`pytestmark = pytest.mark.usefixtures("stack")`)."""
     _require_engine()
     _refuse_a_foreign_stack()
     (REPO / "backups").mkdir(exist_ok=True)
     before = set((REPO / "backups").iterdir())
-    started = time.monotonic()
     try:
         make("up")
-        state = Stack(up_s=time.monotonic() - started)
-        yield state
+        yield
     finally:
         if not KEEP:
             _down()

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.containers.conftest import Stack
 from tests.containers.harness import call, mcp_client, podman, readme_client_entry, with_options
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("stack")]
 
 TOOLS = {
     "add_memory", "search_memory", "get_memory", "list_memories", "update_memory", "delete_memory",
@@ -33,7 +32,7 @@ def large_text(kilobytes: int) -> str:
     return "\n\n".join(lines)
 
 
-async def test_the_readme_stack_entry_serves_every_tool_against_the_stack(stack: Stack, tmp_path: Path) -> None:
+async def test_the_readme_stack_entry_serves_every_tool_against_the_stack(tmp_path: Path) -> None:
     docs = tmp_path / "runbooks"
     docs.mkdir()
     (docs / "restarts.md").write_text(
@@ -83,7 +82,7 @@ async def test_the_readme_stack_entry_serves_every_tool_against_the_stack(stack:
             assert "zebra-worker" in hit["text"] and hit["section"] == "Runbook > Restarts"
 
 
-async def test_the_readme_standalone_entry_keeps_its_memories_on_its_volume(stack: Stack, tmp_path: Path) -> None:
+async def test_the_readme_standalone_entry_keeps_its_memories_on_its_volume(tmp_path: Path) -> None:
     volume = f"zapomni-test-standalone-{uuid.uuid4().hex[:8]}"
     entry = [arg.replace("zapomni-data:", f"{volume}:") for arg in readme_client_entry("standalone")]
     assert f"{volume}:/data" in entry, entry

@@ -14,7 +14,6 @@ import anyio
 import pytest
 from mcp import ClientSession
 
-from tests.containers.conftest import Stack
 from tests.containers.harness import (
     call,
     container,
@@ -28,7 +27,7 @@ from tests.containers.harness import (
     with_options,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("stack")]
 
 # What a client hears while the database is away: retry advice, never an internal error (faults.py).
 RETRYABLE = ("Retrying is safe", "Retry in a moment")
@@ -75,9 +74,7 @@ def restarted(service: str, count_before: int) -> bool:
     return details["RestartCount"] > count_before and details["State"]["Running"]
 
 
-async def test_falkordb_killed_while_adds_stream_loses_nothing_acknowledged_and_comes_back(
-    stack: Stack, tmp_path: Path
-) -> None:
+async def test_falkordb_killed_while_adds_stream_loses_nothing_acknowledged_and_comes_back(tmp_path: Path) -> None:
     workspace = f"kill-db-{uuid.uuid4().hex[:8]}"
     restarts = inspect(container("falkordb"))["RestartCount"]
     errors: list[str] = []
@@ -96,7 +93,7 @@ async def test_falkordb_killed_while_adds_stream_loses_nothing_acknowledged_and_
     assert all(any(advice in error for advice in RETRYABLE) for error in errors), errors
 
 
-async def test_health_names_falkordb_while_it_is_down_and_recovers_when_it_is_back(stack: Stack) -> None:
+def test_health_names_falkordb_while_it_is_down_and_recovers_when_it_is_back() -> None:
     podman("stop", "--time", "30", container("falkordb"))  # a deliberate stop: no restart policy applies
     try:
         down = probe()
@@ -107,9 +104,7 @@ async def test_health_names_falkordb_while_it_is_down_and_recovers_when_it_is_ba
     assert wait_until(lambda: probe().returncode == 0, 120), probe().stdout
 
 
-async def test_the_zapomni_service_and_a_clients_server_killed_mid_stream_lose_nothing(
-    stack: Stack, tmp_path: Path
-) -> None:
+async def test_the_zapomni_service_and_a_clients_server_killed_mid_stream_lose_nothing(tmp_path: Path) -> None:
     workspace = f"kill-app-{uuid.uuid4().hex[:8]}"
     restarts = inspect(container("zapomni"))["RestartCount"]
     client = f"zapomni-test-client-{uuid.uuid4().hex[:8]}"
@@ -135,7 +130,7 @@ async def test_the_zapomni_service_and_a_clients_server_killed_mid_stream_lose_n
     assert wait_until(lambda: probe().returncode == 0, 120), probe().stdout
 
 
-async def test_a_full_data_volume_is_answered_clearly_and_reads_go_on(stack: Stack, tmp_path: Path) -> None:
+async def test_a_full_data_volume_is_answered_clearly_and_reads_go_on(tmp_path: Path) -> None:
     name = f"zapomni-test-standalone-{uuid.uuid4().hex[:8]}"
     # The README's standalone entry with its data volume on a small tmpfs (a disk that fills up), and a
     # threshold to suit it: writes need ZAPOMNI_MIN_FREE_MB free on FalkorDB's disk (256 MB by default).

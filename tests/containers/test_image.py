@@ -10,14 +10,17 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from tests.containers.conftest import Stack
+import pytest
+
 from tests.containers.harness import IMAGE, SECRETS_VOLUME, engine_env, inspect, podman
+
+pytestmark = pytest.mark.usefixtures("stack")
 
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 PEM = re.compile(rb"-----BEGIN CERTIFICATE-----\n(.*?)-----END CERTIFICATE-----", re.S)
 
 
-def test_everything_the_appliance_loads_is_baked_in_and_loads_with_no_network(stack: Stack) -> None:
+def test_everything_the_appliance_loads_is_baked_in_and_loads_with_no_network() -> None:
     result = podman(
         "run", "--rm", "--network=none", "--no-healthcheck", "--entrypoint", "python", IMAGE, "/app/ops/image-smoke.py"
     )  # fmt: skip
@@ -25,7 +28,7 @@ def test_everything_the_appliance_loads_is_baked_in_and_loads_with_no_network(st
         assert part in result.stdout, result.stdout
 
 
-def test_the_image_keeps_its_health_check_and_runs_as_a_fixed_non_root_user(stack: Stack) -> None:
+def test_the_image_keeps_its_health_check_and_runs_as_a_fixed_non_root_user() -> None:
     image = inspect(IMAGE)
     assert image["ManifestType"] == "application/vnd.docker.distribution.manifest.v2+json"
     assert image["Healthcheck"]["Test"] == ["CMD", "/app/healthchecks/probe"]  # podman: beside Config
@@ -60,7 +63,7 @@ def _build_machine_certificates() -> list[bytes]:
     return lines
 
 
-def test_the_image_carries_no_secret_and_no_build_machine_certificate(stack: Stack, tmp_path: Path) -> None:
+def test_the_image_carries_no_secret_and_no_build_machine_certificate(tmp_path: Path) -> None:
     image = inspect(IMAGE)
     environment = "\n".join(image["Config"]["Env"])
     assert "PASSWORD" not in environment and "PIP_CERT" not in environment and "pip_ca" not in environment

@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.containers.conftest import Stack
 from tests.containers.harness import PROJECT, REPO, call, make, mcp_client, podman, readme_client_entry
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("stack")]
 
 
 async def tools(tmp_path: Path, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
@@ -37,7 +36,7 @@ def memories(export: Path) -> dict[str, str]:
     return records
 
 
-def test_health_lists_every_check_ready_and_migrate_has_nothing_to_do(stack: Stack) -> None:
+def test_health_lists_every_check_ready_and_migrate_has_nothing_to_do() -> None:
     health = make("health")
     for check in ("falkordb", "schema", "redis", "embedder", "ollama_models"):
         assert re.search(rf"│ {check} +│ yes", health.stdout), health.stdout
@@ -46,9 +45,7 @@ def test_health_lists_every_check_ready_and_migrate_has_nothing_to_do(stack: Sta
     assert "the schema is up to date" in migrate.stdout, migrate.stdout + migrate.stderr
 
 
-async def test_restore_brings_back_exactly_what_the_backup_held_and_import_adds_the_rest(
-    stack: Stack, tmp_path: Path
-) -> None:
+async def test_restore_brings_back_exactly_what_the_backup_held_and_import_adds_the_rest(tmp_path: Path) -> None:
     workspace = f"ops-{uuid.uuid4().hex[:8]}"
     kept, dropped = await tools(
         tmp_path,
@@ -90,7 +87,7 @@ async def test_restore_brings_back_exactly_what_the_backup_held_and_import_adds_
     assert found["results"][0]["memory_id"] == later["memory_id"]
 
 
-async def test_down_keeps_the_volumes_and_up_brings_the_same_memories_back(stack: Stack, tmp_path: Path) -> None:
+async def test_down_keeps_the_volumes_and_up_brings_the_same_memories_back(tmp_path: Path) -> None:
     workspace = f"down-{uuid.uuid4().hex[:8]}"
     (added,) = await tools(tmp_path, ("add_memory", {"text": "The well pump is on circuit 7.", "workspace": workspace}))
 

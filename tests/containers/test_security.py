@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.containers.conftest import Stack
 from tests.containers.harness import (
     IMAGE,
     NETWORK,
@@ -25,7 +24,7 @@ from tests.containers.harness import (
     with_options,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("stack")]
 
 # Asked from a container on the compose network: what each server answers to no password, a wrong one,
 # and the stack's own (read from the secrets volume, as the stack's clients do).
@@ -46,7 +45,7 @@ def process_uids(name: str) -> set[str]:
     return set(podman("top", name, "huser").stdout.split()[1:])
 
 
-async def test_no_container_runs_as_root_not_even_a_clients_server(stack: Stack, tmp_path: Path) -> None:
+async def test_no_container_runs_as_root_not_even_a_clients_server(tmp_path: Path) -> None:
     for service in SERVICES:
         assert inspect(container(service))["Config"]["User"] == "10001:10001", service
         assert process_uids(container(service)) == {"10001"}, service
@@ -58,7 +57,7 @@ async def test_no_container_runs_as_root_not_even_a_clients_server(stack: Stack,
 
 
 @pytest.mark.parametrize("server", ["falkordb", "redis"])
-def test_the_databases_refuse_clients_without_the_stacks_password(stack: Stack, server: str) -> None:
+def test_the_databases_refuse_clients_without_the_stacks_password(server: str) -> None:
     result = podman(
         "run", "--rm", "--no-healthcheck", "--network", NETWORK, "-v", f"{SECRETS_VOLUME}:/secrets:ro",
         "--entrypoint", "python", IMAGE, "-c", LOGIN, server,
@@ -69,7 +68,7 @@ def test_the_databases_refuse_clients_without_the_stacks_password(stack: Stack, 
     assert right == "True"
 
 
-def test_a_client_without_the_secrets_volume_is_told_what_is_missing(stack: Stack) -> None:
+def test_a_client_without_the_secrets_volume_is_told_what_is_missing() -> None:
     entry = [arg for arg in readme_client_entry("zapomni_default") if SECRETS_VOLUME not in arg]
     entry.remove("-v")
     result = subprocess.run(entry, input="", capture_output=True, text=True, timeout=120, env=engine_env())
@@ -78,7 +77,7 @@ def test_a_client_without_the_secrets_volume_is_told_what_is_missing(stack: Stac
     assert "Traceback" not in result.stderr
 
 
-def test_nothing_is_published_and_the_health_endpoint_listens_on_loopback_only(stack: Stack) -> None:
+def test_nothing_is_published_and_the_health_endpoint_listens_on_loopback_only() -> None:
     for service in SERVICES:
         details = inspect(container(service))
         # An exposed port is listed with no binding (None); a published one would list its host address.

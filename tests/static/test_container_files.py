@@ -461,6 +461,23 @@ def test_docker_compose_itself_accepts_the_file():
     assert result.returncode == 0, result.stderr
 
 
+def test_the_podman_override_drops_only_the_long_running_services_depends_on(tmp_path: Path):
+    """ops/podman/compose.podman.yaml, merged by Compose's own loader: what it changes and nothing else."""
+    compose = Path(sys.executable).parent / "docker-compose"
+    merged = subprocess.run(
+        [str(compose), "-f", str(COMPOSE), "-f", str(ROOT / "ops" / "podman" / "compose.podman.yaml"), "config"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    plain = subprocess.run([str(compose), "-f", str(COMPOSE), "config"], capture_output=True, text=True, check=True)
+    with_podman, without = yaml.safe_load(merged)["services"], yaml.safe_load(plain.stdout)["services"]
+    for name, service in with_podman.items():
+        if name in one_shots():
+            assert service == without[name], name
+        else:
+            assert "depends_on" not in service, name
+            assert {**service, "depends_on": without[name]["depends_on"]} == without[name], name
+
+
 # === Dockerfile =========================================================================================
 
 
