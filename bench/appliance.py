@@ -50,6 +50,7 @@ def build(context: Path, *options: str) -> float:
 
 def build_times() -> dict[str, float]:
     cold = build(REPO_ROOT, "--no-cache")
+    build(REPO_ROOT)  # a --no-cache build leaves nothing a later build reuses: fill the cache first
     warm = build(REPO_ROOT)
     # A developer's loop: one source file changed, the dependency layers reused.
     with tempfile.TemporaryDirectory(prefix="zapomni-build-") as scratch:
@@ -91,14 +92,24 @@ def cold_starts() -> dict[str, list[float]]:
 
 
 def stack_starts() -> dict[str, float]:
-    run([*engine_env()["COMPOSE"].split(), "down", "-v"], timeout=600)
+    """`make up` as an operator runs it (it builds first: cached here), and the start alone (`up -d`, then
+    ops/wait-ready) on new volumes and on existing ones."""
+    compose = engine_env()["COMPOSE"].split()
+
+    def start() -> float:
+        started = time.monotonic()
+        run([*compose, "up", "-d"], timeout=900)
+        run(["ops/wait-ready"], timeout=900)
+        return seconds(started)
+
+    run([*compose, "down", "-v"], timeout=600)
     started = time.monotonic()
     make("up")
-    fresh = seconds(started)
+    make_up = seconds(started)
+    run([*compose, "down", "-v"], timeout=600)
+    fresh = start()
     make("down")
-    started = time.monotonic()
-    make("up")
-    return {"new_volumes_s": fresh, "existing_volumes_s": seconds(started)}
+    return {"make_up_s": make_up, "new_volumes_s": fresh, "existing_volumes_s": start()}
 
 
 def export_file(path: Path) -> None:
@@ -158,8 +169,9 @@ def report(figures: dict[str, Any]) -> str:
         f"| `run -i` to tools/list, stack entry (median of {RUNS}) | {statistics.median(starts['stack_serve_s'])} s |",
         f"| `run -i` to tools/list, standalone on a new volume (median of {RUNS}) "
         f"| {statistics.median(starts['standalone_new_volume_s'])} s |",
-        f"| `make up` to ready, new volumes | {stack['new_volumes_s']} s |",
-        f"| `make up` to ready, existing volumes | {stack['existing_volumes_s']} s |",
+        f"| `make up` to ready (its image build cached), new volumes | {stack['make_up_s']} s |",
+        f"| stack start to ready (`up -d`, `ops/wait-ready`), new volumes | {stack['new_volumes_s']} s |",
+        f"| stack start to ready, existing volumes | {stack['existing_volumes_s']} s |",
         f"| `make import` of {store['memories']:,} memories | {store['import_s']} s |",
         f"| `make backup`, {store['memories']:,} memories ({store['backup_mb']} MB) | {store['backup_s']} s |",
         f"| `make restore` of that backup, to ready | {store['restore_s']} s |",
