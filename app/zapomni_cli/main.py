@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from zapomni_cli import file_commands, job_commands, memory_commands
 from zapomni_core import Settings, ZapomniError, package_version
 from zapomni_core.logs import configure_logging
+from zapomni_core.settings import describe_settings_error
 from zapomni_ops.cli import register as register_operator_commands
 
 # Commands that run until stopped: they log at LOG_LEVEL (default INFO), like any server.
@@ -74,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         settings = Settings()
     except ValidationError as exc:
-        sys.exit(f"zapomni: invalid configuration in the environment:\n{exc}")
+        sys.exit(describe_settings_error(exc))
     configure_logging(log_level(args, settings))
     try:
         sys.exit(_dispatch(args, settings))

@@ -18,6 +18,7 @@ from zapomni_db import (
     CredentialsRefused,
     DatabaseTarget,
     DatabaseUnavailable,
+    DirectoryUnusable,
     EmbeddedDatabase,
     GraphClient,
     connect,
@@ -57,6 +58,8 @@ async def open_database(settings: Settings, stack: AsyncExitStack) -> OpenDataba
     try:
         database = await _connect(settings, stack)
         await database.client.ping()
+    except DirectoryUnusable as exc:
+        raise StorageUnavailable(f"ZAPOMNI_DATA_DIR={settings.data_dir} cannot be used: {exc}") from exc
     except DatabaseUnavailable as exc:
         where = (
             f"FalkorDB at FALKORDB_HOST={settings.falkordb_host} FALKORDB_PORT={settings.falkordb_port}"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from zapomni_core.models import DEFAULT_WORKSPACE, WORKSPACE_PATTERN
@@ -135,6 +135,20 @@ class Settings(BaseSettings):
         values["redis_url"] = _mask_url(self.redis_url.get_secret_value()) if self.redis_url else None
         values["embedding_model"] = self.effective_embedding_model
         return values
+
+
+def describe_settings_error(exc: ValidationError) -> str:
+    """One line per bad setting: the environment variable, its value (never a secret's), what is allowed.
+
+    e.g. `zapomni: ZAPOMNI_EMBEDDER='onx': Input should be 'onnx' or 'ollama'`
+    """
+    secrets = {field.alias for field in Settings.model_fields.values() if field.annotation == SecretStr | None}
+    lines = []
+    for error in exc.errors(include_url=False):
+        name = ".".join(str(part) for part in error["loc"]) or "the environment"
+        value = "" if name in secrets or error["type"] == "missing" else f"={error['input']!r}"
+        lines.append(f"zapomni: {name}{value}: {error['msg']}")
+    return "\n".join(lines)
 
 
 def _mask_url(url: str) -> str:

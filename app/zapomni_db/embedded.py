@@ -34,7 +34,7 @@ from redis.exceptions import BusyLoadingError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from zapomni_db import _locks
-from zapomni_db.errors import DatabaseUnavailable
+from zapomni_db.errors import DatabaseUnavailable, DirectoryUnusable
 from zapomni_db.server import direct_client
 
 log = structlog.get_logger(__name__)
@@ -90,13 +90,20 @@ def make_private_dir(path: Path) -> None:
 
     Memories are private: a data directory Zapomni creates is this user's only. mkdir's mode is
     subject to the umask, hence the chmod; a directory the user made beforehand keeps the
-    permissions they gave it.
+    permissions they gave it. A path that cannot be a directory raises DirectoryUnusable, saying why.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.mkdir(mode=0o700)
     except FileExistsError:
-        return
+        if path.is_dir():
+            return
+        where = path if path.exists() else f"a part of {path}"
+        raise DirectoryUnusable(f"{where} exists and is not a directory") from None
+    except NotADirectoryError:
+        raise DirectoryUnusable(f"a part of {path} exists and is not a directory") from None
+    except OSError as exc:
+        raise DirectoryUnusable(f"cannot create {path}: {exc.strerror or exc}") from None
     os.chmod(path, 0o700)
 
 

@@ -4,6 +4,7 @@ DatabaseError
 ├── DatabaseUnavailable   the server cannot be reached, started or is still loading; nothing was sent
 │   ├── CredentialsRefused the server wants a password that was not given, or refused the one that was
 │   └── WriteInterrupted  the connection broke after a write was sent: it may or may not be stored
+├── DirectoryUnusable     a directory the database keeps its files in cannot be created or used
 ├── QueryFailed           the server refused a query or command (message from the server)
 │   └── PersistenceFailed the server refuses writes because it cannot write its files (MISCONF)
 └── SchemaMismatch        the stored data was built by something this process must not mix with
@@ -20,6 +21,10 @@ class DatabaseUnavailable(DatabaseError):
 
 class CredentialsRefused(DatabaseUnavailable):
     """The server requires a password that was not given, or refused the one that was."""
+
+
+class DirectoryUnusable(DatabaseError):
+    """A directory the database keeps its files in cannot be created or used (a file, no permission...)."""
 
 
 class WriteInterrupted(DatabaseUnavailable):

@@ -49,15 +49,28 @@ def _down() -> None:
             podman("volume", "rm", "-f", name, check=False)
 
 
+def _say(config: pytest.Config, line: str) -> None:
+    """A line in the test log whatever the capture mode: CI's log shows the image built and the stack up."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"[appliance] {line}")
+
+
 @pytest.fixture(scope="session")
-def stack() -> Iterator[None]:
+def stack(pytestconfig: pytest.Config) -> Iterator[None]:
     """Every test here runs against the stack (`pytestmark = pytest.mark.usefixtures("stack")`)."""
     _require_engine()
     _refuse_a_foreign_stack()
     (REPO / "backups").mkdir(exist_ok=True)
     before = set((REPO / "backups").iterdir())
     try:
-        make("up")
+        up = make("up")
+        output = (up.stdout + up.stderr).splitlines()
+        built = [line.split()[-1] for line in output if line.startswith("Successfully tagged")]
+        ready = [line for line in output if line.startswith("wait-ready:")]
+        _say(pytestconfig, f"make up: image {built[-1] if built else '(unchanged)'}; {' '.join(ready)}")
+        containers = podman("ps", "--filter", f"label=com.docker.compose.project={PROJECT}", "--format", "{{.Names}}")
+        _say(pytestconfig, f"running: {' '.join(containers.stdout.split())}")
         yield
     finally:
         if not KEEP:

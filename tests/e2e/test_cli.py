@@ -9,6 +9,7 @@ checks on one store instead of starting fresh for each.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import pty
@@ -19,7 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import ZAPOMNI, server_env
+import pytest
+
+from tests.e2e.conftest import ZAPOMNI, mcp_session, server_env
 from tests.fakes.ollama_server import FakeOllama
 from zapomni_core import Settings, open_core
 from zapomni_core.jobs import JobInfo, JobStatusRequest
@@ -198,6 +201,32 @@ def test_what_a_new_user_gets_wrong_is_refused_in_one_line(data_dir: Path, tmp_p
 
     version = zapomni(data_dir, "--version")
     assert version.returncode == 0 and re.fullmatch(r"zapomni \d+\.\d+\.\d+\S*\n", version.stdout), version.stdout
+
+
+@pytest.mark.anyio
+async def test_a_bad_data_directory_or_setting_is_one_line_naming_it_for_the_cli_and_an_mcp_client(
+    tmp_path: Path,
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    unusable = "ZAPOMNI_DATA_DIR={} cannot be used: {}"
+    for env, message in [
+        ({"ZAPOMNI_DATA_DIR": str(afile)}, unusable.format(afile, f"{afile} exists and is not a directory")),
+        ({"ZAPOMNI_DATA_DIR": str(afile / "db")}, f"a part of {afile}/db exists and is not a directory"),
+        ({"ZAPOMNI_DATA_DIR": "/proc/zapomni"}, unusable.format("/proc/zapomni", "cannot create /proc/zapomni")),
+        ({"ZAPOMNI_EMBEDDER": "onx"}, "zapomni: ZAPOMNI_EMBEDDER='onx': Input should be 'onnx' or 'ollama'"),
+        ({"FALKORDB_PORT": "99999"}, "zapomni: FALKORDB_PORT='99999': Input should be less than or equal to 65535"),
+    ]:  # fmt: skip
+        stats = zapomni(tmp_path / "unused", "stats", **env)
+        assert stats.returncode == 1 and message in stats.stderr, (env, stats.stderr)
+        assert stats.stderr.count("\n") == 1 and "Traceback" not in stats.stderr and "pydantic" not in stats.stderr
+        # `zapomni serve` started by an MCP client: the client gets the same line on stderr, and no session.
+        errlog, started = tmp_path / "serve.log", False
+        with errlog.open("w") as log, contextlib.suppress(Exception):  # the SDK's own way to say "closed"
+            async with mcp_session(tmp_path / "unused", errlog=log, **env):
+                started = True
+        assert not started, env
+        assert message in errlog.read_text() and "Traceback" not in errlog.read_text(), errlog.read_text()
 
 
 def test_doctor_on_a_stopped_embedded_store(data_dir: Path) -> None:
