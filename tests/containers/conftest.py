@@ -52,8 +52,10 @@ def _down() -> None:
 def _say(config: pytest.Config, line: str) -> None:
     """A line in the test log whatever the capture mode: CI's log shows the image built and the stack up."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(f"[appliance] {line}")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():  # a session fixture's output is captured otherwise
+            reporter.write_line(f"[appliance] {line}")
 
 
 @pytest.fixture(scope="session")

@@ -34,9 +34,8 @@ PODMAN_COMPOSE = Path(sys.executable).parent / "podman-compose"
 COMPOSE = " ".join(
     [str(PODMAN_COMPOSE), "-f compose.yaml -f ops/podman/compose.podman.yaml -f tests/containers/compose.standins.yaml"]
 )
-# The long-running services and the one-shots, as compose.yaml names them.
+# The long-running services, as compose.yaml names them.
 SERVICES = ("falkordb", "redis", "ollama", "zapomni")
-ONE_SHOTS = ("init-volumes", "ollama-init")
 
 
 def engine_env(**extra: str) -> dict[str, str]:
