@@ -45,6 +45,12 @@ async def test_tools_are_listed_with_strict_schemas(data_dir: Path) -> None:
     assert tools["add_memory"].input_schema["required"] == ["text"]
     assert tools["search_memory"].input_schema["properties"]["limit"]["maximum"] == 100
     assert tools["search_memory"].annotations is not None and tools["search_memory"].annotations.read_only_hint
+    # Every tool that writes says whether it can remove what was stored (MCP's default would be "yes").
+    writers = {name: tool.annotations for name, tool in tools.items() if not tool.annotations.read_only_hint}
+    assert all(annotations.destructive_hint is not None for annotations in writers.values()), writers
+    destructive = {name for name, annotations in writers.items() if annotations.destructive_hint}
+    assert destructive == {"delete_memory", "update_memory", "delete_workspace", "cancel_job", "ingest_path",
+                           "index_codebase"}  # fmt: skip
 
 
 async def test_store_search_filter_and_count(data_dir: Path, tmp_path: Path) -> None:

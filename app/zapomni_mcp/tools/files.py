@@ -28,7 +28,10 @@ class IngestPathTool(Tool[IngestPathRequest, WalkQueued]):
     )
     input_model = IngestPathRequest
     output_model = WalkQueued
-    annotations = types.ToolAnnotations(title="Ingest files", read_only_hint=False, idempotent_hint=True)
+    # Destructive: a re-ingest removes the memories of files deleted from the folder.
+    annotations = types.ToolAnnotations(
+        title="Ingest files", read_only_hint=False, destructive_hint=True, idempotent_hint=True
+    )
 
     async def execute(self, arguments: IngestPathRequest, ctx: RequestContext) -> WalkQueued:
         return await self.core.files.ingest(arguments)
@@ -47,7 +50,10 @@ class IndexCodebaseTool(Tool[IndexCodebaseRequest, WalkQueued]):
     )
     input_model = IndexCodebaseRequest
     output_model = WalkQueued
-    annotations = types.ToolAnnotations(title="Index codebase", read_only_hint=False, idempotent_hint=True)
+    # Destructive: a re-index removes the code memories and symbols of deleted files.
+    annotations = types.ToolAnnotations(
+        title="Index codebase", read_only_hint=False, destructive_hint=True, idempotent_hint=True
+    )
 
     async def execute(self, arguments: IndexCodebaseRequest, ctx: RequestContext) -> WalkQueued:
         return await self.core.files.index_codebase(arguments)

@@ -30,7 +30,10 @@ class BuildGraphTool(Tool[BuildGraphRequest, BuildGraphResult]):
     )
     input_model = BuildGraphRequest
     output_model = BuildGraphResult
-    annotations = types.ToolAnnotations(title="Build knowledge graph", read_only_hint=False, idempotent_hint=True)
+    # Not destructive: it only rebuilds what is derived from the memories (entities, relations); no memory changes.
+    annotations = types.ToolAnnotations(
+        title="Build knowledge graph", read_only_hint=False, destructive_hint=False, idempotent_hint=True
+    )
 
     async def execute(self, arguments: BuildGraphRequest, ctx: RequestContext) -> BuildGraphResult:
         return await self.core.graph.build(arguments)
