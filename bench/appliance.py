@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import tempfile
 import time
 import uuid
@@ -30,7 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO_ROOT, write_results
-from tests.containers.harness import IMAGE, engine_env, make, mcp_client, podman, readme_client_entry, run
+from tests.containers.harness import (
+    IMAGE,
+    compose,
+    make,
+    mcp_client,
+    podman,
+    readme_client_entry,
+    run,
+    standalone_entry,
+)
 
 RESULTS = REPO_ROOT / "bench" / "results"
 MEMORIES = 10_000
@@ -85,8 +93,7 @@ def cold_starts() -> dict[str, list[float]]:
     standalone = []
     for _ in range(RUNS):
         volume = f"zapomni-bench-{uuid.uuid4().hex[:8]}"
-        entry = [arg.replace("zapomni-data:", f"{volume}:") for arg in readme_client_entry("standalone")]
-        standalone.append(asyncio.run(first_tools_list(entry)))
+        standalone.append(asyncio.run(first_tools_list(standalone_entry(volume))))
         podman("volume", "rm", "-f", volume, check=False)
     return {"stack_serve_s": stack, "standalone_new_volume_s": standalone}
 
@@ -94,21 +101,20 @@ def cold_starts() -> dict[str, list[float]]:
 def stack_starts() -> dict[str, Any]:
     """`make up` as an operator runs it (it builds first: cached here), and the start alone (`up -d`, then
     ops/wait-ready) on new volumes and on existing ones."""
-    compose = engine_env()["COMPOSE"].split()
 
     def start() -> float:
         started = time.monotonic()
-        run([*compose, "up", "-d"], timeout=900)
+        compose("up", "-d", timeout=900)
         run(["ops/wait-ready"], timeout=900)
         return seconds(started)
 
-    run([*compose, "down", "-v"], timeout=600)
+    compose("down", "-v")
     started = time.monotonic()
     make("up")
     make_up = seconds(started)
     fresh, existing = [], []
     for _ in range(RUNS):
-        run([*compose, "down", "-v"], timeout=600)
+        compose("down", "-v")
         fresh.append(start())
         make("down")
         existing.append(start())
@@ -149,7 +155,7 @@ def backup_and_restore() -> dict[str, float]:
     started = time.monotonic()
     make("restore", f"BACKUP={backup.name}", timeout=3600)
     restore_s = seconds(started)
-    subprocess.run(["rm", "-rf", str(backup)], check=False)
+    shutil.rmtree(backup, ignore_errors=True)
     return {"memories": MEMORIES, "import_s": imported, "backup_s": backup_s, "backup_mb": size_mb,
             "restore_s": restore_s}  # fmt: skip
 
@@ -204,7 +210,7 @@ def main() -> None:
     figures["stack"] = stack_starts()
     figures["cold_start"] = cold_starts()
     figures["store"] = backup_and_restore()
-    run([*engine_env()["COMPOSE"].split(), "down", "-v"], timeout=600)
+    compose("down", "-v")
     write_results(report(figures), figures, RESULTS / "appliance.md", RESULTS / "appliance.json")
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.containers.harness import COMPOSE, PODMAN_COMPOSE, PROJECT, REPO, make, podman, run
+from tests.containers.harness import PODMAN_COMPOSE, PROJECT, REPO, compose, make, podman
 
 
 def _require_engine() -> None:
@@ -39,11 +39,11 @@ def _refuse_a_foreign_stack() -> None:
             f"a compose project named {PROJECT!r} already exists here (containers or volumes); the appliance test "
             "would remove it. Remove it yourself, or set ZAPOMNI_TEST_REPLACE_STACK=1."
         )
-    run([*COMPOSE.split(), "down", "-v"], check=False, timeout=300)
+    compose("down", "-v", check=False, timeout=300)
 
 
 def _down() -> None:
-    run([*COMPOSE.split(), "down", "-v"], check=False, timeout=300)
+    compose("down", "-v", check=False, timeout=300)
     for name in podman("volume", "ls", "--format", "{{.Name}}").stdout.split():
         if name.startswith("zapomni-test-"):
             podman("volume", "rm", "-f", name, check=False)

@@ -76,6 +76,11 @@ def make(target: str, *variables: str, check: bool = True, timeout: float = 900)
     return run(["make", "--no-print-directory", target, f"COMPOSE={COMPOSE}", *variables], check=check, timeout=timeout)
 
 
+def compose(*args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """The engine's compose command (podman-compose with the podman override and the stand-ins)."""
+    return run([*COMPOSE.split(), *args], check=check, timeout=timeout)
+
+
 def container(service: str) -> str:
     return f"{PROJECT}_{service}_1"
 
@@ -110,6 +115,11 @@ def readme_client_entry(marker: str) -> list[str]:
         if entry["command"] == "docker" and marker in entry["args"]:
             return ["podman", *entry["args"]]
     raise AssertionError(f"no Claude Desktop entry with {marker!r} in the README")
+
+
+def standalone_entry(volume: str) -> list[str]:
+    """The README's standalone entry with its data volume renamed (never a volume of the user's)."""
+    return [arg.replace("zapomni-data:", f"{volume}:") for arg in readme_client_entry("standalone")]
 
 
 def with_options(entry: list[str], *options: str) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.containers.harness import call, mcp_client, podman, readme_client_entry, with_options
+from tests.containers.harness import call, mcp_client, podman, readme_client_entry, standalone_entry, with_options
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("stack")]
 
@@ -84,7 +84,7 @@ async def test_the_readme_stack_entry_serves_every_tool_against_the_stack(tmp_pa
 
 async def test_the_readme_standalone_entry_keeps_its_memories_on_its_volume(tmp_path: Path) -> None:
     volume = f"zapomni-test-standalone-{uuid.uuid4().hex[:8]}"
-    entry = [arg.replace("zapomni-data:", f"{volume}:") for arg in readme_client_entry("standalone")]
+    entry = standalone_entry(volume)
     assert f"{volume}:/data" in entry, entry
     with (tmp_path / "standalone.log").open("w") as errlog:
         async with mcp_client(entry, errlog) as session:
