@@ -60,7 +60,7 @@ from zapomni_core.files.models import IndexCodebaseRequest
 from zapomni_core.files.walker import FoundFile, plan_walk, read_file, walk
 from zapomni_core.jobs import JobInfo, JobStatusRequest
 from zapomni_core.logs import configure_logging
-from zapomni_core.models import AddMemoryRequest
+from zapomni_core.memories.requests import AddMemoryRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -215,13 +215,13 @@ async def measure(label: str, root: Path, workdir: Path, truth: dict[str, Any] |
     settings = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_ALLOWED_ROOTS=str(root), LOG_LEVEL="WARNING")
     reset = reset_peak_rss()
     async with open_core(settings) as (core, _info):
-        await core.add_memory(AddMemoryRequest(text=WARM_UP))
-        chunks_before = (await core.stats()).total_chunks
+        await core.memories.add(AddMemoryRequest(text=WARM_UP))
+        chunks_before = (await core.workspaces.stats()).total_chunks
         print(f"{label}: first index", file=sys.stderr)
         cpu_before = await cpu_of(data_dir)
         first = await index(core, root)
         cpu_after = await cpu_of(data_dir)
-        chunks = (await core.stats()).total_chunks - chunks_before
+        chunks = (await core.workspaces.stats()).total_chunks - chunks_before
         print(f"{label}: re-index of the unchanged tree", file=sys.stderr)
         again = await index(core, root)
         callgraph = await score(core, source, truth) if truth is not None else None

@@ -55,7 +55,7 @@ from zapomni_core.files.models import IngestPathRequest
 from zapomni_core.files.pieces import document_text
 from zapomni_core.jobs import JobInfo
 from zapomni_core.logs import configure_logging
-from zapomni_core.models import AddMemoryRequest
+from zapomni_core.memories.requests import AddMemoryRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -203,14 +203,14 @@ async def run(pdfs: int, markdown: int | None, rich: int, workdir: Path) -> dict
     load_before = load_average()
     rows: dict[str, dict[str, Any]] = {}
     async with open_core(settings) as (core, _info):
-        await core.add_memory(AddMemoryRequest(text=WARM_UP))
+        await core.memories.add(AddMemoryRequest(text=WARM_UP))
         for fmt in FORMATS:
-            before = (await core.stats()).total_chunks
+            before = (await core.workspaces.stats()).total_chunks
             print(f"ingesting {fmt}", file=sys.stderr)
             cpu_before = await cpu_of(settings.data_dir)
             info = await ingest(core, corpus / fmt)
             cpu_after = await cpu_of(settings.data_dir)
-            chunks = (await core.stats()).total_chunks - before
+            chunks = (await core.workspaces.stats()).total_chunks - before
             seconds = job_seconds(info)
             extracted = alone[fmt]
             rows[fmt] = {

@@ -31,7 +31,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from bench.common import summary_ms, timed_ms
 from zapomni_core import Settings, open_core
 from zapomni_core.logs import configure_logging
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
@@ -95,9 +95,9 @@ async def through_core(data_dir: Path, memories: list[str], queries: list[str]) 
     adds, searches = [], []
     async with open_core(Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
         for text in memories:
-            adds.append(await timed_ms(lambda t=text: core.add_memory(AddMemoryRequest(text=t))))
+            adds.append(await timed_ms(lambda t=text: core.memories.add(AddMemoryRequest(text=t))))
         for query in queries:
-            searches.append(await timed_ms(lambda q=query: core.search(SearchRequest(query=q))))
+            searches.append(await timed_ms(lambda q=query: core.memories.search(SearchRequest(query=q))))
     return {"add_memory": summary_ms(adds), "search_memory": summary_ms(searches)}
 
 

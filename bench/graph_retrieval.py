@@ -61,7 +61,7 @@ from bench.relevance import MemoisedLeg, default_workspace
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.graph.models import BuildGraphRequest, GraphStatusRequest
 from zapomni_core.logs import configure_logging
-from zapomni_core.models import AddMemoryRequest, MemoryMetadata, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, MemoryMetadata, SearchRequest
 from zapomni_core.search import Retriever, SearchPipeline
 from zapomni_core.search.graph_leg import ExpansionConfig, GraphExpansion
 from zapomni_db.graph_neighbours import GraphNeighbours
@@ -162,7 +162,7 @@ async def use_variant(
         relevance_floor=settings.relevance_floor,
         expansion=expansion,
     )
-    core.workspaces._open[workspace.name] = replace(workspace, search=pipeline)
+    core.workspaces.registry._open[workspace.name] = replace(workspace, search=pipeline)
 
 
 async def ingest(
@@ -177,7 +177,7 @@ async def ingest(
         while queue:
             key, text, date = queue.pop()
             metadata = MemoryMetadata(date=date) if date else None
-            result = await core.add_memory(AddMemoryRequest(text=text, metadata=metadata))
+            result = await core.memories.add(AddMemoryRequest(text=text, metadata=metadata))
             to_key[result.memory_id] = key
 
     await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
@@ -254,7 +254,7 @@ def recall(ranking: Sequence[str], evidence: frozenset[str], k: int) -> float:
 
 
 async def ask(core: ZapomniCore, question: Question, to_turn: dict[str, str]) -> tuple[list[str], int]:
-    hits = (await core.search(SearchRequest(query=question.text[:1000], limit=LIMIT))).results
+    hits = (await core.memories.search(SearchRequest(query=question.text[:1000], limit=LIMIT))).results
     return [to_turn[h.memory_id] for h in hits], sum("graph" in h.matched_by for h in hits)
 
 
@@ -364,7 +364,7 @@ async def scifact_run(
             await use_variant(core, memo, settings, config)
             rankings = []
             for _qid, text in test:
-                hits = (await core.search(SearchRequest(query=text[:1000], limit=100))).results
+                hits = (await core.memories.search(SearchRequest(query=text[:1000], limit=100))).results
                 rankings.append([to_doc[h.memory_id] for h in hits])
             ids = [q for q, _ in test]
             out["variants"][name] = {

@@ -42,7 +42,7 @@ from bench.common import DATA_DIR, load_scifact, summary_ms
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
-from zapomni_core.models import AddMemoryRequest
+from zapomni_core.memories.requests import AddMemoryRequest
 from zapomni_core.runtime import chunker_for
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -89,7 +89,7 @@ async def concurrent_adds(core: ZapomniCore, texts: list[str], tally: Tally) -> 
     async def worker() -> None:
         nonlocal created
         while queue:
-            result = await core.add_memory(AddMemoryRequest(text=queue.pop(0)))
+            result = await core.memories.add(AddMemoryRequest(text=queue.pop(0)))
             created += result.chunks_created  # after the await: `created += await ...` would lose updates
 
     started = time.perf_counter()
@@ -155,7 +155,7 @@ async def run(data_dir: Path, docs: int, rounds: int, workdir: Path) -> dict[str
         mcp_server(workdir / "mcp") as session,
     ):
         for core in (fast, safe):
-            await core.add_memory(AddMemoryRequest(text=WARM_UP))
+            await core.memories.add(AddMemoryRequest(text=WARM_UP))
         await session.call_tool("add_memory", {"text": WARM_UP})
         size = -(-len(texts) // rounds)
         for start in range(0, len(texts), size):

@@ -34,9 +34,9 @@ from bench.common import DATA_DIR, progress, summary_ms, timed_ms
 from bench.scale import sentences
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.logs import configure_logging
-from zapomni_core.models import DeleteMemoryRequest, ListMemoriesRequest, SearchRequest
+from zapomni_core.memories.requests import DeleteMemoryRequest, ListMemoriesRequest, SearchRequest
+from zapomni_core.memories.writing import content_hash
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_core.writes import content_hash
 from zapomni_db import ChunkRow, MemoryRecord
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -48,7 +48,7 @@ REPEATS = 50
 async def grow(core: ZapomniCore, workspace: str | None, texts: Sequence[str], base: np.ndarray,
                rng: np.random.Generator, *, source: str | None = None) -> list[str]:  # fmt: skip
     """Single-chunk memories written through the engine's write path, with borrowed vectors."""
-    space = await core.workspaces.get(workspace, create=True)
+    space = await core.workspaces.registry.get(workspace, create=True)
     assert space is not None
     analyzer, ids = Analyzer(), []
     bar = progress(len(texts), f"growing {space.name} by {len(texts):,}")
@@ -87,7 +87,7 @@ async def run(workdir: Path, store: int) -> dict[str, Any]:
 
         async def delete(batch: list[str]) -> float:
             """Delete `batch`, then put as many new memories back, so the store stays at its size."""
-            elapsed = await timed_ms(lambda: core.delete_memory(DeleteMemoryRequest(memory_ids=batch)))
+            elapsed = await timed_ms(lambda: core.memories.delete(DeleteMemoryRequest(memory_ids=batch)))
             ids.extend(await grow(core, None, [next(spare) for _ in batch], base, rng))
             return elapsed
 
@@ -106,19 +106,19 @@ async def run(workdir: Path, store: int) -> dict[str, Any]:
             "median_ms": round(statistics.median(thousand), 1),
         }
 
-        middle = await core.list_memories(ListMemoriesRequest(limit=100))
+        middle = await core.memories.page(ListMemoriesRequest(limit=100))
         deep_cursor = middle.next_cursor
         for _ in range(store // 200 - 1):  # walk to the middle of the store
-            middle = await core.list_memories(ListMemoriesRequest(limit=100, cursor=deep_cursor))
+            middle = await core.memories.page(ListMemoriesRequest(limit=100, cursor=deep_cursor))
             deep_cursor = middle.next_cursor
         results["list_page_20"] = {
-            "first page, newest": await timings(lambda: core.list_memories(ListMemoriesRequest())),
-            "first page, oldest": await timings(lambda: core.list_memories(ListMemoriesRequest(order="oldest"))),
-            "page in the middle": await timings(lambda: core.list_memories(ListMemoriesRequest(cursor=deep_cursor))),
+            "first page, newest": await timings(lambda: core.memories.page(ListMemoriesRequest())),
+            "first page, oldest": await timings(lambda: core.memories.page(ListMemoriesRequest(order="oldest"))),
+            "page in the middle": await timings(lambda: core.memories.page(ListMemoriesRequest(cursor=deep_cursor))),
             "tag filter (10% match)": await timings(
-                lambda: core.list_memories(ListMemoriesRequest(filters={"tags": ["sampled"]}))
+                lambda: core.memories.page(ListMemoriesRequest(filters={"tags": ["sampled"]}))
             ),
-            "page of 100": await timings(lambda: core.list_memories(ListMemoriesRequest(limit=100))),
+            "page of 100": await timings(lambda: core.memories.page(ListMemoriesRequest(limit=100))),
         }
 
         # Workspace mechanism: the same 100 memories as their own graph and behind a property filter.
@@ -137,7 +137,7 @@ async def run(workdir: Path, store: int) -> dict[str, Any]:
                 for query in queries:
                     request = SearchRequest(query=query, mode=mode, limit=10, include_unrelated=True, **arguments)
                     started = time.perf_counter()
-                    found.append((await core.search(request)).count)
+                    found.append((await core.memories.search(request)).count)
                     samples.append((time.perf_counter() - started) * 1000)
                 mechanism[f"{mode}: {label}"] = {
                     **summary_ms(samples),
@@ -145,7 +145,7 @@ async def run(workdir: Path, store: int) -> dict[str, Any]:
                 }
         results["workspace_mechanism"] = mechanism
         results["search_after_deletes"] = await timings(
-            lambda: core.search(SearchRequest(query=pyrng.choice(queries))), repeats=REPEATS
+            lambda: core.memories.search(SearchRequest(query=pyrng.choice(queries))), repeats=REPEATS
         )
     return results
 

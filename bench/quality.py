@@ -32,7 +32,7 @@ from bench.common import DATA_DIR, SciFact, load_scifact, mean_ndcg, progress, r
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.runtime import chunker_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,7 +97,7 @@ async def ingest(core: ZapomniCore, doc_ids: list[str], texts: list[str]) -> tup
     async def worker() -> None:
         while queue:
             doc_id, text = queue.pop()
-            result = await core.add_memory(AddMemoryRequest(text=text))
+            result = await core.memories.add(AddMemoryRequest(text=text))
             memory_to_doc[result.memory_id] = doc_id
             if bar is not None:
                 bar.update(1)
@@ -113,7 +113,7 @@ async def rank_documents(
 ) -> list[list[str]]:
     rankings = []
     for query in queries:
-        result = await core.search(SearchRequest(query=query[:1000], limit=100, mode=mode))
+        result = await core.memories.search(SearchRequest(query=query[:1000], limit=100, mode=mode))
         rankings.append([memory_to_doc[hit.memory_id] for hit in result.results])
     return rankings
 
@@ -157,7 +157,7 @@ async def run(data_dir: Path, limit_docs: int | None, workdir: Path) -> tuple[Qu
     base = {"ZAPOMNI_DATA_DIR": workdir, "ZAPOMNI_APPENDFSYNC": "everysec", "LOG_LEVEL": "WARNING"}
     async with open_core(Settings(**base)) as (core, _info):
         memory_to_doc, seconds = await ingest(core, data.doc_ids, data.doc_texts)
-        stats = await core.stats()
+        stats = await core.workspaces.stats()
     raw_rate, raw_chunks = raw_embedder_throughput(data.doc_texts, Settings(**base))
     quality.ingestion = {
         "documents": len(data.doc_ids),

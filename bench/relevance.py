@@ -43,10 +43,10 @@ from bench.common import DATA_DIR, REPO_ROOT, load_scifact, mean_ndcg
 from bench.quality import ingest, query_splits, recall_at_100
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.logs import configure_logging
-from zapomni_core.models import SearchRequest
+from zapomni_core.memories.requests import SearchRequest
 from zapomni_core.search import Candidate, RetrievalQuery, Retriever, SearchPipeline
 from zapomni_core.search.types import LegName
-from zapomni_core.workspaces import Workspace
+from zapomni_core.workspaces.registry import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -76,7 +76,7 @@ class MemoisedLeg:
 
 
 async def default_workspace(core: ZapomniCore) -> Workspace:
-    workspace = await core.workspaces.get(None, create=True)
+    workspace = await core.workspaces.registry.get(None, create=True)
     assert workspace is not None
     return workspace
 
@@ -87,7 +87,7 @@ async def use_pipeline(core: ZapomniCore, legs: Sequence[Retriever], settings: S
     pipeline = SearchPipeline(  # one store, many floors, no restart
         legs, rrf_k=settings.rrf_k, leg_depth=settings.search_leg_depth, relevance_floor=floor
     )
-    core.workspaces._open[workspace.name] = replace(workspace, search=pipeline)
+    core.workspaces.registry._open[workspace.name] = replace(workspace, search=pipeline)
 
 
 @dataclass
@@ -109,7 +109,7 @@ async def search_all(
 ) -> Run:
     rankings, similarities = [], []
     for text in texts:
-        hits = (await core.search(SearchRequest(query=text[:1000], limit=limit, mode=mode))).results
+        hits = (await core.memories.search(SearchRequest(query=text[:1000], limit=limit, mode=mode))).results
         rankings.append([memory_to_doc[hit.memory_id] for hit in hits])
         similarities.append([hit.similarity_score for hit in hits])
     return Run(rankings, similarities)
@@ -297,7 +297,7 @@ async def run(data_dir: Path, limit_docs: int | None, workdir: Path, locomo: Pat
     )
     async with open_core(settings) as (core, _info):
         memory_to_doc, _seconds = await ingest(core, data.doc_ids, data.doc_texts)
-        report.chunks = (await core.stats()).total_chunks
+        report.chunks = (await core.workspaces.stats()).total_chunks
         legs = (await default_workspace(core)).search.retrievers  # the same legs under every pipeline
         memo = [MemoisedLeg(leg) for leg in legs]
 

@@ -41,9 +41,9 @@ from bench.common import DATA_DIR, progress, read_jsonl, summary_ms, timed_ms
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.writing import content_hash
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_core.writes import content_hash
 from zapomni_db import ChunkRow, Connection, DatabaseTarget, GraphClient, MemoryRecord, MemoryWrites, connect
 from zapomni_db.embedded import EmbeddedPaths
 
@@ -114,7 +114,7 @@ async def ingest(core: ZapomniCore, texts: list[str], label: str) -> float:
 
     async def worker() -> None:
         while pending:
-            await core.add_memory(AddMemoryRequest(text=pending.pop()))
+            await core.memories.add(AddMemoryRequest(text=pending.pop()))
             if bar is not None:
                 bar.update(1)
 
@@ -126,13 +126,13 @@ async def ingest(core: ZapomniCore, texts: list[str], label: str) -> float:
 
 async def search_latency(core: ZapomniCore, texts: list[str], tag: str) -> dict[str, dict[str, dict[str, float]]]:
     out: dict[str, dict[str, dict[str, float]]] = {}
-    await core.search(SearchRequest(query="warm up the keyword index", mode="keyword"))  # catch up untimed
+    await core.memories.search(SearchRequest(query="warm up the keyword index", mode="keyword"))  # catch up untimed
     for mode in MODES:
         # New text per mode and size, so the first pass always pays for the query embedding.
         fresh = [f"{t} ({mode} {tag})" for t in texts]
         requests = [SearchRequest(query=q[:1000], mode=mode) for q in fresh]
-        cold = [await timed_ms(lambda r=r: core.search(r)) for r in requests]
-        warm = [await timed_ms(lambda r=r: core.search(r)) for r in requests]
+        cold = [await timed_ms(lambda r=r: core.memories.search(r)) for r in requests]
+        warm = [await timed_ms(lambda r=r: core.memories.search(r)) for r in requests]
         out[mode] = {"with_embedding": summary_ms(cold), "cached_embedding": summary_ms(warm)}
     return out
 
@@ -149,12 +149,12 @@ async def mcp_overhead(core: ZapomniCore, data_dir: Path, texts: list[str]) -> d
             await session.initialize()
             for q in texts:  # warm both embedding caches
                 await session.call_tool("search_memory", {"query": q})
-                await core.search(SearchRequest(query=q))
+                await core.memories.search(SearchRequest(query=q))
             # Interleaved, so a change in machine load hits both sides alike.
             via_mcp, direct, stats_mcp, stats_direct = [], [], [], []
             for q in texts:
                 via_mcp.append(await timed_ms(lambda q=q: session.call_tool("search_memory", {"query": q})))
-                direct.append(await timed_ms(lambda q=q: core.search(SearchRequest(query=q))))
+                direct.append(await timed_ms(lambda q=q: core.memories.search(SearchRequest(query=q))))
                 stats_mcp.append(await timed_ms(lambda: session.call_tool("get_stats", {})))
                 stats_direct.append(await timed_ms(core.stats))
     return {
@@ -235,7 +235,7 @@ async def run(
                 entry["grown_without_embedding"] = True
                 await grow(workdir, all_texts[stored:size], seed=size)
             stored = size
-            entry["chunks"] = (await core.stats()).total_chunks
+            entry["chunks"] = (await core.workspaces.stats()).total_chunks
             entry["search_ms"] = await search_latency(core, query_texts, tag=str(size))
             if size == min(sizes):
                 entry["mcp"] = await mcp_overhead(core, workdir, query_texts[:MCP_QUERIES])

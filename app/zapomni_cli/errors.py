@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from zapomni_core.models import WORKSPACE_RULE
+from zapomni_core.validation import WORKSPACE_RULE
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -11,7 +11,8 @@ import re
 
 from zapomni_cli.errors import CliError
 from zapomni_core import ZapomniCore
-from zapomni_core.models import MAX_PAGE, UUID_PATTERN, ListMemoriesRequest
+from zapomni_core.memories.requests import MAX_PAGE, ListMemoriesRequest
+from zapomni_core.validation import UUID_PATTERN
 
 MIN_PREFIX = 4
 _PREFIX = re.compile(r"^[0-9a-f][0-9a-f-]{3,35}$")
@@ -45,7 +46,7 @@ async def resolve(core: ZapomniCore, workspace: str | None, values: list[str]) -
     matches: dict[str, list[str]] = {prefix: [] for prefix in prefixes}
     cursor = None
     while True:
-        page = await core.list_memories(
+        page = await core.memories.page(
             ListMemoriesRequest(workspace=workspace, limit=MAX_PAGE, cursor=cursor, order="oldest")
         )
         for memory in page.memories:

@@ -42,7 +42,7 @@ async def resolve(core: ZapomniCore, value: str) -> str:
     if not ids.is_prefix(value):
         return value
     found = []
-    for workspace in (await core.list_workspaces()).workspaces:
+    for workspace in (await core.workspaces.list()).workspaces:
         listed = await core.jobs.list(ListJobsRequest(workspace=workspace.name, limit=MAX_JOBS))
         found += [job.job_id for job in listed.jobs if job.job_id.startswith(value)]
     if not found:

@@ -22,19 +22,19 @@ from zapomni_cli import ids, render
 from zapomni_cli.errors import CliError, describe_engine_error, validate
 from zapomni_cli.inputs import STDIN, read_text
 from zapomni_core import Settings, ZapomniCore, ZapomniError, open_core
-from zapomni_core.models import (
+from zapomni_core.memories.requests import (
     MAX_DELETE_IDS,
     MAX_LIMIT,
     MAX_PAGE,
     AddMemoryRequest,
     DeleteMemoryRequest,
-    DeleteWorkspaceRequest,
     GetMemoryRequest,
     ListMemoriesRequest,
     SearchRequest,
-    StatsRequest,
     UpdateMemoryRequest,
 )
+from zapomni_core.search.types import SEARCH_MODES
+from zapomni_core.workspaces.requests import DeleteWorkspaceRequest, StatsRequest
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ def _add_prepare(args: argparse.Namespace) -> Prepared:
 
 async def _add_execute(core: ZapomniCore, prepared: Prepared, args: argparse.Namespace) -> BaseModel:
     assert isinstance(prepared.request, AddMemoryRequest)
-    return await core.add_memory(prepared.request)
+    return await core.memories.add(prepared.request)
 
 
 # -- search_memory -------------------------------------------------------------------------------
@@ -187,7 +187,7 @@ def _search_configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", metavar="QUERY", help="what to look for")
     parser.add_argument("--limit", type=int, help=f"how many results (1-{MAX_LIMIT}, default 10)")
     _filter_arguments(parser, "only")
-    parser.add_argument("--mode", choices=["hybrid", "vector", "keyword"], help="hybrid (default), vector or keyword")
+    parser.add_argument("--mode", choices=SEARCH_MODES, help="hybrid (default), vector or keyword")
     parser.add_argument("--min-score", type=float, metavar="SCORE", help="drop results below this similarity (0-1)")
     parser.add_argument("--all-chunks", action="store_true", help="every matching chunk, not the best per memory")
     parser.add_argument(
@@ -216,7 +216,7 @@ def _search_prepare(args: argparse.Namespace) -> Prepared:
 
 async def _search_execute(core: ZapomniCore, prepared: Prepared, args: argparse.Namespace) -> BaseModel:
     assert isinstance(prepared.request, SearchRequest)
-    return await core.search(prepared.request)
+    return await core.memories.search(prepared.request)
 
 
 # -- get_memory ----------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ def _get_prepare(args: argparse.Namespace) -> Prepared:
 async def _get_execute(core: ZapomniCore, prepared: Prepared, args: argparse.Namespace) -> BaseModel:
     assert isinstance(prepared.request, GetMemoryRequest)
     [memory_id] = await ids.resolve(core, args.workspace, [ids.normalise(args.memory_id)])
-    return await core.get_memory(prepared.request.model_copy(update={"memory_id": memory_id}))
+    return await core.memories.get(prepared.request.model_copy(update={"memory_id": memory_id}))
 
 
 # -- list_memories -------------------------------------------------------------------------------
@@ -258,7 +258,7 @@ def _list_prepare(args: argparse.Namespace) -> Prepared:
 
 async def _list_execute(core: ZapomniCore, prepared: Prepared, args: argparse.Namespace) -> BaseModel:
     assert isinstance(prepared.request, ListMemoriesRequest)
-    return await core.list_memories(prepared.request)
+    return await core.memories.page(prepared.request)
 
 
 # -- update_memory -------------------------------------------------------------------------------
@@ -309,7 +309,7 @@ async def _update_execute(core: ZapomniCore, prepared: Prepared, args: argparse.
     [memory_id] = await ids.resolve(core, args.workspace, [ids.normalise(args.memory_id)])
     request = request.model_copy(update={"memory_id": memory_id})
     if request.metadata is not None:
-        current = await core.get_memory(GetMemoryRequest(workspace=args.workspace, memory_id=memory_id))
+        current = await core.memories.get(GetMemoryRequest(workspace=args.workspace, memory_id=memory_id))
         metadata: dict[str, Any] = {
             **current.metadata,
             "tags": [] if args.no_tags else (args.tags if args.tags is not None else current.tags),
@@ -326,7 +326,7 @@ async def _update_execute(core: ZapomniCore, prepared: Prepared, args: argparse.
             ),
             prepared.labels,
         )
-    return await core.update_memory(request)
+    return await core.memories.update(request)
 
 
 # -- delete_memory -------------------------------------------------------------------------------
@@ -378,15 +378,15 @@ async def _delete_execute(core: ZapomniCore, prepared: Prepared, args: argparse.
     assert isinstance(request, DeleteMemoryRequest)
     if request.memory_ids is not None:
         memory_ids = await ids.resolve(core, args.workspace, [ids.normalise(value) for value in args.memory_ids])
-        return await core.delete_memory(request.model_copy(update={"memory_ids": memory_ids}))
+        return await core.memories.delete(request.model_copy(update={"memory_ids": memory_ids}))
     if not request.dry_run and not args.yes:
-        preview = await core.delete_memory(request.model_copy(update={"dry_run": True}))
+        preview = await core.memories.delete(request.model_copy(update={"dry_run": True}))
         if preview.deleted_count == 0:
             return preview.model_copy(update={"dry_run": False})
         count = render.plural(preview.deleted_count, "memory", "memories")
         if not await asyncio.to_thread(_confirm, f"Delete {count} from workspace {preview.workspace!r}?"):
             raise CliError("nothing was deleted")
-    return await core.delete_memory(request)
+    return await core.memories.delete(request)
 
 
 def _confirm(question: str) -> bool:
@@ -410,7 +410,7 @@ def _stats_prepare(args: argparse.Namespace) -> Prepared:
 
 async def _stats_execute(core: ZapomniCore, prepared: Prepared, args: argparse.Namespace) -> BaseModel:
     assert isinstance(prepared.request, StatsRequest)
-    return await core.stats(prepared.request)
+    return await core.workspaces.stats(prepared.request)
 
 
 # -- workspaces ----------------------------------------------------------------------------------
@@ -425,7 +425,7 @@ def _no_request(args: argparse.Namespace) -> Prepared:
 
 
 async def _workspaces_execute(core: ZapomniCore, prepared: Prepared, args: argparse.Namespace) -> BaseModel:
-    return await core.list_workspaces()
+    return await core.workspaces.list()
 
 
 def _delete_workspace_configure(parser: argparse.ArgumentParser) -> None:
@@ -443,7 +443,7 @@ def _delete_workspace_prepare(args: argparse.Namespace) -> Prepared:
 
 async def _delete_workspace_execute(core: ZapomniCore, prepared: Prepared, args: argparse.Namespace) -> BaseModel:
     assert isinstance(prepared.request, DeleteWorkspaceRequest)
-    return await core.delete_workspace(prepared.request)
+    return await core.workspaces.delete(prepared.request)
 
 
 COMMANDS = (

@@ -19,17 +19,15 @@ from rich.table import Table
 from rich.text import Text
 
 from zapomni_core.jobs import CancelJobResult, JobInfo, JobList
-from zapomni_core.models import (
+from zapomni_core.memories.replies import (
     AddMemoryResult,
     DeleteMemoryResult,
-    DeleteWorkspaceResult,
     MemoryDetail,
     MemoryPage,
     SearchResult,
-    Stats,
     UpdateMemoryResult,
-    WorkspaceList,
 )
+from zapomni_core.workspaces.replies import DeleteWorkspaceResult, Stats, WorkspaceList
 
 SHORT_ID = 8
 TEXT_CHARS = 160

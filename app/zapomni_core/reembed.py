@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 
 import structlog
 
-from zapomni_core.conversation import indexed_text
 from zapomni_core.database import OpenDatabase
 from zapomni_core.embedders import Embedder
 from zapomni_core.errors import ConfigurationError, EmbedderUnavailable, StorageUnavailable
+from zapomni_core.memories.conversation import indexed_text
 from zapomni_core.migrations import apply_migrations, needs_reembed
 from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.settings import Settings

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import structlog
 
-from zapomni_core.chunking import Chunker
 from zapomni_core.code.indexing import CodeReader, IndexCodebase
 from zapomni_core.code.service import CodeService
 from zapomni_core.context import ShutdownGate
@@ -23,17 +22,22 @@ from zapomni_core.files.service import FileService
 from zapomni_core.files.sync import FileLimits, FileWalk
 from zapomni_core.files.walker import allowed_roots
 from zapomni_core.graph import BuildGraph, GraphService, build_extractor, extractor_name
-from zapomni_core.jobs import IndexMemory, JobRunner, JobService, JobSettings
+from zapomni_core.jobs import JobRunner, JobService, JobSettings
 from zapomni_core.jobs.runner import JobHandler
-from zapomni_core.models import MAX_TEXT_BYTES
+from zapomni_core.memories.chunking import Chunker
+from zapomni_core.memories.indexing_job import IndexMemory
+from zapomni_core.memories.requests import MAX_TEXT_BYTES
+from zapomni_core.memories.service import MemoryService
+from zapomni_core.memories.writing import WritePipeline
 from zapomni_core.reembed import in_progress_message
 from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetriever
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_core.search.graph_leg import GraphExpansion
 from zapomni_core.settings import Settings
-from zapomni_core.workspaces import EmbedderIdentity, Workspaces
-from zapomni_core.writes import WritePipeline
+from zapomni_core.transfer.service import TransferService
+from zapomni_core.workspaces.registry import EmbedderIdentity, Workspaces
+from zapomni_core.workspaces.service import WorkspaceService
 from zapomni_db import (
     DatabaseError,
     GraphClient,
@@ -136,20 +140,42 @@ async def open_core(
             stack.push_async_callback(extractor.aclose)
             handlers[BuildGraph.kind] = BuildGraph(extractor, settings.entity_match_threshold)
         runner = JobRunner(workspaces, handlers, JobSettings(lease_s=settings.job_lease_s, poll_s=settings.job_poll_s))
-        core = ZapomniCore(
+        memories = MemoryService(
             workspaces=workspaces,
             embedder=embedder,
             writer=writer,
             shutdown=shutdown,
-            graph_name=settings.graph_name,
-            jobs=jobs,
             graph=graph,
-            files=FileService(workspaces, document_walk, wake_jobs=runner.wake),
-            code=code,
-            wake_jobs=runner.wake,
-            run_job_here=runner.run_now,
-            background_add_bytes=settings.background_add_bytes if background_jobs else MAX_TEXT_BYTES + 1,
             disk=disk,
+            wake_jobs=runner.wake,
+            background_add_bytes=settings.background_add_bytes if background_jobs else MAX_TEXT_BYTES + 1,
+        )
+        core = ZapomniCore(
+            memories=memories,
+            workspaces=WorkspaceService(
+                registry=workspaces,
+                memories=memories,
+                embedder=embedder,
+                graph=graph,
+                jobs=jobs,
+                disk=disk,
+                graph_name=settings.graph_name,
+            ),
+            graph=graph,
+            code=code,
+            files=FileService(workspaces, document_walk, wake_jobs=runner.wake),
+            jobs=jobs,
+            transfer=TransferService(
+                workspaces=workspaces,
+                embedder=embedder,
+                writer=writer,
+                graph=graph,
+                disk=disk,
+                graph_name=settings.graph_name,
+            ),
+            embedder=embedder,
+            disk=disk,
+            run_job_here=runner.run_now,
         )
         stack.push_async_callback(_compact_if_written, database.client, core)
         stack.push_async_callback(core.drain)

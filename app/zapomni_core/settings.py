@@ -10,8 +10,8 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from zapomni_core.models import DEFAULT_WORKSPACE, WORKSPACE_PATTERN
 from zapomni_core.search.pipeline import DEFAULT_RELEVANCE_FLOOR, DEFAULT_VECTOR_WEIGHT
+from zapomni_core.validation import DEFAULT_WORKSPACE, WORKSPACE_PATTERN
 
 
 def default_data_dir() -> Path:

@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from zapomni_core import ZapomniCore, ZapomniError
-from zapomni_core.models import GetMemoryRequest, ListMemoriesRequest
+from zapomni_core.memories.requests import GetMemoryRequest, ListMemoriesRequest
 
 TEMPLATE = "memory://{workspace}/{memory_id}"
 _URI = re.compile(r"^memory://(?P<workspace>[^/]+)/(?P<memory_id>[^/]+)$")
@@ -46,7 +46,7 @@ async def list_page(core: ZapomniCore, cursor: str | None) -> types.ListResource
     position, inner = _decode(cursor) if cursor else (0, None)
     resources: list[types.Resource] = []
     while position < len(names) and len(resources) < PAGE:
-        page = await core.list_memories(
+        page = await core.memories.page(
             ListMemoriesRequest(workspace=names[position], limit=PAGE - len(resources), cursor=inner)
         )
         resources += [
@@ -72,7 +72,7 @@ async def read(core: ZapomniCore, uri: str) -> types.ReadResourceResult:
     if match is None:
         raise MCPError(types.INVALID_PARAMS, f"uri: expected {TEMPLATE}, got {uri[:200]!r}")
     try:
-        memory = await core.get_memory(GetMemoryRequest.model_validate(match.groupdict()))
+        memory = await core.memories.get(GetMemoryRequest.model_validate(match.groupdict()))
     except ValidationError:
         raise MCPError(RESOURCE_NOT_FOUND, f"no memory at {uri[:200]}: malformed workspace or memory id") from None
     except ZapomniError as exc:

@@ -20,7 +20,7 @@ import redis
 from tests.appliance.harness import OPS, Appliance, alive
 from tests.helpers import wait_for
 from zapomni_core import open_core
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 
 PROGRAMS = {"falkordb", "redis", "health"}
 
@@ -165,8 +165,8 @@ async def test_kill_9_of_falkordb_is_restarted_and_keeps_every_acknowledged_memo
     settings = appliance.settings()
     texts = [f"Kill drill {i}: the spare key for locker {100 + i} is in the blue envelope." for i in range(6)]
     async with open_core(settings) as (core, _info):
-        before = (await core.stats()).total_memories
-        acknowledged = [(await core.add_memory(AddMemoryRequest(text=text))).memory_id for text in texts]
+        before = (await core.workspaces.stats()).total_memories
+        acknowledged = [(await core.memories.add(AddMemoryRequest(text=text))).memory_id for text in texts]
         victim = appliance.pid("falkordb")
         os.kill(victim, signal.SIGKILL)  # right after the last acknowledgement, with no clean close
         killed_at = time.monotonic()
@@ -178,17 +178,17 @@ async def test_kill_9_of_falkordb_is_restarted_and_keeps_every_acknowledged_memo
     print(f"\nkill -9 of FalkorDB to /readyz 200: {time.monotonic() - killed_at:.1f} s")
 
     async with open_core(settings) as (core, _info):
-        assert (await core.stats()).total_memories == before + len(texts)
+        assert (await core.workspaces.stats()).total_memories == before + len(texts)
         for text, memory_id in zip(texts, acknowledged, strict=True):
-            found = await core.search(SearchRequest(query=text, limit=3))
+            found = await core.memories.search(SearchRequest(query=text, limit=3))
             assert found.results and found.results[0].memory_id == memory_id, text
 
 
 @pytest.mark.anyio
 async def test_down_local_stops_every_process_and_the_data_survives(appliance: Appliance) -> None:
     async with open_core(appliance.settings()) as (core, _info):
-        added = await core.add_memory(AddMemoryRequest(text="The greenhouse thermostat is set to 21 degrees."))
-        count = (await core.stats()).total_memories
+        added = await core.memories.add(AddMemoryRequest(text="The greenhouse thermostat is set to 21 degrees."))
+        count = (await core.workspaces.stats()).total_memories
     pids = {"supervisord": appliance.supervisord_pid(), **{name: appliance.pid(name) for name in PROGRAMS}}
     assert set(appliance.processes()) >= set(pids.values())
 
@@ -206,6 +206,6 @@ async def test_down_local_stops_every_process_and_the_data_survives(appliance: A
     assert appliance.password == password
     assert stat.S_IMODE(appliance.password_file.stat().st_mode) == 0o600
     async with open_core(appliance.settings()) as (core, _info):
-        assert (await core.stats()).total_memories == count
-        found = await core.search(SearchRequest(query="what temperature is the greenhouse?"))
+        assert (await core.workspaces.stats()).total_memories == count
+        found = await core.memories.search(SearchRequest(query="what temperature is the greenhouse?"))
         assert found.results[0].memory_id == added.memory_id

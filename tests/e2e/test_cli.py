@@ -26,7 +26,8 @@ from tests.e2e.conftest import ZAPOMNI, mcp_session, server_env
 from tests.fakes.ollama_server import FakeOllama
 from zapomni_core import Settings, open_core
 from zapomni_core.jobs import JobInfo, JobStatusRequest
-from zapomni_core.models import AddMemoryRequest, AddMemoryResult
+from zapomni_core.memories.replies import AddMemoryResult
+from zapomni_core.memories.requests import AddMemoryRequest
 from zapomni_db.embedded import EmbeddedPaths
 
 
@@ -295,7 +296,7 @@ async def add_in_background(
     configured = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_BACKGROUND_ADD_BYTES=4096, LOG_LEVEL="WARNING", **settings)
     async with open_core(configured) as (core, _info):
         before()
-        added = await core.add_memory(AddMemoryRequest(text=text))
+        added = await core.memories.add(AddMemoryRequest(text=text))
         assert added.status == "indexing" and added.job_id is not None
         info = await core.jobs.status(JobStatusRequest(job_id=added.job_id, wait_s=50))
     assert info.state not in ("pending", "running"), info

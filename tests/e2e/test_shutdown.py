@@ -13,7 +13,7 @@ import pytest
 from tests.e2e.conftest import RawServer, mcp_session
 from tests.helpers import server_pids, wait_for
 from zapomni_core import Settings, open_core
-from zapomni_core.models import MAX_TEXT_BYTES
+from zapomni_core.memories.requests import MAX_TEXT_BYTES
 
 pytestmark = pytest.mark.anyio
 # These tests are about a write being indexed inside its request (texts below the background
@@ -32,7 +32,7 @@ def add_call(request_id: int, text: str) -> dict[str, Any]:
 
 async def stored_memories(data_dir: Path) -> int:
     async with open_core(Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
-        return (await core.stats()).total_memories
+        return (await core.workspaces.stats()).total_memories
 
 
 def long_text(paragraphs: int) -> str:

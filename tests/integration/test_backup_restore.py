@@ -27,7 +27,7 @@ import pytest
 from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.graph.models import GetRelatedRequest, GraphStatusRequest
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_db import EmbeddedDatabase
 from zapomni_db.backup import (
     MANIFEST_NAME,
@@ -85,9 +85,9 @@ async def observe(core: ZapomniCore, data_dir: Path) -> Observed:
     searches = []
     for query in QUERIES:
         for mode in ("hybrid", "vector"):
-            result = await core.search(SearchRequest(query=query, limit=10, mode=mode))
+            result = await core.memories.search(SearchRequest(query=query, limit=10, mode=mode))
             searches.append([(hit.memory_id, hit.chunk_id) for hit in result.results])
-    stats = await core.stats()
+    stats = await core.workspaces.stats()
     async with graph_client(data_dir) as client:
         version = await current_version(client)
         claim = await client.ro_query("MATCH (e:EmbedderInfo {id: 'embedder'}) RETURN e.model, e.dimension")
@@ -101,7 +101,7 @@ async def build_store(data_dir: Path) -> Observed:
         for start in range(0, MEMORIES, 100):
             await asyncio.gather(
                 *(
-                    core.add_memory(
+                    core.memories.add(
                         AddMemoryRequest.model_validate(
                             {"text": memory_text(i), "metadata": {"tags": [PLACES[(i // 3) % len(PLACES)].lower()]}}
                         )
@@ -203,15 +203,15 @@ async def test_restore_over_live_data_keeps_a_safety_copy(
 ) -> None:
     copy_store(store, data_dir)
     async with open_core(settings) as (core, _info):
-        extra = await core.add_memory(AddMemoryRequest(text="Written after the backup was taken."))
+        extra = await core.memories.add(AddMemoryRequest(text="Written after the backup was taken."))
     files_before = tree_digest(data_dir / "db")
 
     result = restore_backup(settings, str(store_backup))
     assert result.safety_copy is not None and leftovers(data_dir) == [result.safety_copy]
     assert tree_digest(result.safety_copy) == files_before  # the replaced files, byte for byte
     async with open_core(settings) as (core, _info):
-        stats = await core.stats()
-        found = await core.search(SearchRequest(query="Written after the backup was taken.", limit=3))
+        stats = await core.workspaces.stats()
+        found = await core.memories.search(SearchRequest(query="Written after the backup was taken.", limit=3))
     assert stats.total_memories == MEMORIES
     assert extra.memory_id not in {hit.memory_id for hit in found.results}
 
@@ -222,12 +222,12 @@ async def test_check_compares_the_running_database_and_undo_puts_the_safety_copy
 ) -> None:
     copy_store(store, data_dir)
     async with open_core(settings) as (core, _info):
-        await core.add_memory(AddMemoryRequest(text="Written after the backup was taken."))
+        await core.memories.add(AddMemoryRequest(text="Written after the backup was taken."))
     result = restore_backup(settings, str(store_backup))
     assert check_live(settings, str(store_backup)) == []  # the running database holds the backup
 
     async with open_core(settings) as (core, _info):
-        await core.add_memory(AddMemoryRequest(text="Written after the restore."))
+        await core.memories.add(AddMemoryRequest(text="Written after the restore."))
     differences = check_live(settings, str(store_backup))
     assert f"memories: expected {MEMORIES}, found {MEMORIES + 1}" in differences
 
@@ -235,8 +235,8 @@ async def test_check_compares_the_running_database_and_undo_puts_the_safety_copy
     aside = undo_restore(settings, result.safety_copy)
     assert aside is not None and aside.is_dir()  # the restored files are kept too, never deleted
     async with open_core(settings) as (core, _info):
-        found = await core.search(SearchRequest(query="Written after the backup was taken.", limit=1))
-        assert (await core.stats()).total_memories == MEMORIES + 1
+        found = await core.memories.search(SearchRequest(query="Written after the backup was taken.", limit=1))
+        assert (await core.workspaces.stats()).total_memories == MEMORIES + 1
     assert found.results[0].text == "Written after the backup was taken."
 
 
@@ -276,7 +276,7 @@ async def test_damaged_backups_are_refused_and_nothing_changes(
         assert tree_digest(data_dir / "db") == files_before
         assert leftovers(data_dir) == []
     async with open_core(settings) as (core, _info):
-        assert (await core.stats()).total_memories == MEMORIES
+        assert (await core.workspaces.stats()).total_memories == MEMORIES
 
 
 @pytest.mark.anyio
@@ -294,7 +294,7 @@ async def test_a_backup_that_does_not_hold_what_its_manifest_says_is_refused(
     assert tree_digest(data_dir / "db") == files_before
     assert leftovers(data_dir) == []
     async with open_core(settings) as (core, _info):
-        assert (await core.stats()).total_memories == MEMORIES
+        assert (await core.workspaces.stats()).total_memories == MEMORIES
 
 
 @contextlib.contextmanager
@@ -342,7 +342,7 @@ async def test_a_restore_that_runs_out_of_disk_changes_nothing(store: Store, sto
         assert leftovers(data_dir) == []
         settings = Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
         async with open_core(settings) as (core, _info):
-            assert (await core.stats()).total_memories == MEMORIES
+            assert (await core.workspaces.stats()).total_memories == MEMORIES
 
 
 def test_restore_into_a_mount_point_keeps_the_safety_copy_inside(store: Store, store_backup: Path) -> None:
@@ -382,7 +382,7 @@ async def test_restore_refuses_while_the_embedded_database_is_in_use(
         with pytest.raises(BackupFailed, match="is running; stop every Zapomni process using it"):
             restore_backup(settings, str(store_backup))
         assert leftovers(data_dir) == []
-        assert (await core.stats()).total_memories == MEMORIES  # still serving
+        assert (await core.workspaces.stats()).total_memories == MEMORIES  # still serving
     # The server saved on the way down (new bytes, same files); the restore moved nothing aside.
     assert set(tree_digest(data_dir / "db")) == set(files_before) and safety_copies(data_dir) == []
 
@@ -430,7 +430,7 @@ async def test_a_backup_taken_while_memories_are_added_describes_its_own_snapsho
         async def keep_adding() -> int:
             added = 0
             while not stop.is_set():
-                await core.add_memory(AddMemoryRequest(text=f"Added during the backup, number {added}."))
+                await core.memories.add(AddMemoryRequest(text=f"Added during the backup, number {added}."))
                 added += 1
                 first_added.set()
             return added
@@ -490,7 +490,7 @@ async def test_a_backup_carries_the_knowledge_graph(data_dir: Path) -> None:
         )
 
     async with open_core(settings) as (core, _info):
-        await core.add_memory(AddMemoryRequest(text="Maria Garcia lives in Berlin and works for Siemens."))
+        await core.memories.add(AddMemoryRequest(text="Maria Garcia lives in Berlin and works for Siemens."))
         deadline = time.monotonic() + 60
         while (await core.graph.status(GraphStatusRequest())).graph.memories_pending or not (
             await core.graph.status(GraphStatusRequest())

@@ -16,7 +16,7 @@ from zapomni_core.errors import NotFound
 from zapomni_core.files.models import IndexCodebaseRequest
 from zapomni_core.graph.models import GetRelatedRequest
 from zapomni_core.jobs import JobInfo, JobStatusRequest
-from zapomni_core.models import SearchFilters, SearchRequest
+from zapomni_core.memories.requests import SearchFilters, SearchRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -73,7 +73,7 @@ async def test_a_codebase_becomes_symbols_a_call_graph_and_searchable_chunks(
         await code_core.code.callers(SymbolRequest(symbol="make_ordr"))
 
     hits = (
-        await code_core.search(
+        await code_core.memories.search(
             SearchRequest(query="render an entity's label as JSON", filters=SearchFilters(kind="code"), limit=3)
         )
     ).results

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from zapomni_core import ZapomniCore
-from zapomni_core.models import (
+from zapomni_core.memories.requests import (
     AddMemoryRequest,
     DeleteMemoryRequest,
     GetMemoryRequest,
@@ -30,12 +30,12 @@ async def add_chat(core: ZapomniCore, thread: str = "chat-1") -> list[str]:
     ids = []
     for speaker, text in CHAT:
         metadata = {"speaker": speaker, "date": DATE, "thread": thread}
-        ids.append((await core.add_memory(AddMemoryRequest(text=text, metadata=metadata))).memory_id)
+        ids.append((await core.memories.add(AddMemoryRequest(text=text, metadata=metadata))).memory_id)
     return ids
 
 
 async def keyword_hits(core: ZapomniCore, query: str) -> list[str]:
-    found = await core.search(SearchRequest(query=query, mode="keyword", limit=10))
+    found = await core.memories.search(SearchRequest(query=query, mode="keyword", limit=10))
     return [hit.memory_id for hit in found.results]
 
 
@@ -44,23 +44,23 @@ async def test_a_reply_is_found_by_the_words_of_the_question_it_answers(core: Za
     bowl = ids[3]
     assert bowl in await keyword_hits(core, "pottery workshop")  # said two turns before the answer
     # The stored text and metadata stay what the agent gave.
-    stored = await core.get_memory(GetMemoryRequest(memory_id=bowl))
+    stored = await core.memories.get(GetMemoryRequest(memory_id=bowl))
     assert stored.text == CHAT[3][1]
     assert stored.metadata == {"speaker": "Caroline", "thread": "chat-1"} and stored.date is not None
-    hit = (await core.search(SearchRequest(query="blue bowl", limit=1))).results[0]
+    hit = (await core.memories.search(SearchRequest(query="blue bowl", limit=1))).results[0]
     assert hit.memory_id == bowl and hit.text == CHAT[3][1]
 
 
 async def test_speaker_and_date_are_embedded_with_the_turn(core: ZapomniCore) -> None:
     ids = await add_chat(core)
-    workspace = await core.workspaces.get(None, create=False)
+    workspace = await core.workspaces.registry.get(None, create=False)
     assert workspace is not None
     [chunk] = await workspace.stores.reads.chunks(ids[3])
     assert chunk.text == CHAT[3][1] and chunk.context == "Caroline (8 May 2023)"
     [expected] = await core.embedder.embed_documents([f"Caroline (8 May 2023): {CHAT[3][1]}"])
     assert float(np.dot(chunk.embedding, expected)) > 0.999
     # A note with the same words but no thread is scored alone.
-    plain = await core.add_memory(AddMemoryRequest(text="A small blue bowl for my kitchen, repeated."))
+    plain = await core.memories.add(AddMemoryRequest(text="A small blue bowl for my kitchen, repeated."))
     assert plain.memory_id not in await keyword_hits(core, "pottery workshop")
     assert ids[3] in await keyword_hits(core, "pottery workshop")
 
@@ -68,25 +68,25 @@ async def test_speaker_and_date_are_embedded_with_the_turn(core: ZapomniCore) ->
 async def test_deleting_a_turn_removes_its_words_from_the_turns_after_it(core: ZapomniCore) -> None:
     ids = await add_chat(core)
     assert set(await keyword_hits(core, "pottery")) == set(ids[1:4])
-    await core.delete_memory(DeleteMemoryRequest(memory_ids=[ids[1]]))
+    await core.memories.delete(DeleteMemoryRequest(memory_ids=[ids[1]]))
     assert await keyword_hits(core, "pottery") == []
 
 
 async def test_editing_a_turn_changes_what_its_neighbours_are_found_by(core: ZapomniCore) -> None:
     ids = await add_chat(core)
-    await core.update_memory(UpdateMemoryRequest(memory_id=ids[1], text="Busy! I went to the climbing gym downtown."))
+    await core.memories.update(UpdateMemoryRequest(memory_id=ids[1], text="Busy! I went to the climbing gym downtown."))
     assert await keyword_hits(core, "pottery") == []
     assert set(await keyword_hits(core, "climbing gym")) == set(ids[1:4])
 
 
 async def test_moving_a_turn_to_another_thread_or_speaker_reindexes_it(core: ZapomniCore) -> None:
     ids = await add_chat(core)
-    moved = await core.update_memory(
+    moved = await core.memories.update(
         UpdateMemoryRequest(memory_id=ids[3], metadata={"speaker": "Caroline", "date": DATE, "thread": "chat-2"})
     )
     assert moved.metadata_changed and not moved.text_changed and moved.chunks_embedded == 0
     assert ids[3] not in await keyword_hits(core, "pottery workshop")  # its window is its new thread now
-    renamed = await core.update_memory(
+    renamed = await core.memories.update(
         UpdateMemoryRequest(memory_id=ids[3], metadata={"speaker": "Caro", "date": DATE, "thread": "chat-2"})
     )
     assert renamed.chunks_embedded == 1  # who said it is part of what was embedded

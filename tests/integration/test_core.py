@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
-from zapomni_core.models import MAX_TEXT_BYTES, AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import MAX_TEXT_BYTES, AddMemoryRequest, SearchRequest
 from zapomni_db import SchemaSettings, migrate
 from zapomni_db.memories import WRITE_BATCH
 from zapomni_db.schema import current_version, latest_version
@@ -34,7 +34,7 @@ FACTS = {
 
 
 async def add(core: ZapomniCore, text: str, **metadata: object) -> str:
-    result = await core.add_memory(AddMemoryRequest.model_validate({"text": text, "metadata": metadata or None}))
+    result = await core.memories.add(AddMemoryRequest.model_validate({"text": text, "metadata": metadata or None}))
     return result.memory_id
 
 
@@ -43,7 +43,7 @@ async def search(core: ZapomniCore, query: str, limit: int = 10, **filters: obje
     request = SearchRequest.model_validate(
         {"query": query, "limit": limit, "filters": filters or None, "include_unrelated": True}
     )
-    return [hit.memory_id for hit in (await core.search(request)).results]
+    return [hit.memory_id for hit in (await core.memories.search(request)).results]
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ async def test_search_finds_the_right_memory_first(core: ZapomniCore, facts: dic
 
 
 async def test_results_carry_scores_and_metadata(core: ZapomniCore, facts: dict[str, str]) -> None:
-    result = await core.search(SearchRequest(query="Eiffel Tower", limit=3, include_unrelated=True))
+    result = await core.memories.search(SearchRequest(query="Eiffel Tower", limit=3, include_unrelated=True))
     top = result.results[0]
     assert top.memory_id == facts["paris"]
     assert top.text == FACTS["paris"][0]
@@ -71,9 +71,9 @@ async def test_results_carry_scores_and_metadata(core: ZapomniCore, facts: dict[
     assert scores == sorted(scores, reverse=True)
     assert top.similarity_score > 0.5 > scores[-1]
     # By default the unrelated memories (low similarity, no word in common) are left out.
-    assert [hit.memory_id for hit in (await core.search(SearchRequest(query="Eiffel Tower", limit=3))).results] == [
-        facts["paris"]
-    ]
+    assert [
+        hit.memory_id for hit in (await core.memories.search(SearchRequest(query="Eiffel Tower", limit=3))).results
+    ] == [facts["paris"]]
 
 
 async def test_filters_narrow_the_results(core: ZapomniCore, facts: dict[str, str]) -> None:
@@ -101,10 +101,10 @@ async def test_a_selective_filter_still_fills_the_limit(core: ZapomniCore) -> No
 
 
 async def test_stats_count_memories_and_chunks(core: ZapomniCore, facts: dict[str, str]) -> None:
-    before = await core.stats()
+    before = await core.workspaces.stats()
     assert (before.total_memories, before.total_chunks) == (3, 3)
-    await core.search(SearchRequest(query="x"))
-    stats = await core.stats()
+    await core.memories.search(SearchRequest(query="x"))
+    stats = await core.workspaces.stats()
     assert stats.embedder == "onnx:all-MiniLM-L6-v2-int8" and stats.embedding_dimension == 384
     assert stats.avg_query_latency_ms is not None and stats.avg_query_latency_ms > 0
     assert stats.cache_backend == "memory"
@@ -119,10 +119,10 @@ async def test_a_long_text_is_chunked_and_every_part_is_findable(core: ZapomniCo
         for i in range(20)
     ]
     paragraphs[13] = "The secret launch code for project Bluebird is 7-alpha-niner."
-    result = await core.add_memory(AddMemoryRequest(text="\n\n".join(paragraphs)))
+    result = await core.memories.add(AddMemoryRequest(text="\n\n".join(paragraphs)))
     assert result.chunks_created > 5
     assert result.text_preview.startswith("Paragraph 0.")
-    hits = (await core.search(SearchRequest(query="launch code for project Bluebird", limit=1))).results
+    hits = (await core.memories.search(SearchRequest(query="launch code for project Bluebird", limit=1))).results
     assert hits[0].memory_id == result.memory_id
     assert "7-alpha-niner" in hits[0].text
 
@@ -138,11 +138,11 @@ async def test_a_memory_bigger_than_one_write_batch_is_stored_whole(data_dir: Pa
     )
     text = " ".join(f"Item {i} is number {i}." for i in range(WRITE_BATCH * 3))
     async with open_core(settings) as (core, _info):
-        result = await core.add_memory(AddMemoryRequest(text=text))
+        result = await core.memories.add(AddMemoryRequest(text=text))
         assert result.chunks_created > WRITE_BATCH
-        stats = await core.stats()
+        stats = await core.workspaces.stats()
         assert (stats.total_memories, stats.total_chunks) == (1, result.chunks_created)
-        hits = (await core.search(SearchRequest(query="Item 1234 is number 1234.", limit=1))).results
+        hits = (await core.memories.search(SearchRequest(query="Item 1234 is number 1234.", limit=1))).results
         assert hits[0].memory_id == result.memory_id
         assert "Item 1234 is number 1234." in hits[0].text
 
@@ -153,7 +153,7 @@ async def test_memories_survive_a_restart(settings: Settings) -> None:
         memory_id = await add(core, "Remember that the staging database password rotates monthly.")
     async with open_core(settings) as (core, _info):
         assert (await search(core, "how often does the staging password change?"))[0] == memory_id
-        assert (await core.stats()).total_memories == 1
+        assert (await core.workspaces.stats()).total_memories == 1
 
 
 async def test_two_engines_on_one_data_dir_share_one_database(settings: Settings) -> None:
@@ -212,7 +212,7 @@ async def test_orphan_chunks_from_an_interrupted_write_are_removed(settings: Set
                 "CREATE (:Chunk {id: 'orphan', memory_id: 'gone', text: 'half written', created_at: $t})",
                 {"t": time.time() - 7200},
             )
-        assert (await core.stats()).total_chunks == 1, "unlinked chunks are not counted"
+        assert (await core.workspaces.stats()).total_chunks == 1, "unlinked chunks are not counted"
         assert await search(core, "half written") != []  # the complete memory, never the orphan
     async with open_core(settings) as (core, _info):
         async with graph_client(data_dir) as client:

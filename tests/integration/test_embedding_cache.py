@@ -18,7 +18,7 @@ from zapomni_core import Settings, open_core
 from zapomni_core.embedders import CachedEmbedder, MemoryCache, RedisCache
 from zapomni_core.embedders.ollama import OllamaEmbedder
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
-from zapomni_core.models import AddMemoryRequest, DeleteMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, SearchRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -123,15 +123,15 @@ async def test_unreachable_redis_falls_back_with_a_warning(data_dir: Path, onnx:
 async def test_stats_report_the_redis_backend_and_hit_rate(redis_url: str, data_dir: Path) -> None:
     settings = Settings(ZAPOMNI_DATA_DIR=data_dir / "store", REDIS_URL=redis_url, LOG_LEVEL="WARNING")
     async with open_core(settings) as (core, _info):
-        first = await core.add_memory(AddMemoryRequest(text="Re-added text should not be embedded twice."))
+        first = await core.memories.add(AddMemoryRequest(text="Re-added text should not be embedded twice."))
         # Adding the same text again while it is stored deduplicates without embedding anything;
         # deleted first, it is stored anew and its vector comes from the cache.
-        await core.delete_memory(DeleteMemoryRequest(memory_ids=[first.memory_id]))
-        again = await core.add_memory(AddMemoryRequest(text="Re-added text should not be embedded twice."))
+        await core.memories.delete(DeleteMemoryRequest(memory_ids=[first.memory_id]))
+        again = await core.memories.add(AddMemoryRequest(text="Re-added text should not be embedded twice."))
         assert not again.deduplicated and again.memory_id != first.memory_id
-        await core.search(SearchRequest(query="embedded twice"))
-        await core.search(SearchRequest(query="embedded twice"))
-        stats = await core.stats()
+        await core.memories.search(SearchRequest(query="embedded twice"))
+        await core.memories.search(SearchRequest(query="embedded twice"))
+        stats = await core.workspaces.stats()
     assert stats.cache_backend == "redis"
     assert stats.cache_hit_rate == pytest.approx(0.5)  # 2 hits of 4 lookups
     assert "***" in str(Settings(REDIS_URL="redis://u:pw@h:6379/0").masked()["redis_url"])

@@ -19,7 +19,7 @@ import pytest
 from tests.fakes.ollama_server import FakeOllama
 from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.progress import Progress
 from zapomni_core.transfer import TransferError, export, importer
 from zapomni_core.transfer.format import EXPORTING, IMPORTING, VALIDATING
@@ -115,14 +115,16 @@ async def _answers(core: ZapomniCore) -> dict[tuple[str, str], list[dict[str, An
     results = {}
     for query in QUERIES:
         for mode in MODES:
-            found = await core.search(SearchRequest.model_validate({"query": query, "mode": mode, "limit": 10}))
+            found = await core.memories.search(
+                SearchRequest.model_validate({"query": query, "mode": mode, "limit": 10})
+            )
             results[(query, mode)] = [hit.model_dump() for hit in found.results]
     return results
 
 
 async def _export(core: ZapomniCore) -> bytes:
     out = io.StringIO()
-    await core.export_memories(out)
+    await core.transfer.export_to(out)
     return out.getvalue().encode()
 
 
@@ -133,14 +135,14 @@ async def source() -> AsyncIterator[Source]:
         async with open_core(_settings(data_dir)) as (core, _info):
             ids = []
             for i in range(199):
-                ids.append((await core.add_memory(_request(i))).memory_id)
+                ids.append((await core.memories.add(_request(i))).memory_id)
                 if i == 100:  # the long memory sits in the middle, so its position in the order counts
-                    long = await core.add_memory(
+                    long = await core.memories.add(
                         AddMemoryRequest.model_validate({"text": LONG_TEXT, "metadata": {"tags": ["sea"]}})
                     )
                     assert long.chunks_created > 5
                     ids.append(long.memory_id)
-            stats = await core.stats()
+            stats = await core.workspaces.stats()
             yield Source(
                 data_dir=data_dir,
                 export=await _export(core),
@@ -206,10 +208,10 @@ async def test_the_export_holds_every_memory_in_order(source: Source) -> None:
 async def test_a_round_trip_reproduces_search_stats_and_metadata(
     source: Source, core: ZapomniCore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    report = await core.import_memories(io.BytesIO(source.export))
+    report = await core.transfer.import_from(io.BytesIO(source.export))
     assert (report.imported, report.skipped, report.chunks_written) == (source.memories, 0, source.chunks)
     assert not report.re_embedded and report.chunks_from_file == source.chunks
-    stats = await core.stats()
+    stats = await core.workspaces.stats()
     assert (stats.total_memories, stats.total_chunks) == (source.memories, source.chunks)
     assert_same_answers(source.results, await _answers(core))
     # Ids, created_at, tags, source, date, metadata, chunk ids, texts and vectors all came back exactly.
@@ -227,7 +229,7 @@ async def test_export_and_import_report_progress(
     monkeypatch.setattr(export, "EXPORT_SEQ_WINDOW", 64)
     monkeypatch.setattr(importer, "CHECK_BATCH_IDS", 100)
     imported: list[Progress] = []
-    await core.import_memories(io.BytesIO(source.export), imported.append)
+    await core.transfer.import_from(io.BytesIO(source.export), imported.append)
     validating = [p for p in imported if p.message == VALIDATING]
     importing = [p for p in imported if p.message == IMPORTING]
     assert imported == validating + importing  # the whole file is checked before anything is written
@@ -239,7 +241,7 @@ async def test_export_and_import_report_progress(
     assert importing[-1].describe() == f"{source.memories}/{source.memories} memories: {IMPORTING}"
 
     exported: list[Progress] = []
-    await core.export_memories(io.StringIO(), exported.append)
+    await core.transfer.export_to(io.StringIO(), exported.append)
     assert len(exported) >= 4 and {(p.total, p.unit, p.message) for p in exported} == {
         (source.memories, "memories", EXPORTING)
     }
@@ -248,18 +250,18 @@ async def test_export_and_import_report_progress(
 
 
 async def test_importing_twice_skips_everything_the_second_time(source: Source, core: ZapomniCore) -> None:
-    first = await core.import_memories(io.BytesIO(source.export))
-    second = await core.import_memories(io.BytesIO(source.export))
+    first = await core.transfer.import_from(io.BytesIO(source.export))
+    second = await core.transfer.import_from(io.BytesIO(source.export))
     assert first.imported == source.memories
     assert (second.imported, second.skipped, second.chunks_written) == (0, source.memories, 0)
-    stats = await core.stats()
+    stats = await core.workspaces.stats()
     assert (stats.total_memories, stats.total_chunks) == (source.memories, source.chunks)
 
 
 async def test_an_interrupted_import_is_finished_by_running_it_again(source: Source, core: ZapomniCore) -> None:
     # What an import that died after 120 memories leaves behind: the first 120 memories, complete.
-    await core.import_memories(io.BytesIO(_first(source.export, 120)))
-    report = await core.import_memories(io.BytesIO(source.export))
+    await core.transfer.import_from(io.BytesIO(_first(source.export, 120)))
+    report = await core.transfer.import_from(io.BytesIO(source.export))
     assert (report.imported, report.skipped) == (source.memories - 120, 120)
     assert body(await _export(core)) == body(source.export)
 
@@ -273,17 +275,17 @@ async def test_a_version_1_file_imports_into_the_default_workspace(source: Sourc
         if line["type"] == "zapomni-export":
             line["format_version"] = 1
         old.append(json.dumps(line, ensure_ascii=False))
-    report = await core.import_memories(io.BytesIO(("\n".join(old) + "\n").encode()))
+    report = await core.transfer.import_from(io.BytesIO(("\n".join(old) + "\n").encode()))
     assert (report.imported, report.skipped) == (source.memories, 0)
     assert body(await _export(core)) == body(source.export)
 
 
 async def test_a_memory_whose_text_is_already_stored_is_skipped(source: Source, core: ZapomniCore) -> None:
     # The same text under another id: an import deduplicates as add_memory does, and counts it as skipped.
-    stored = await core.add_memory(AddMemoryRequest(text=lines(source.export)[2]["text"]))
-    report = await core.import_memories(io.BytesIO(_first(source.export, 3)))
+    stored = await core.memories.add(AddMemoryRequest(text=lines(source.export)[2]["text"]))
+    report = await core.transfer.import_from(io.BytesIO(_first(source.export, 3)))
     assert (report.imported, report.skipped) == (2, 1)
-    stats = await core.stats()
+    stats = await core.workspaces.stats()
     assert stats.total_memories == 3
     exported = [m["id"] for m in lines(await _export(core))[1:-1]]
     assert exported == [stored.memory_id, source.ids[0], source.ids[2]]
@@ -340,7 +342,7 @@ async def test_a_bad_file_names_the_line_and_field_and_writes_nothing(
 ) -> None:
     for name, (content, fragments) in _cases(source.export).items():
         with pytest.raises(TransferError) as caught:
-            await core.import_memories(io.BytesIO(content))
+            await core.transfer.import_from(io.BytesIO(content))
         message = str(caught.value)
         assert all(fragment in message for fragment in fragments), (name, message)
         assert message.endswith("; nothing was imported"), (name, message)
@@ -352,10 +354,10 @@ async def test_a_chunk_id_taken_by_another_memory_is_refused(source: Source, cor
     parsed = lines(source.export)
     thief = parsed[5]
     thief["chunks"][0]["id"] = parsed[3]["chunks"][0]["id"]
-    await core.import_memories(io.BytesIO(_file(source.export, [thief])))
+    await core.transfer.import_from(io.BytesIO(_file(source.export, [thief])))
     with pytest.raises(TransferError, match=r"line 4: chunks\.0\.id: chunk \S+ already belongs to another memory"):
-        await core.import_memories(io.BytesIO(source.export))
-    assert (await core.stats()).total_memories == 1
+        await core.transfer.import_from(io.BytesIO(source.export))
+    assert (await core.workspaces.stats()).total_memories == 1
 
 
 def _file(export: bytes, memories: list[dict[str, Any]]) -> bytes:
@@ -377,7 +379,7 @@ async def test_a_file_without_embeddings_is_re_embedded_to_the_same_answers(sour
         stripped.append(json.dumps(line, ensure_ascii=False))
     content = ("\n".join(stripped) + "\n").encode()
     assert b'"embedding"' not in content
-    report = await core.import_memories(io.BytesIO(content))
+    report = await core.transfer.import_from(io.BytesIO(content))
     assert report.re_embedded and report.chunks_embedded == source.chunks and report.chunks_from_file == 0
     assert report.rechunked == 0 and report.imported == source.memories
     assert_same_answers(source.results, await _answers(core))
@@ -394,14 +396,14 @@ async def test_another_embedder_re_embeds_and_chunks_again(
 ) -> None:
     settings = _settings(data_dir, ZAPOMNI_EMBEDDER="ollama", OLLAMA_HOST=fake_ollama.url)
     async with open_core(settings) as (core, _info):
-        report = await core.import_memories(io.BytesIO(source.export))
+        report = await core.transfer.import_from(io.BytesIO(source.export))
         assert report.re_embedded and report.chunks_from_file == 0
         assert report.embedder == "ollama:nomic-embed-text (768-d)" != report.file_embedder
         assert (report.imported, report.rechunked) == (source.memories, source.memories)
         # nomic reads 512 tokens where MiniLM reads 256: the long memory now takes fewer chunks.
         assert report.chunks_written < source.chunks
         assert report.chunks_embedded == report.chunks_written
-        found = await core.search(SearchRequest(query="ticket OPS-1047", mode="keyword", limit=1))
+        found = await core.memories.search(SearchRequest(query="ticket OPS-1047", mode="keyword", limit=1))
         assert [hit.memory_id for hit in found.results] == [source.ids[47]]
 
 

@@ -20,7 +20,7 @@ from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.errors import InvalidRequest
 from zapomni_core.files.models import IngestPathRequest
 from zapomni_core.jobs import JobInfo, JobStatusRequest
-from zapomni_core.models import AddMemoryRequest, SearchFilters, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchFilters, SearchRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -90,14 +90,14 @@ async def ingest(core: ZapomniCore, path: Path | str, **extra: object) -> JobInf
 
 async def search(core: ZapomniCore, query: str, kind: str | None = "document") -> list:  # type: ignore[type-arg]
     filters = SearchFilters(kind=kind) if kind else None  # type: ignore[arg-type]
-    return (await core.search(SearchRequest(query=query, filters=filters, limit=5))).results
+    return (await core.memories.search(SearchRequest(query=query, filters=filters, limit=5))).results
 
 
 async def test_each_format_is_read_with_its_structure_and_found_with_page_and_section(
     files_core: ZapomniCore, tmp_path: Path
 ) -> None:
     docs = make_tree(tmp_path)
-    await files_core.add_memory(AddMemoryRequest(text="Quokka is also the name of our office cat."))  # a note
+    await files_core.memories.add(AddMemoryRequest(text="Quokka is also the name of our office cat."))  # a note
     info = await ingest(files_core, docs)
     assert info.state == "completed" and info.counts["added"] == 5 and info.counts["files"] == 5
 
@@ -185,7 +185,7 @@ async def test_an_export_carries_files_with_their_places_and_the_next_ingest_fin
     docs = make_tree(tmp_path)
     await ingest(files_core, docs)
     out = io.StringIO()
-    await files_core.export_memories(out)
+    await files_core.transfer.export_to(out)
     other = Settings(
         ZAPOMNI_DATA_DIR=Path(tempfile.mkdtemp(prefix="zt-imp-", dir="/tmp")),
         LOG_LEVEL="WARNING",
@@ -193,7 +193,7 @@ async def test_an_export_carries_files_with_their_places_and_the_next_ingest_fin
     )
     try:
         async with open_core(other) as (imported, _info):
-            report = await imported.import_memories(io.BytesIO(out.getvalue().encode()))
+            report = await imported.transfer.import_from(io.BytesIO(out.getvalue().encode()))
             assert report.imported == 5
             pdf = (await search(imported, "walrus prototype October"))[0]
             assert (pdf.kind, pdf.page) == ("document", 2)

@@ -17,11 +17,11 @@ from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.graph.merge import EntityIndex
 from zapomni_core.graph.rows import memory_graph_rows
 from zapomni_core.graph.types import EXCLUSIVE_RELATIONS, ChunkGraph, Mention, Relation
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.search import Candidate, SearchOptions, SearchPipeline, reciprocal_rank_fusion
 from zapomni_core.search.graph_leg import ExpansionConfig, GraphExpansion, fuse_leg, idf, query_entity_keys
 from zapomni_core.search.types import RetrievalQuery
-from zapomni_core.workspaces import Workspace
+from zapomni_core.workspaces.registry import Workspace
 from zapomni_db import ChunkHit, JobRecord, MemoryInfo, SearchFilter
 from zapomni_db.graph_neighbours import GraphNeighbours
 
@@ -59,7 +59,7 @@ async def expanding(data_dir: Path) -> AsyncIterator[ZapomniCore]:
 
 
 async def default_workspace(core: ZapomniCore) -> Workspace:
-    workspace = await core.workspaces.get(None, create=True)
+    workspace = await core.workspaces.registry.get(None, create=True)
     assert workspace is not None
     return workspace
 
@@ -71,7 +71,7 @@ async def remember(
     relations: Sequence[tuple[str, str, str]] = (),
 ) -> str:
     """Add a memory and write its graph as the build job would: one chunk, these entities and relations."""
-    memory_id = (await core.add_memory(AddMemoryRequest(text=text))).memory_id
+    memory_id = (await core.memories.add(AddMemoryRequest(text=text))).memory_id
     if not entities:
         return memory_id
     stores = (await default_workspace(core)).stores
@@ -96,7 +96,7 @@ async def remember(
 async def ranking(core: ZapomniCore, query: str, pipeline: SearchPipeline | None = None) -> list[tuple[str, list[str]]]:
     """(memory id, legs) of the hybrid results, limit 10, through the workspace's pipeline or `pipeline`."""
     if pipeline is None:
-        results = (await core.search(SearchRequest(query=query, limit=10))).results
+        results = (await core.memories.search(SearchRequest(query=query, limit=10))).results
         return [(r.memory_id, list(r.matched_by)) for r in results]
     retrieval = RetrievalQuery(query, await core.embedder.embed_query(query), SearchFilter())
     ranked = await pipeline.run(retrieval, SearchOptions(limit=10))
@@ -130,7 +130,7 @@ async def test_expansion_surfaces_a_memory_sharing_an_entity_with_the_top_hit(ex
     assert before is None or before > after, (without, with_graph)
     assert "graph" in dict(with_graph)[vet] and "keyword" not in dict(with_graph)[vet], "found through Pixel alone"
     # Modes other than hybrid are left alone.
-    vector_only = (await core.search(SearchRequest(query=QUERY, mode="vector", limit=10))).results
+    vector_only = (await core.memories.search(SearchRequest(query=QUERY, mode="vector", limit=10))).results
     assert all("graph" not in r.matched_by for r in vector_only)
 
 

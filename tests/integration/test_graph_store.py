@@ -22,7 +22,7 @@ from tests.fakes.ollama_server import FakeOllama
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.database import open_database
 from zapomni_core.embedders import build_embedder
-from zapomni_core.models import AddMemoryRequest
+from zapomni_core.memories.requests import AddMemoryRequest
 from zapomni_core.reembed import reembed
 from zapomni_core.transfer import TransferError
 from zapomni_db import (
@@ -763,9 +763,9 @@ async def build_graph(core: ZapomniCore) -> dict[str, list[str]]:
     ]
     made: dict[str, list[str]] = {}
     for workspace in ("default", "work"):
-        ids = [(await core.add_memory(AddMemoryRequest(text=t, workspace=workspace))).memory_id for t in texts]
+        ids = [(await core.memories.add(AddMemoryRequest(text=t, workspace=workspace))).memory_id for t in texts]
         made[workspace] = ids
-        opened_ws = await core.workspaces.get(workspace, create=False)
+        opened_ws = await core.workspaces.registry.get(workspace, create=False)
         assert opened_ws is not None
         store = Store(opened_ws.stores.client)
         chunks = [(await opened_ws.stores.reads.chunks(mid))[0].id for mid in ids]
@@ -780,7 +780,7 @@ async def build_graph(core: ZapomniCore) -> dict[str, list[str]]:
 async def snapshot(core: ZapomniCore, made: dict[str, list[str]]) -> dict[str, Built]:
     built = {}
     for workspace, ids in made.items():
-        opened_ws = await core.workspaces.get(workspace, create=False)
+        opened_ws = await core.workspaces.registry.get(workspace, create=False)
         assert opened_ws is not None
         graph = opened_ws.stores.graph
         counts = await graph.counts()
@@ -824,7 +824,7 @@ async def test_an_export_and_import_carry_the_graph(core: ZapomniCore, tmp_path:
         "pending": 1,
     }
     out = io.StringIO()
-    report = await core.export_memories(out)
+    report = await core.transfer.export_to(out)
     assert (report.memories, report.entities, report.relations) == (6, 8, 6)
     exported = [json.loads(line) for line in out.getvalue().splitlines()]
     assert exported[0]["format_version"] == 4
@@ -832,16 +832,16 @@ async def test_an_export_and_import_carry_the_graph(core: ZapomniCore, tmp_path:
     assert exported[-1] == {"type": "end", "memories": 6, "chunks": 6, "entities": 8, "relations": 6}
 
     async with open_core(quiet(tmp_path / "copy")) as (copy, _info):
-        imported = await copy.import_memories(io.BytesIO(out.getvalue().encode()))
+        imported = await copy.transfer.import_from(io.BytesIO(out.getvalue().encode()))
         assert (imported.imported, imported.entities_imported, imported.relations_imported) == (6, 8, 6)
         assert imported.graph_memories == 4
         assert await snapshot(copy, made) == before
         for workspace in made:
-            opened_ws = await copy.workspaces.get(workspace, create=False)
+            opened_ws = await copy.workspaces.registry.get(workspace, create=False)
             assert opened_ws is not None
             await Store(opened_ws.stores.client).assert_consistent()
         # Importing again skips every memory, and with them their graph: nothing doubles.
-        again = await copy.import_memories(io.BytesIO(out.getvalue().encode()))
+        again = await copy.transfer.import_from(io.BytesIO(out.getvalue().encode()))
         assert (again.imported, again.entities_imported, again.relations_imported) == (0, 0, 0)
         assert await snapshot(copy, made) == before
 
@@ -856,10 +856,10 @@ async def test_an_export_and_import_carry_the_graph(core: ZapomniCore, tmp_path:
             line["format_version"] = 2
         old.append(json.dumps(line))
     async with open_core(quiet(tmp_path / "old")) as (copy, _info):
-        imported = await copy.import_memories(io.BytesIO(("\n".join(old) + "\n").encode()))
+        imported = await copy.transfer.import_from(io.BytesIO(("\n".join(old) + "\n").encode()))
         assert (imported.imported, imported.entities_imported, imported.graph_memories) == (6, 0, 0)
         for workspace in made:
-            opened_ws = await copy.workspaces.get(workspace, create=False)
+            opened_ws = await copy.workspaces.registry.get(workspace, create=False)
             assert opened_ws is not None
             counts = await opened_ws.stores.graph.counts()
             assert (counts.entities, counts.relations, counts.memories_pending) == (0, 0, 3)
@@ -874,7 +874,7 @@ def _edit(export: str, edit: Any) -> bytes:
 async def test_bad_graph_lines_name_the_line_and_field_and_write_nothing(core: ZapomniCore, tmp_path: Path) -> None:
     await build_graph(core)
     out = io.StringIO()
-    await core.export_memories(out)
+    await core.transfer.export_to(out)
     export = out.getvalue()
     first_entity = next(i for i, line in enumerate(export.splitlines()) if '"type":"entity"' in line)
     first_relation = next(i for i, line in enumerate(export.splitlines()) if '"type":"relation"' in line)
@@ -904,10 +904,10 @@ async def test_bad_graph_lines_name_the_line_and_field_and_write_nothing(core: Z
     async with open_core(quiet(tmp_path / "copy")) as (copy, _info):
         for name, (edit, fragments) in cases.items():
             with pytest.raises(TransferError) as caught:
-                await copy.import_memories(io.BytesIO(_edit(export, edit)))
+                await copy.transfer.import_from(io.BytesIO(_edit(export, edit)))
             message = str(caught.value)
             assert all(fragment in message for fragment in fragments), (name, message)
-            assert (await copy.stats()).total_memories == 0, name
+            assert (await copy.workspaces.stats()).total_memories == 0, name
 
 
 @pytest.fixture
@@ -921,7 +921,7 @@ async def test_a_reembed_keeps_the_graph(data_dir: Path, fake: FakeOllama) -> No
     async with open_core(onnx) as (core, _info):
         made = await build_graph(core)
         before = await snapshot(core, made)
-        mentions = await core.workspaces.stores("default").client.ro_query(
+        mentions = await core.workspaces.registry.stores("default").client.ro_query(
             "MATCH (c:Chunk)-[x:MENTIONS]->(e:Entity) RETURN c.id, e.key, x.count ORDER BY c.id, e.key"
         )
 
@@ -935,7 +935,7 @@ async def test_a_reembed_keeps_the_graph(data_dir: Path, fake: FakeOllama) -> No
 
     async with open_core(ollama) as (core, _info):
         assert await snapshot(core, made) == before
-        after = await core.workspaces.stores("default").client.ro_query(
+        after = await core.workspaces.registry.stores("default").client.ro_query(
             "MATCH (c:Chunk)-[x:MENTIONS]->(e:Entity) RETURN c.id, e.key, x.count ORDER BY c.id, e.key"
         )
         assert after == mentions

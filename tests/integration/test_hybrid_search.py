@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers import all_chunk_ids
 from zapomni_core import Settings, ZapomniCore, open_core
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +24,7 @@ PARAPHRASED = {
 
 
 async def rank_of(core: ZapomniCore, query: str, memory_id: str, mode: str) -> int | None:
-    results = (await core.search(SearchRequest(query=query, limit=10, mode=mode))).results
+    results = (await core.memories.search(SearchRequest(query=query, limit=10, mode=mode))).results
     return next((i for i, hit in enumerate(results, start=1) if hit.memory_id == memory_id), None)
 
 
@@ -32,7 +32,7 @@ async def rank_of(core: ZapomniCore, query: str, memory_id: str, mode: str) -> i
 async def store(core: ZapomniCore) -> dict[str, str]:
     ids = {}
     for text in [*ERROR_CODES, *CVES, *TICKETS, *PARAPHRASED]:
-        ids[text] = (await core.add_memory(AddMemoryRequest(text=text))).memory_id
+        ids[text] = (await core.memories.add(AddMemoryRequest(text=text))).memory_id
     return ids
 
 
@@ -54,58 +54,58 @@ async def test_paraphrases_need_the_vector_leg(core: ZapomniCore, store: dict[st
 
 
 async def test_results_say_which_legs_found_them(core: ZapomniCore, store: dict[str, str]) -> None:
-    pinned = await core.add_memory(AddMemoryRequest(text="The pod was OOMKilled after the memory limit was reached."))
-    results = (await core.search(SearchRequest(query="pod OOMKilled memory limit", limit=5))).results
+    pinned = await core.memories.add(AddMemoryRequest(text="The pod was OOMKilled after the memory limit was reached."))
+    results = (await core.memories.search(SearchRequest(query="pod OOMKilled memory limit", limit=5))).results
     top = results[0]
     assert top.memory_id == pinned.memory_id
     assert top.matched_by == ["keyword", "vector"]
     assert top.rank_score > 1 / 61  # more than a first place in one leg alone can earn
     assert [r.rank_score for r in results] == sorted((r.rank_score for r in results), reverse=True)
-    vector_only = (await core.search(SearchRequest(query="payment service", mode="vector", limit=3))).results
+    vector_only = (await core.memories.search(SearchRequest(query="payment service", mode="vector", limit=3))).results
     assert all(r.matched_by == ["vector"] for r in vector_only)
 
 
 async def test_filters_apply_in_both_legs(core: ZapomniCore) -> None:
-    await core.add_memory(
+    await core.memories.add(
         AddMemoryRequest.model_validate({"text": "Runbook for E2001 on prod.", "metadata": {"tags": ["prod"]}})
     )
-    staging = await core.add_memory(
+    staging = await core.memories.add(
         AddMemoryRequest.model_validate({"text": "Runbook for E2001 on staging.", "metadata": {"tags": ["staging"]}})
     )
     for mode in ("keyword", "vector", "hybrid"):
         request = SearchRequest.model_validate(
             {"query": "E2001 runbook", "mode": mode, "filters": {"tags": ["staging"]}}
         )
-        assert [r.memory_id for r in (await core.search(request)).results] == [staging.memory_id], mode
+        assert [r.memory_id for r in (await core.memories.search(request)).results] == [staging.memory_id], mode
 
 
 async def test_min_score_and_best_chunk_per_memory(core: ZapomniCore) -> None:
     long_memory = "\n\n".join(
         f"Section {i}: the deployment checklist item {i} says to verify the canary before promoting." for i in range(60)
     )
-    added = await core.add_memory(AddMemoryRequest(text=long_memory))
-    other = await core.add_memory(AddMemoryRequest(text="Verify the canary before promoting a deployment."))
+    added = await core.memories.add(AddMemoryRequest(text=long_memory))
+    other = await core.memories.add(AddMemoryRequest(text="Verify the canary before promoting a deployment."))
     assert added.chunks_created > 3
-    grouped = (await core.search(SearchRequest(query="verify the canary", limit=10))).results
+    grouped = (await core.memories.search(SearchRequest(query="verify the canary", limit=10))).results
     assert sorted(r.memory_id for r in grouped) == sorted([added.memory_id, other.memory_id])
-    every = (await core.search(SearchRequest(query="verify the canary", limit=10, all_chunks=True))).results
+    every = (await core.memories.search(SearchRequest(query="verify the canary", limit=10, all_chunks=True))).results
     assert sum(r.memory_id == added.memory_id for r in every) == added.chunks_created
-    strict = (await core.search(SearchRequest(query="verify the canary", limit=10, min_score=0.99))).results
+    strict = (await core.memories.search(SearchRequest(query="verify the canary", limit=10, min_score=0.99))).results
     assert strict == []
-    some = (await core.search(SearchRequest(query="verify the canary", limit=10, min_score=0.5))).results
+    some = (await core.memories.search(SearchRequest(query="verify the canary", limit=10, min_score=0.5))).results
     assert some and all(r.similarity_score >= 0.5 for r in some)
 
 
 async def test_both_legs_see_the_same_chunks_after_adds_and_a_restart(settings: Settings, data_dir: Path) -> None:
     async with open_core(settings) as (core, _info):
         for i in range(30):
-            await core.add_memory(AddMemoryRequest(text=f"Shared marker zebra{i % 3} in note number {i}."))
+            await core.memories.add(AddMemoryRequest(text=f"Shared marker zebra{i % 3} in note number {i}."))
         before = await all_chunk_ids(data_dir)
     async with open_core(settings) as (core, _info):
         assert await all_chunk_ids(data_dir) == before
         for mode in ("vector", "keyword"):
             request = SearchRequest(query="zebra0 zebra1 zebra2 shared marker", limit=100, mode=mode, all_chunks=True)
-            found = {r.chunk_id for r in (await core.search(request)).results}
+            found = {r.chunk_id for r in (await core.memories.search(request)).results}
             assert found == before, mode
 
 
@@ -114,7 +114,7 @@ async def test_unrelated_memories_do_not_pad_the_results(core: ZapomniCore) -> N
 
     async def add(text: str, tag: str) -> str:
         request = AddMemoryRequest.model_validate({"text": text, "metadata": {"tags": [tag]}})
-        return (await core.add_memory(request)).memory_id
+        return (await core.memories.add(request)).memory_id
 
     postgres = await add("We keep user sessions in PostgreSQL with a read replica.", "work")
     allergy = await add("Alice is allergic to peanuts and shellfish.", "work")
@@ -122,10 +122,12 @@ async def test_unrelated_memories_do_not_pad_the_results(core: ZapomniCore) -> N
     await add("The database backup runs every night at two.", "home")
     for mode in ("hybrid", "vector"):
         request = {"query": "database", "mode": mode, "filters": {"tags": ["work"]}}
-        found = (await core.search(SearchRequest.model_validate(request))).results
+        found = (await core.memories.search(SearchRequest.model_validate(request))).results
         assert [r.memory_id for r in found] == [postgres], mode
-        padded = (await core.search(SearchRequest.model_validate({**request, "include_unrelated": True}))).results
+        padded = (
+            await core.memories.search(SearchRequest.model_validate({**request, "include_unrelated": True}))
+        ).results
         assert padded[0].memory_id == postgres, mode
         assert {r.memory_id for r in padded[1:]} == {allergy, insurance}, mode
     keyword = SearchRequest.model_validate({"query": "database", "mode": "keyword", "filters": {"tags": ["work"]}})
-    assert (await core.search(keyword)).results == []
+    assert (await core.memories.search(keyword)).results == []

@@ -16,7 +16,7 @@ from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.context import RequestContext
 from zapomni_core.errors import Conflict
 from zapomni_core.jobs import CancelJobRequest, JobInfo, JobStatusRequest, ListJobsRequest
-from zapomni_core.models import (
+from zapomni_core.memories.requests import (
     AddMemoryRequest,
     DeleteMemoryRequest,
     GetMemoryRequest,
@@ -73,18 +73,18 @@ async def wait_started(core: ZapomniCore, job_id: str) -> JobInfo:
 
 async def test_a_large_add_answers_at_once_and_becomes_searchable_when_its_job_completes(data_dir: Path) -> None:
     async with job_core(data_dir) as core:
-        small = await core.add_memory(AddMemoryRequest(text="Kestrels hover over the motorway verge."))
+        small = await core.memories.add(AddMemoryRequest(text="Kestrels hover over the motorway verge."))
         assert small.status == "indexed" and small.job_id is None
 
-        added = await core.add_memory(AddMemoryRequest(text=long_text("otter", 120), metadata={"tags": ["survey"]}))
+        added = await core.memories.add(AddMemoryRequest(text=long_text("otter", 120), metadata={"tags": ["survey"]}))
         assert added.status == "indexing" and added.job_id and added.chunks_created == 0
-        shown = await core.get_memory(GetMemoryRequest(memory_id=added.memory_id))
+        shown = await core.memories.get(GetMemoryRequest(memory_id=added.memory_id))
         assert (shown.status, shown.job_id, shown.chunk_count) == ("indexing", added.job_id, 0)
-        listed = {m.memory_id: m.status for m in (await core.list_memories(ListMemoriesRequest())).memories}
+        listed = {m.memory_id: m.status for m in (await core.memories.page(ListMemoriesRequest())).memories}
         assert listed == {small.memory_id: "indexed", added.memory_id: "indexing"}
 
         # Adding the same text again while it is indexed is deduplicated to the same memory and job.
-        again = await core.add_memory(AddMemoryRequest(text=long_text("otter", 120)))
+        again = await core.memories.add(AddMemoryRequest(text=long_text("otter", 120)))
         assert (again.memory_id, again.deduplicated, again.status, again.job_id) == (
             added.memory_id,
             True,
@@ -92,19 +92,19 @@ async def test_a_large_add_answers_at_once_and_becomes_searchable_when_its_job_c
             added.job_id,
         )
         with pytest.raises(Conflict, match="indexing"):
-            await core.update_memory(UpdateMemoryRequest(memory_id=added.memory_id, text="changed"))
+            await core.memories.update(UpdateMemoryRequest(memory_id=added.memory_id, text="changed"))
 
         info = await wait_job(core, added.job_id)
         assert info.state == "completed" and info.error is None
         assert info.progress.done == info.progress.total == info.counts["chunks"] > 10
         assert (info.memory_id, info.kind, info.attempts) == (added.memory_id, "index_memory", 1)
 
-        detail = await core.get_memory(GetMemoryRequest(memory_id=added.memory_id))
+        detail = await core.memories.get(GetMemoryRequest(memory_id=added.memory_id))
         assert (detail.status, detail.chunk_count) == ("indexed", info.counts["chunks"])
-        hits = (await core.search(SearchRequest(query="otter sightings near station 5"))).results
+        hits = (await core.memories.search(SearchRequest(query="otter sightings near station 5"))).results
         assert hits and hits[0].memory_id == added.memory_id
         assert await chunk_node_count(data_dir) == info.counts["chunks"] + 1  # nothing staged is left over
-        stats = await core.stats()
+        stats = await core.workspaces.stats()
         assert stats.jobs == {"completed": 1} and stats.total_chunks == info.counts["chunks"] + 1
         jobs = await core.jobs.list(ListJobsRequest(state="completed"))
         assert [j.job_id for j in jobs.jobs] == [added.job_id]
@@ -117,7 +117,7 @@ async def test_job_status_sends_progress_while_it_waits(data_dir: Path) -> None:
         seen.append(progress)
 
     async with job_core(data_dir) as core:
-        added = await core.add_memory(AddMemoryRequest(text=long_text("heron", 300)))
+        added = await core.memories.add(AddMemoryRequest(text=long_text("heron", 300)))
         assert added.job_id is not None
         info = await core.jobs.status(
             JobStatusRequest(job_id=added.job_id, wait_s=50), RequestContext(progress_sink=sink)
@@ -131,31 +131,31 @@ async def test_job_status_sends_progress_while_it_waits(data_dir: Path) -> None:
 
 async def test_deleting_a_memory_mid_indexing_cancels_its_job_and_leaves_nothing(data_dir: Path) -> None:
     async with job_core(data_dir) as core:
-        added = await core.add_memory(AddMemoryRequest(text=long_text("puffin", 300)))
+        added = await core.memories.add(AddMemoryRequest(text=long_text("puffin", 300)))
         assert added.job_id is not None
         started = await wait_started(core, added.job_id)
         assert started.state == "running" and 0 < started.progress.done < (started.progress.total or 0)
 
-        deleted = await core.delete_memory(DeleteMemoryRequest(memory_ids=[added.memory_id]))
+        deleted = await core.memories.delete(DeleteMemoryRequest(memory_ids=[added.memory_id]))
         assert deleted.memory_ids == [added.memory_id]
         info = await wait_job(core, added.job_id)
         assert (info.state, info.error) == ("cancelled", "the memory was deleted")
         await asyncio.sleep(1.5)  # the worker finishes the slice it was embedding, and writes nothing
         assert await chunk_node_count(data_dir) == 0
-        assert (await core.search(SearchRequest(query="puffin sightings"))).count == 0
-        assert (await core.stats()).total_memories == 0
+        assert (await core.memories.search(SearchRequest(query="puffin sightings"))).count == 0
+        assert (await core.workspaces.stats()).total_memories == 0
 
 
 async def test_cancel_job_withdraws_the_add(data_dir: Path) -> None:
     async with job_core(data_dir) as core:
-        added = await core.add_memory(AddMemoryRequest(text=long_text("walrus", 300)))
+        added = await core.memories.add(AddMemoryRequest(text=long_text("walrus", 300)))
         assert added.job_id is not None
         await wait_started(core, added.job_id)
         result = await core.jobs.cancel(CancelJobRequest(job_id=added.job_id))
         assert result.cancelled and result.memory_deleted and result.job.state == "cancelled"
         await asyncio.sleep(1.5)
         assert await chunk_node_count(data_dir) == 0
-        assert (await core.list_memories(ListMemoriesRequest())).count == 0
+        assert (await core.memories.page(ListMemoriesRequest())).count == 0
         again = await core.jobs.cancel(CancelJobRequest(job_id=added.job_id))
         assert not again.cancelled and not again.memory_deleted and again.job.state == "cancelled"
 
@@ -166,29 +166,31 @@ async def test_an_embedder_failure_fails_the_job_visibly_and_adding_again_retrie
         async with job_core(data_dir, **extra) as core:
             fake.fail_next(10_000)
             text = long_text("gannet", 40)
-            added = await core.add_memory(AddMemoryRequest(text=text))
+            added = await core.memories.add(AddMemoryRequest(text=text))
             assert added.job_id is not None
             info = await wait_job(core, added.job_id)
             assert info.state == "failed" and info.error and info.error.startswith("embedding chunks 0-")
             assert "HTTP 503" in info.error and info.failed_items == 1 and info.failures[0].startswith("chunks 0-")
-            shown = await core.get_memory(GetMemoryRequest(memory_id=added.memory_id))
+            shown = await core.memories.get(GetMemoryRequest(memory_id=added.memory_id))
             assert shown.status == "failed"
-            assert (await core.stats()).jobs == {"failed": 1}
+            assert (await core.workspaces.stats()).jobs == {"failed": 1}
             assert [j.job_id for j in (await core.jobs.list(ListJobsRequest(state="failed"))).jobs] == [added.job_id]
 
             fake.fail_next(0)
-            retried = await core.add_memory(AddMemoryRequest(text=text))
+            retried = await core.memories.add(AddMemoryRequest(text=text))
             assert retried.memory_id == added.memory_id and retried.deduplicated and retried.status == "indexing"
             assert retried.job_id and retried.job_id != added.job_id
             assert (await wait_job(core, retried.job_id)).state == "completed"
-            assert (await core.get_memory(GetMemoryRequest(memory_id=added.memory_id))).status == "indexed"
-            assert (await core.search(SearchRequest(query="gannet survey"))).results[0].memory_id == added.memory_id
+            assert (await core.memories.get(GetMemoryRequest(memory_id=added.memory_id))).status == "indexed"
+            assert (await core.memories.search(SearchRequest(query="gannet survey"))).results[
+                0
+            ].memory_id == added.memory_id
 
 
 async def test_a_job_pauses_on_a_full_disk_and_resumes_when_space_is_freed() -> None:
     with mounted_tmpfs("96m") as disk:
         async with job_core(disk, ZAPOMNI_MIN_FREE_MB=16) as core:
-            added = await core.add_memory(AddMemoryRequest(text=long_text("plover", 700)))
+            added = await core.memories.add(AddMemoryRequest(text=long_text("plover", 700)))
             assert added.job_id is not None
             await wait_started(core, added.job_id)
             filler = fill_disk(disk, leave_bytes=8 * 1024 * 1024)  # below the 16 MB the guard keeps free
@@ -203,12 +205,12 @@ async def test_a_job_pauses_on_a_full_disk_and_resumes_when_space_is_freed() -> 
                 await asyncio.sleep(2.0)
                 still = await core.jobs.status(JobStatusRequest(job_id=added.job_id))
                 assert (still.state, still.progress.done) == ("running", paused.progress.done), "nothing done unstored"
-                assert (await core.search(SearchRequest(query="anything"))).count == 0  # reads go on
+                assert (await core.memories.search(SearchRequest(query="anything"))).count == 0  # reads go on
             finally:
                 filler.unlink()
             info = await wait_job(core, added.job_id)
             assert info.state == "completed" and info.message is None
-            assert (await core.get_memory(GetMemoryRequest(memory_id=added.memory_id))).chunk_count == info.counts[
+            assert (await core.memories.get(GetMemoryRequest(memory_id=added.memory_id))).chunk_count == info.counts[
                 "chunks"
             ]
             assert await chunk_node_count(disk) == info.counts["chunks"]

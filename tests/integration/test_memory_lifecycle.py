@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from zapomni_core import Settings, ZapomniCore, open_core
-from zapomni_core.models import (
+from zapomni_core.memories.requests import (
     AddMemoryRequest,
     DeleteMemoryRequest,
     GetMemoryRequest,
@@ -34,34 +34,34 @@ def lookups(core: ZapomniCore) -> int:
 
 async def test_an_update_re_embeds_only_what_changed(core: ZapomniCore) -> None:
     text = "\n\n".join(SECTIONS)
-    added = await core.add_memory(AddMemoryRequest(text=text))
+    added = await core.memories.add(AddMemoryRequest(text=text))
     assert added.chunks_created >= 4
 
     before = lookups(core)
-    meta = await core.update_memory(UpdateMemoryRequest(memory_id=added.memory_id, metadata={"tags": ["ops"]}))
+    meta = await core.memories.update(UpdateMemoryRequest(memory_id=added.memory_id, metadata={"tags": ["ops"]}))
     assert lookups(core) == before and meta.chunks_embedded == 0 and meta.metadata_changed
 
     edited = text.replace("part 4 of the deployment runbook", "part 4 of the rollback plan")
     before = lookups(core)
-    result = await core.update_memory(UpdateMemoryRequest(memory_id=added.memory_id, text=edited))
+    result = await core.memories.update(UpdateMemoryRequest(memory_id=added.memory_id, text=edited))
     assert result.text_changed and not result.metadata_changed  # the tags given before are kept
     assert 1 <= result.chunks_embedded < added.chunks_created
     assert lookups(core) - before == result.chunks_embedded
     assert result.chunks_kept + result.chunks_embedded == result.chunk_count
 
-    stored = await core.get_memory(GetMemoryRequest(memory_id=added.memory_id))
+    stored = await core.memories.get(GetMemoryRequest(memory_id=added.memory_id))
     assert stored.text == edited and stored.tags == ["ops"] and stored.chunk_count == result.chunk_count
-    hits = await core.search(SearchRequest(query="rollback plan", mode="keyword", all_chunks=True))
+    hits = await core.memories.search(SearchRequest(query="rollback plan", mode="keyword", all_chunks=True))
     assert {h.memory_id for h in hits.results} == {added.memory_id}
     assert all("rollback" in h.text for h in hits.results)
-    old = await core.search(SearchRequest(query="part 4 deployment runbook", mode="keyword", all_chunks=True))
+    old = await core.memories.search(SearchRequest(query="part 4 deployment runbook", mode="keyword", all_chunks=True))
     assert not any("Section 4" in h.text and "runbook" in h.text.split("Section 4")[1][:80] for h in old.results)
 
 
 async def test_readers_see_the_old_memory_or_the_new_never_a_mix(core: ZapomniCore) -> None:
     versions = ["\n\n".join(SECTIONS), "\n\n".join(s.replace("deployment", "recovery") for s in SECTIONS)]
-    memory_id = (await core.add_memory(AddMemoryRequest(text=versions[0]))).memory_id
-    workspace = await core.workspaces.get(None, create=False)
+    memory_id = (await core.memories.add(AddMemoryRequest(text=versions[0]))).memory_id
+    workspace = await core.workspaces.registry.get(None, create=False)
     assert workspace is not None
     splits = [workspace_pieces(core, v) for v in versions]
     seen: list[tuple[str, ...]] = []
@@ -74,7 +74,7 @@ async def test_readers_see_the_old_memory_or_the_new_never_a_mix(core: ZapomniCo
 
     reader = asyncio.create_task(read())
     for i in range(1, 7):
-        await core.update_memory(UpdateMemoryRequest(memory_id=memory_id, text=versions[i % 2]))
+        await core.memories.update(UpdateMemoryRequest(memory_id=memory_id, text=versions[i % 2]))
     stop.set()
     await reader
     assert len(seen) > 5
@@ -82,20 +82,20 @@ async def test_readers_see_the_old_memory_or_the_new_never_a_mix(core: ZapomniCo
 
 
 def workspace_pieces(core: ZapomniCore, text: str) -> list[str]:
-    return core._writer.split(text).pieces  # the chunking the engine applies
+    return core.memories._writer.split(text).pieces  # the chunking the engine applies
 
 
 async def test_the_same_text_added_concurrently_is_stored_once(core: ZapomniCore) -> None:
     results = await asyncio.gather(
-        *(core.add_memory(AddMemoryRequest(text="Shared fact: the VPN rotates keys weekly.")) for _ in range(6))
+        *(core.memories.add(AddMemoryRequest(text="Shared fact: the VPN rotates keys weekly.")) for _ in range(6))
     )
     assert len({r.memory_id for r in results}) == 1
     assert sum(not r.deduplicated for r in results) == 1
-    assert (await core.stats()).total_memories == 1
+    assert (await core.workspaces.stats()).total_memories == 1
 
 
 async def test_pages_neither_skip_nor_repeat_while_others_add_and_delete(core: ZapomniCore) -> None:
-    original = [(await core.add_memory(AddMemoryRequest(text=f"Original note {i}."))).memory_id for i in range(40)]
+    original = [(await core.memories.add(AddMemoryRequest(text=f"Original note {i}."))).memory_id for i in range(40)]
     rng = random.Random(7)
     deleted: set[str] = set()
     for order in ("newest", "oldest"):
@@ -103,15 +103,15 @@ async def test_pages_neither_skip_nor_repeat_while_others_add_and_delete(core: Z
         cursor = None
         round_ = 0
         while True:
-            page = await core.list_memories(ListMemoriesRequest(limit=7, cursor=cursor, order=order))
+            page = await core.memories.page(ListMemoriesRequest(limit=7, cursor=cursor, order=order))
             seen += [m.memory_id for m in page.memories]
             round_ += 1
             # Between pages: others add memories and delete some not listed yet.
-            await core.add_memory(AddMemoryRequest(text=f"Concurrent note {order} {round_}."))
+            await core.memories.add(AddMemoryRequest(text=f"Concurrent note {order} {round_}."))
             unseen = [m for m in original if m not in seen and m not in deleted]
             if unseen:
                 victim = rng.choice(unseen)
-                await core.delete_memory(DeleteMemoryRequest(memory_ids=[victim]))
+                await core.memories.delete(DeleteMemoryRequest(memory_ids=[victim]))
                 deleted.add(victim)
             if page.next_cursor is None:
                 break
@@ -123,18 +123,18 @@ async def test_pages_neither_skip_nor_repeat_while_others_add_and_delete(core: Z
 
 
 async def test_export_and_import_cover_every_workspace(core: ZapomniCore, tmp_path: Path) -> None:
-    await core.add_memory(AddMemoryRequest(text="Default workspace fact.", metadata={"tags": ["a"]}))
-    falcon = await core.add_memory(AddMemoryRequest(text="Falcon fact.", workspace="falcon"))
+    await core.memories.add(AddMemoryRequest(text="Default workspace fact.", metadata={"tags": ["a"]}))
+    falcon = await core.memories.add(AddMemoryRequest(text="Falcon fact.", workspace="falcon"))
     out = io.StringIO()
-    report = await core.export_memories(out)
+    report = await core.transfer.export_to(out)
     assert report.memories == 2
     target = Settings(ZAPOMNI_DATA_DIR=tmp_path / "copy", LOG_LEVEL="WARNING")
     async with open_core(target) as (copy, _info):
-        imported = await copy.import_memories(io.BytesIO(out.getvalue().encode()))
+        imported = await copy.transfer.import_from(io.BytesIO(out.getvalue().encode()))
         assert imported.imported == 2
-        spaces = {w.name: w.memories for w in (await copy.list_workspaces()).workspaces}
+        spaces = {w.name: w.memories for w in (await copy.workspaces.list()).workspaces}
         assert spaces == {"default": 1, "falcon": 1}
-        got = await copy.get_memory(GetMemoryRequest(memory_id=falcon.memory_id, workspace="falcon"))
+        got = await copy.memories.get(GetMemoryRequest(memory_id=falcon.memory_id, workspace="falcon"))
         assert got.text == "Falcon fact."
-        again = await copy.import_memories(io.BytesIO(out.getvalue().encode()))
+        again = await copy.transfer.import_from(io.BytesIO(out.getvalue().encode()))
         assert (again.imported, again.skipped) == (0, 2)

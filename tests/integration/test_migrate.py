@@ -21,7 +21,7 @@ from tests.e2e.conftest import ZAPOMNI, server_env
 from zapomni_core import Settings, open_core
 from zapomni_core.database import open_database
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_db import GraphClient, SchemaMismatch, SchemaSettings, migrate, wait_for_indexes
 from zapomni_db.schema import current_version, latest_version
@@ -181,11 +181,11 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
     # The engine opens it, and both legs see the old memories.
     async with open_core(settings) as (core, _info):
         for key, query in {"bread": "how long should sourdough rise", "bike": "bicycle chain oil"}.items():
-            found = await core.search(SearchRequest(query=query, limit=1, mode="vector"))
+            found = await core.memories.search(SearchRequest(query=query, limit=1, mode="vector"))
             assert [hit.memory_id for hit in found.results] == [version_zero[key]]
-        found = await core.search(SearchRequest(query="KSA-4471", limit=1, mode="keyword"))
+        found = await core.memories.search(SearchRequest(query="KSA-4471", limit=1, mode="keyword"))
         assert [hit.memory_id for hit in found.results] == [version_zero["k8s"]]
-        assert (await core.stats()).total_chunks == sum(len(texts) for _, texts in FIXTURE.values())
+        assert (await core.workspaces.stats()).total_chunks == sum(len(texts) for _, texts in FIXTURE.values())
 
     async with graph(settings) as client:  # opening the engine migrated nothing more
         assert await snapshot(client) == after
@@ -195,11 +195,11 @@ async def test_memories_added_after_migration_are_numbered_after_the_old_ones(
     settings: Settings, version_zero: dict[str, str]
 ) -> None:
     async with open_core(settings) as (core, _info):  # open_core migrates too
-        added = await core.add_memory(AddMemoryRequest(text="The boiler service is due every October."))
-        found = await core.search(SearchRequest(query="boiler service", limit=1, mode="keyword"))
+        added = await core.memories.add(AddMemoryRequest(text="The boiler service is due every October."))
+        found = await core.memories.search(SearchRequest(query="boiler service", limit=1, mode="keyword"))
         assert [hit.memory_id for hit in found.results] == [added.memory_id]
         # The old memories got their content hash when the engine opened: adding one again deduplicates.
-        again = await core.add_memory(AddMemoryRequest(text=" ".join(FIXTURE["bike"][1])))
+        again = await core.memories.add(AddMemoryRequest(text=" ".join(FIXTURE["bike"][1])))
         assert (again.memory_id, again.deduplicated) == (version_zero["bike"], True)
     async with graph(settings) as client:
         seqs = dict(await client.ro_query("MATCH (m:Memory) RETURN m.id, m.seq"))

@@ -9,7 +9,7 @@ import pytest
 
 from tests.fakes.ollama_server import FakeOllama
 from zapomni_core import ConfigurationError, Settings, open_core
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -35,20 +35,22 @@ async def test_add_and_search_with_ollama_embeddings(data_dir: Path, fake: FakeO
         assert info.dimension == 768
         ids = {}
         for key, text in memories.items():
-            result = await core.add_memory(AddMemoryRequest.model_validate({"text": text, "metadata": {"tags": [key]}}))
+            result = await core.memories.add(
+                AddMemoryRequest.model_validate({"text": text, "metadata": {"tags": [key]}})
+            )
             assert result.chunks_created == 1
             ids[key] = result.memory_id
 
-        found = await core.search(SearchRequest(query="how long should sourdough bread rise", limit=3))
+        found = await core.memories.search(SearchRequest(query="how long should sourdough bread rise", limit=3))
         assert found.count == len(found.results) >= 1
         assert found.results[0].memory_id == ids["bread"]
         assert found.results[0].text == memories["bread"]
         assert found.results[0].tags == ["bread"]
 
-        found = await core.search(SearchRequest(query="kubernetes nodes for pods", limit=1))
+        found = await core.memories.search(SearchRequest(query="kubernetes nodes for pods", limit=1))
         assert [hit.memory_id for hit in found.results] == [ids["k8s"]]
 
-        stats = await core.stats()
+        stats = await core.workspaces.stats()
         assert stats.embedder == "ollama:nomic-embed-text"
         assert stats.embedding_dimension == 768
         assert stats.total_memories == 3
@@ -64,7 +66,7 @@ async def test_a_store_built_with_onnx_refuses_ollama(data_dir: Path, fake: Fake
     text = "The spare key to the shed is under the blue flower pot."
     async with open_core(onnx) as (core, info):
         assert info.embedder.startswith("onnx:")
-        added = await core.add_memory(AddMemoryRequest.model_validate({"text": text}))
+        added = await core.memories.add(AddMemoryRequest.model_validate({"text": text}))
 
     with pytest.raises(ConfigurationError) as caught:
         async with open_core(ollama_settings(data_dir, fake)):
@@ -78,7 +80,7 @@ async def test_a_store_built_with_onnx_refuses_ollama(data_dir: Path, fake: Fake
     # Refusing changed nothing: the original embedder still opens the store and finds the memory.
     async with open_core(onnx) as (core, info):
         assert info.embedder.startswith("onnx:")
-        stats = await core.stats()
+        stats = await core.workspaces.stats()
         assert stats.total_memories == 1
-        found = await core.search(SearchRequest(query="where is the shed key", limit=1))
+        found = await core.memories.search(SearchRequest(query="where is the shed key", limit=1))
         assert [hit.memory_id for hit in found.results] == [added.memory_id]

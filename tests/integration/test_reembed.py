@@ -20,7 +20,7 @@ from tests.helpers import wait_for
 from zapomni_core import ConfigurationError, EmbedderUnavailable, Settings, open_core
 from zapomni_core.database import open_database
 from zapomni_core.embedders import build_embedder
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.reembed import ReembedReport, reembed
 from zapomni_db import EmbeddedDatabase, GraphClient, Maintenance
@@ -76,7 +76,7 @@ async def onnx_store(data_dir: Path) -> dict[str, str]:
     ids = {}
     async with open_core(onnx_settings(data_dir)) as (core, _info):
         for key, text in MEMORIES.items():
-            ids[key] = (await core.add_memory(AddMemoryRequest(text=text))).memory_id
+            ids[key] = (await core.memories.add(AddMemoryRequest(text=text))).memory_id
     return ids
 
 
@@ -171,15 +171,15 @@ async def test_reembed_moves_an_onnx_store_to_ollama(
     async with open_core(settings) as (core, info):
         assert (info.embedder, info.dimension) == (OLLAMA_MODEL, 768)
         for key, query in {"bread": "sourdough starter rise", "bike": "bicycle chain oil rain"}.items():
-            found = await core.search(SearchRequest(query=query, limit=1, mode="vector"))
+            found = await core.memories.search(SearchRequest(query=query, limit=1, mode="vector"))
             assert [hit.memory_id for hit in found.results] == [onnx_store[key]]
         # The keyword statistics were left alone and still find exact identifiers.
-        found = await core.search(SearchRequest(query="F22", limit=1, mode="keyword"))
+        found = await core.memories.search(SearchRequest(query="F22", limit=1, mode="keyword"))
         assert [hit.memory_id for hit in found.results] == [onnx_store["boiler"]]
-        stats = await core.stats()
+        stats = await core.workspaces.stats()
         assert (stats.total_memories, stats.total_chunks) == (len(MEMORIES), n)
-        added = await core.add_memory(AddMemoryRequest(text="The dentist appointment moved to Thursday."))
-        found = await core.search(SearchRequest(query="dentist appointment", limit=1, mode="vector"))
+        added = await core.memories.add(AddMemoryRequest(text="The dentist appointment moved to Thursday."))
+        found = await core.memories.search(SearchRequest(query="dentist appointment", limit=1, mode="vector"))
         assert [hit.memory_id for hit in found.results] == [added.memory_id]
 
     # The store now belongs to the new embedder: the old one is refused.
@@ -243,7 +243,7 @@ async def test_an_interrupted_reembed_resumes_where_it_stopped(
     await assert_fully_reembedded(settings)
 
     async with open_core(settings) as (core, _info):
-        found = await core.search(SearchRequest(query="green tea steep minutes", limit=1, mode="vector"))
+        found = await core.memories.search(SearchRequest(query="green tea steep minutes", limit=1, mode="vector"))
         assert [hit.memory_id for hit in found.results] == [onnx_store["tea"]]
 
 
@@ -288,7 +288,7 @@ async def test_an_interrupted_reembed_can_go_back_to_the_previous_embedder(
     assert report.embedded == len(stored)  # untagged chunks cannot be told apart: all are redone
     assert {(model, len(vector)) for _, model, vector in stored.values()} == {(ONNX_MODEL, 384)}
     async with open_core(settings) as (core, _info):
-        found = await core.search(SearchRequest(query="sourdough starter", limit=1, mode="vector"))
+        found = await core.memories.search(SearchRequest(query="sourdough starter", limit=1, mode="vector"))
         assert [hit.memory_id for hit in found.results] == [onnx_store["bread"]]
 
 
@@ -310,7 +310,7 @@ async def test_reembed_refuses_while_another_process_uses_the_database(
         assert await vector_index_dimension(client) == 384
         assert await repository.reembedded_chunks(OLLAMA_MODEL) == 0
     async with open_core(onnx_settings(data_dir)) as (core, _info):
-        found = await core.search(SearchRequest(query="sourdough starter", limit=1, mode="vector"))
+        found = await core.memories.search(SearchRequest(query="sourdough starter", limit=1, mode="vector"))
         assert [hit.memory_id for hit in found.results] == [onnx_store["bread"]]
 
 
@@ -380,14 +380,14 @@ async def test_reembed_in_server_mode(data_dir: Path, fake: FakeOllama) -> None:
         )
         async with open_core(onnx) as (core, info):
             assert info.data_location == f"falkordb://127.0.0.1:{port}"
-            bread = await core.add_memory(AddMemoryRequest(text=MEMORIES["bread"]))
-            await core.add_memory(AddMemoryRequest(text=MEMORIES["tea"]))
+            bread = await core.memories.add(AddMemoryRequest(text=MEMORIES["bread"]))
+            await core.memories.add(AddMemoryRequest(text=MEMORIES["tea"]))
 
         report = await run_reembed(ollama, batch_size=1)
         assert (report.embedded, report.model) == (2, OLLAMA_MODEL)
         await assert_fully_reembedded(ollama)
         async with open_core(ollama) as (core, _info):
-            found = await core.search(SearchRequest(query="sourdough starter", limit=1, mode="vector"))
+            found = await core.memories.search(SearchRequest(query="sourdough starter", limit=1, mode="vector"))
             assert [hit.memory_id for hit in found.results] == [bread.memory_id]
     finally:
         server.terminate()

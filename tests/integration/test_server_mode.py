@@ -16,7 +16,7 @@ from redis.retry import Retry
 
 from tests.helpers import free_port, wait_for
 from zapomni_core import Settings, StorageUnavailable, open_core
-from zapomni_core.models import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 
 pytestmark = pytest.mark.anyio
 PASSWORD = "s3cret-pass"
@@ -73,10 +73,10 @@ async def test_stores_and_finds_in_a_running_server(falkordb_server: Callable[..
     assert wait_for(lambda: answers(port))
     async with open_core(server_settings(port)) as (core, info):
         assert info.data_location == f"falkordb://127.0.0.1:{port}"
-        added = await core.add_memory(AddMemoryRequest(text="The VPN endpoint moved to vpn2.example.org."))
-        found = await core.search(SearchRequest(query="where is the VPN now?"))
+        added = await core.memories.add(AddMemoryRequest(text="The VPN endpoint moved to vpn2.example.org."))
+        found = await core.memories.search(SearchRequest(query="where is the VPN now?"))
         assert found.results[0].memory_id == added.memory_id
-        assert (await core.stats()).graph_name == "team"
+        assert (await core.workspaces.stats()).graph_name == "team"
     graphs = redis.Redis(port=port, password=PASSWORD).execute_command("GRAPH.LIST")
     assert b"team" in graphs
 
@@ -99,7 +99,7 @@ async def test_queries_wait_while_the_server_is_loading(falkordb_server: Callabl
     port = falkordb_server()
     assert wait_for(lambda: answers(port))
     async with open_core(server_settings(port)) as (core, _info):
-        added = await core.add_memory(AddMemoryRequest(text="Backups run nightly at 02:00."))
+        added = await core.memories.add(AddMemoryRequest(text="Backups run nightly at 02:00."))
     client = redis.Redis(port=port, password=PASSWORD, retry=Retry(NoBackoff(), 0))
     for i in range(6):  # extra keys, each taking key-load-delay to load
         client.execute_command("GRAPH.QUERY", f"ballast{i}", "UNWIND range(1, 200) AS x CREATE (:B {v: x})")
@@ -111,7 +111,7 @@ async def test_queries_wait_while_the_server_is_loading(falkordb_server: Callabl
     probe = redis.Redis(port=port, password=PASSWORD, retry=Retry(NoBackoff(), 0))  # see LOADING, don't wait it out
     assert wait_for(lambda: _loading(probe), timeout_s=10), "the server should be loading now"
     async with open_core(server_settings(port)) as (core, _info):
-        found = await core.search(SearchRequest(query="when do backups run?"))
+        found = await core.memories.search(SearchRequest(query="when do backups run?"))
         assert found.results[0].memory_id == added.memory_id
 
 

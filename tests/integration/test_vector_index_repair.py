@@ -15,8 +15,8 @@ import pytest
 
 from zapomni_core import Settings, open_core
 from zapomni_core.database import open_database
-from zapomni_core.models import AddMemoryRequest, SearchRequest
-from zapomni_core.writes import content_hash
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.writing import content_hash
 from zapomni_db import ChunkRow, GraphClient, GraphStores, MemoryRecord, SchemaSettings, migrate, wait_for_indexes
 
 pytestmark = pytest.mark.anyio
@@ -71,12 +71,14 @@ async def test_replayed_writes_are_repaired_at_start_up(settings: Settings) -> N
     assert await raw_top_k(settings) < K
 
     async with open_core(settings) as (core, _info):
-        workspace = await core.workspaces.get(None, create=False)
+        workspace = await core.workspaces.registry.get(None, create=False)
         assert workspace is not None
         assert await distinct_neighbours(workspace.stores.client) == K
         # What a user sees: a vector search asked for K memories gets K, not K/2 (the vectors are
         # random, so none is related to the query: it asks for unrelated results too).
-        result = await core.search(SearchRequest(query="memory 3", limit=K, mode="vector", include_unrelated=True))
+        result = await core.memories.search(
+            SearchRequest(query="memory 3", limit=K, mode="vector", include_unrelated=True)
+        )
         assert len(result.results) == K
     assert await raw_top_k(settings) == K  # the repair also compacted the file: the next start is clean
 
@@ -84,5 +86,5 @@ async def test_replayed_writes_are_repaired_at_start_up(settings: Settings) -> N
 async def test_a_process_that_wrote_compacts_the_log_on_close(settings: Settings) -> None:
     async with open_core(settings) as (core, _info):
         for i in range(60):
-            await core.add_memory(AddMemoryRequest(text=f"note {i}: the build on runner {i % 5} failed at step {i}"))
+            await core.memories.add(AddMemoryRequest(text=f"note {i}: the build on runner {i % 5} failed at step {i}"))
     assert await raw_top_k(settings) == K

@@ -17,22 +17,17 @@ from zapomni_cli.main import build_parser, log_level
 from zapomni_core import Settings
 from zapomni_core.jobs import CancelJobResult, JobInfo, JobList, JobStatusRequest, ListJobsRequest
 from zapomni_core.jobs.models import JobProgress
-from zapomni_core.models import (
-    AddMemoryRequest,
+from zapomni_core.memories.replies import (
     AddMemoryResult,
-    DeleteWorkspaceRequest,
-    ListMemoriesRequest,
     MemoryDetail,
     MemoryPage,
     MemorySummary,
     SearchHit,
-    SearchRequest,
     SearchResult,
-    Stats,
-    UpdateMemoryRequest,
-    WorkspaceInfo,
-    WorkspaceList,
 )
+from zapomni_core.memories.requests import AddMemoryRequest, ListMemoriesRequest, SearchRequest, UpdateMemoryRequest
+from zapomni_core.workspaces.replies import Stats, WorkspaceInfo, WorkspaceList
+from zapomni_core.workspaces.requests import DeleteWorkspaceRequest
 
 MEMORY_ID = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from zapomni_core.models import MAX_TEXT_BYTES, AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import MAX_TEXT_BYTES, AddMemoryRequest, SearchRequest
 from zapomni_mcp.errors import describe_validation_error
 
 

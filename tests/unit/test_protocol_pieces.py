@@ -7,7 +7,8 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from zapomni_core.models import AddMemoryRequest, SearchRequest, SearchResult
+from zapomni_core.memories.replies import SearchResult
+from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_mcp.registry import json_schema
 from zapomni_mcp.transport import error_for_unreadable
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from zapomni_core.models import _Scoped
+from zapomni_core.validation import ScopedRequest
 
 MAX_SYMBOL_CHARS = 300
 MAX_SYMBOLS = 100
@@ -14,7 +14,7 @@ MAX_SYMBOLS = 100
 SymbolKindName = Literal["function", "method", "class"]
 
 
-class FindSymbolRequest(_Scoped):
+class FindSymbolRequest(ScopedRequest):
     name: str = Field(
         min_length=1,
         max_length=MAX_SYMBOL_CHARS,
@@ -25,7 +25,7 @@ class FindSymbolRequest(_Scoped):
     limit: int = Field(10, ge=1, le=MAX_SYMBOLS, description=f"At most this many symbols (1-{MAX_SYMBOLS}).")
 
 
-class SymbolRequest(_Scoped):
+class SymbolRequest(ScopedRequest):
     symbol: str = Field(
         min_length=1,
         max_length=MAX_SYMBOL_CHARS,

@@ -13,7 +13,7 @@ from zapomni_core.code.models import (
     SymbolRequest,
 )
 from zapomni_core.errors import NotFound
-from zapomni_core.workspaces import Workspaces
+from zapomni_core.workspaces.registry import Workspaces
 from zapomni_db import GraphStores, SymbolInfo
 
 # Fuzzy matches below this score (0-100) are not offered.

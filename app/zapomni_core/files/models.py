@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from zapomni_core.models import MAX_TAGS, Tag, _Scoped
+from zapomni_core.memories.requests import MAX_TAGS, Tag
+from zapomni_core.validation import ScopedRequest
 
 MAX_PATH_CHARS = 4096
 MAX_PATTERNS = 50
@@ -20,7 +21,7 @@ _PATH_RULE = (
 )
 
 
-class _Walk(_Scoped):
+class _Walk(ScopedRequest):
     path: str = Field(min_length=1, max_length=MAX_PATH_CHARS, description=f"A file or a directory: {_PATH_RULE}.")
     include: list[Glob] | None = Field(
         None,

@@ -8,7 +8,7 @@ import structlog
 
 from zapomni_core.files.models import IndexCodebaseRequest, IngestPathRequest, WalkQueued
 from zapomni_core.files.sync import FileWalk, WalkArgs, walk_job
-from zapomni_core.workspaces import Workspaces
+from zapomni_core.workspaces.registry import Workspaces
 
 log = structlog.get_logger(__name__)
 

@@ -32,9 +32,9 @@ from zapomni_core.files.formats import UnreadableFile
 from zapomni_core.files.pieces import Piece
 from zapomni_core.files.walker import FileRefused, FoundFile, Refused, WalkPlan, plan_walk, read_file, walk
 from zapomni_core.jobs.runner import JobOutcome, JobRun
-from zapomni_core.models import MAX_TEXT_BYTES
+from zapomni_core.memories.requests import MAX_TEXT_BYTES
+from zapomni_core.memories.writing import WritePipeline, new_id
 from zapomni_core.progress import Progress
-from zapomni_core.writes import WritePipeline, new_id
 from zapomni_db import GraphStores, JobRecord, JobRow, MemoryRecord, StoredFile
 
 log = structlog.get_logger(__name__)

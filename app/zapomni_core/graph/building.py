@@ -20,8 +20,8 @@ from zapomni_core.graph.merge import EntityIndex
 from zapomni_core.graph.rows import memory_graph_rows
 from zapomni_core.graph.types import EXCLUSIVE_RELATIONS, Extractor
 from zapomni_core.jobs.runner import JobOutcome, JobRun
+from zapomni_core.memories.writing import new_id
 from zapomni_core.progress import Progress
-from zapomni_core.writes import new_id
 from zapomni_db import JobRecord, JobRow, rewrite_append_only_file
 
 log = structlog.get_logger(__name__)

@@ -7,14 +7,15 @@ from pydantic import BaseModel, Field
 from zapomni_core.code.models import CodeNeighbours
 from zapomni_core.graph.types import RelationType
 from zapomni_core.jobs.models import MAX_WAIT_S, JobId, JobInfo
-from zapomni_core.models import MAX_DELETE_IDS, MemoryId, _Scoped
+from zapomni_core.memories.requests import MAX_DELETE_IDS, MemoryId
+from zapomni_core.validation import ScopedRequest
 
 MAX_DEPTH = 3
 MAX_RELATED = 100
 MAX_ENTITY_CHARS = 200
 
 
-class BuildGraphRequest(_Scoped):
+class BuildGraphRequest(ScopedRequest):
     memory_ids: list[MemoryId] | None = Field(
         None,
         min_length=1,
@@ -31,7 +32,7 @@ class BuildGraphResult(BaseModel):
     extractor: str = Field(description="spacy (NER and rules, no LLM) or ollama:<model>.")
 
 
-class GraphStatusRequest(_Scoped):
+class GraphStatusRequest(ScopedRequest):
     job_id: JobId | None = Field(None, description="A build_graph job to report on; by default the latest one.")
     wait_s: int = Field(
         0,
@@ -57,7 +58,7 @@ class GraphStatus(BaseModel):
     extractor: str
 
 
-class GetRelatedRequest(_Scoped):
+class GetRelatedRequest(ScopedRequest):
     entity: str = Field(
         min_length=1,
         max_length=MAX_ENTITY_CHARS,

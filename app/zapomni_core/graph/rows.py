@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 from zapomni_core.graph.merge import EntityIndex, merge_chunk_entities
 from zapomni_core.graph.types import ChunkGraph
-from zapomni_core.models import parse_iso8601
-from zapomni_core.writes import new_id
+from zapomni_core.memories.writing import new_id
+from zapomni_core.validation import parse_iso8601
 from zapomni_db import EntityRow, MentionRow, RelationRow, StoredChunk, StoredMemory
 
 

@@ -27,8 +27,8 @@ from zapomni_core.graph.models import (
 )
 from zapomni_core.jobs.models import JobStatusRequest
 from zapomni_core.jobs.service import JobService
-from zapomni_core.models import HitEntity, HitRelation
-from zapomni_core.workspaces import Workspace, Workspaces
+from zapomni_core.memories.replies import HitEntity, HitRelation
+from zapomni_core.workspaces.registry import Workspace, Workspaces
 from zapomni_db import GraphStores
 
 log = structlog.get_logger(__name__)

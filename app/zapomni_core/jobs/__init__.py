@@ -1,6 +1,5 @@
 """Durable background jobs: the runner, the job kinds, and what the job tools ask of them."""
 
-from zapomni_core.jobs.indexing import IndexMemory
 from zapomni_core.jobs.models import (
     CancelJobRequest,
     CancelJobResult,
@@ -15,7 +14,6 @@ from zapomni_core.jobs.service import JobService
 __all__ = [
     "CancelJobRequest",
     "CancelJobResult",
-    "IndexMemory",
     "JobInfo",
     "JobList",
     "JobRunner",

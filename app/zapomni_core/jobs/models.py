@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from zapomni_core.models import UUID_PATTERN, _Scoped, _Strict
+from zapomni_core.validation import UUID_PATTERN, ScopedRequest, StrictModel
 
 JobState = Literal["pending", "running", "completed", "completed_with_errors", "failed", "cancelled"]
 ACTIVE_STATES: tuple[JobState, ...] = ("pending", "running")
@@ -17,7 +17,7 @@ MAX_JOBS = 100
 JobId = Annotated[str, Field(pattern=UUID_PATTERN, description="A job's id, as the call that queued it returned it.")]
 
 
-class JobStatusRequest(_Strict):
+class JobStatusRequest(StrictModel):
     job_id: JobId
     wait_s: int = Field(
         0,
@@ -28,12 +28,12 @@ class JobStatusRequest(_Strict):
     )
 
 
-class ListJobsRequest(_Scoped):
+class ListJobsRequest(ScopedRequest):
     state: JobState | None = Field(None, description="Only jobs in this state.")
     limit: int = Field(20, ge=1, le=MAX_JOBS, description=f"At most this many jobs (1-{MAX_JOBS}), newest first.")
 
 
-class CancelJobRequest(_Strict):
+class CancelJobRequest(StrictModel):
     job_id: JobId
 
 

@@ -27,7 +27,7 @@ import structlog
 
 from zapomni_core.errors import ShuttingDown, StorageFull, ZapomniError
 from zapomni_core.progress import Progress
-from zapomni_core.workspaces import Workspace, Workspaces
+from zapomni_core.workspaces.registry import Workspace, Workspaces
 from zapomni_db import DatabaseUnavailable, GraphStores, JobRow, PersistenceFailed
 
 log = structlog.get_logger(__name__)

@@ -10,7 +10,6 @@ import structlog
 
 from zapomni_core.context import NO_CONTEXT, RequestContext
 from zapomni_core.errors import NotFound
-from zapomni_core.jobs.indexing import KIND as INDEX_MEMORY
 from zapomni_core.jobs.models import (
     ACTIVE_STATES,
     CancelJobRequest,
@@ -21,9 +20,10 @@ from zapomni_core.jobs.models import (
     JobStatusRequest,
     ListJobsRequest,
 )
+from zapomni_core.memories.indexing_job import KIND as INDEX_MEMORY
+from zapomni_core.memories.replies import iso
 from zapomni_core.progress import Progress
-from zapomni_core.results import iso
-from zapomni_core.workspaces import Workspaces
+from zapomni_core.workspaces.registry import Workspaces
 from zapomni_db import JobRow
 
 log = structlog.get_logger(__name__)

@@ -2,7 +2,7 @@
 
 from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only
 from zapomni_core.search.keyword import KeywordRetriever
-from zapomni_core.search.pipeline import DEFAULT_RELEVANCE_FLOOR, Mode, SearchOptions, SearchPipeline
+from zapomni_core.search.pipeline import DEFAULT_RELEVANCE_FLOOR, SearchOptions, SearchPipeline
 from zapomni_core.search.types import Candidate, Ranked, RetrievalQuery, Retriever, similarity_from_distance
 from zapomni_core.search.vector import VectorRetriever
 
@@ -10,7 +10,6 @@ __all__ = [
     "DEFAULT_RELEVANCE_FLOOR",
     "Candidate",
     "KeywordRetriever",
-    "Mode",
     "Ranked",
     "RetrievalQuery",
     "Retriever",

@@ -21,7 +21,7 @@ import time
 import numpy as np
 import structlog
 
-from zapomni_core.conversation import THREAD_WINDOW
+from zapomni_core.memories.conversation import THREAD_WINDOW
 from zapomni_db import SearchReads
 
 log = structlog.get_logger(__name__)

@@ -6,15 +6,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only
-from zapomni_core.search.types import LegName, Ranked, RetrievalQuery, Retriever
+from zapomni_core.search.types import LegName, Ranked, RetrievalQuery, Retriever, SearchMode
 
 if TYPE_CHECKING:
     from zapomni_core.search.graph_leg import GraphExpansion
 
-Mode = Literal["hybrid", "vector", "keyword"]
 
 # Cosine similarity below which a result the keyword leg did not find counts as unrelated.
 # Calibrated on the SciFact train claims: docs/decisions/0008-relevance-floor.md.
@@ -27,7 +26,7 @@ DEFAULT_VECTOR_WEIGHT = 0.7
 @dataclass(frozen=True)
 class SearchOptions:
     limit: int
-    mode: Mode = "hybrid"
+    mode: SearchMode = "hybrid"
     min_score: float | None = None  # on cosine similarity
     all_chunks: bool = False
     include_unrelated: bool = False  # keep results that neither leg finds relevant (pads up to `limit`)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 
 from zapomni_db import ChunkHit, SearchFilter
 
 LegName = Literal["vector", "keyword", "graph"]  # graph: the expansion list (search/graph_leg.py)
+# hybrid: both legs fused by RRF; the one list of modes that the tools, the CLI and the pipeline accept.
+SearchMode = Literal["hybrid", "vector", "keyword"]
+SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ from typing import BinaryIO
 import structlog
 from pydantic import ValidationError
 
-from zapomni_core.conversation import reading_context
 from zapomni_core.embedders import CachedEmbedder
-from zapomni_core.models import AddMemoryRequest, parse_iso8601
+from zapomni_core.memories.conversation import reading_context
+from zapomni_core.memories.requests import AddMemoryRequest
+from zapomni_core.memories.writing import Split, WritePipeline, chunk_rows, memory_record, new_id
 from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.transfer.format import (
     BODY_LINE,
@@ -36,8 +37,8 @@ from zapomni_core.transfer.format import (
     RelationLine,
     TransferError,
 )
-from zapomni_core.workspaces import Workspace, Workspaces
-from zapomni_core.writes import Split, WritePipeline, chunk_rows, memory_record, new_id
+from zapomni_core.validation import parse_iso8601
+from zapomni_core.workspaces.registry import Workspace, Workspaces
 from zapomni_db import ChunkPlace, EntityRow, MentionRow, RelationEvidence
 
 log = structlog.get_logger(__name__)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import mcp_types as types
 
 from zapomni_core import RequestContext
-from zapomni_core.models import AddMemoryRequest, AddMemoryResult
+from zapomni_core.memories.replies import AddMemoryResult
+from zapomni_core.memories.requests import AddMemoryRequest
 from zapomni_mcp.registry import Tool
 
 
@@ -29,7 +30,7 @@ class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
     )
 
     async def execute(self, arguments: AddMemoryRequest, ctx: RequestContext) -> AddMemoryResult:
-        return await self.core.add_memory(arguments, ctx)
+        return await self.core.memories.add(arguments, ctx)
 
     def render(self, result: AddMemoryResult) -> str:
         if result.status == "indexing":

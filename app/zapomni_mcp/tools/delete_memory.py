@@ -5,7 +5,8 @@ from __future__ import annotations
 import mcp_types as types
 
 from zapomni_core import RequestContext
-from zapomni_core.models import DeleteMemoryRequest, DeleteMemoryResult
+from zapomni_core.memories.replies import DeleteMemoryResult
+from zapomni_core.memories.requests import DeleteMemoryRequest
 from zapomni_mcp.registry import Tool
 
 
@@ -24,7 +25,7 @@ class DeleteMemoryTool(Tool[DeleteMemoryRequest, DeleteMemoryResult]):
     )
 
     async def execute(self, arguments: DeleteMemoryRequest, ctx: RequestContext) -> DeleteMemoryResult:
-        return await self.core.delete_memory(arguments)
+        return await self.core.memories.delete(arguments)
 
     def render(self, result: DeleteMemoryResult) -> str:
         verb = "Would delete" if result.dry_run else "Deleted"

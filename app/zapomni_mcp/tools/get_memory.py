@@ -5,7 +5,8 @@ from __future__ import annotations
 import mcp_types as types
 
 from zapomni_core import RequestContext
-from zapomni_core.models import GetMemoryRequest, MemoryDetail
+from zapomni_core.memories.replies import MemoryDetail
+from zapomni_core.memories.requests import GetMemoryRequest
 from zapomni_mcp.registry import Tool
 
 
@@ -17,7 +18,7 @@ class GetMemoryTool(Tool[GetMemoryRequest, MemoryDetail]):
     annotations = types.ToolAnnotations(title="Get memory", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: GetMemoryRequest, ctx: RequestContext) -> MemoryDetail:
-        return await self.core.get_memory(arguments)
+        return await self.core.memories.get(arguments)
 
     def render(self, result: MemoryDetail) -> str:
         labels = ", ".join(filter(None, [result.source, *result.tags]))

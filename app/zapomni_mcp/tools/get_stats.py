@@ -5,7 +5,8 @@ from __future__ import annotations
 import mcp_types as types
 
 from zapomni_core import RequestContext
-from zapomni_core.models import Stats, StatsRequest
+from zapomni_core.workspaces.replies import Stats
+from zapomni_core.workspaces.requests import StatsRequest
 from zapomni_mcp.registry import Tool
 
 
@@ -21,7 +22,7 @@ class GetStatsTool(Tool[StatsRequest, Stats]):
     annotations = types.ToolAnnotations(title="Memory statistics", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: StatsRequest, ctx: RequestContext) -> Stats:
-        return await self.core.stats(arguments)
+        return await self.core.workspaces.stats(arguments)
 
     def render(self, result: Stats) -> str:
         return "\n".join(f"{key}: {value}" for key, value in result.model_dump().items())

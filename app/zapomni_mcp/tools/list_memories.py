@@ -5,7 +5,8 @@ from __future__ import annotations
 import mcp_types as types
 
 from zapomni_core import RequestContext
-from zapomni_core.models import ListMemoriesRequest, MemoryPage
+from zapomni_core.memories.replies import MemoryPage
+from zapomni_core.memories.requests import ListMemoriesRequest
 from zapomni_mcp.registry import Tool
 
 
@@ -22,7 +23,7 @@ class ListMemoriesTool(Tool[ListMemoriesRequest, MemoryPage]):
     annotations = types.ToolAnnotations(title="List memories", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: ListMemoriesRequest, ctx: RequestContext) -> MemoryPage:
-        return await self.core.list_memories(arguments)
+        return await self.core.memories.page(arguments)
 
     def render(self, result: MemoryPage) -> str:
         if not result.memories:

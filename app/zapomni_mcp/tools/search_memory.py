@@ -5,7 +5,8 @@ from __future__ import annotations
 import mcp_types as types
 
 from zapomni_core import RequestContext
-from zapomni_core.models import SearchRequest, SearchResult
+from zapomni_core.memories.replies import SearchResult
+from zapomni_core.memories.requests import SearchRequest
 from zapomni_mcp.registry import Tool
 
 
@@ -24,7 +25,7 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
     annotations = types.ToolAnnotations(title="Search memory", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: SearchRequest, ctx: RequestContext) -> SearchResult:
-        return await self.core.search(arguments)
+        return await self.core.memories.search(arguments)
 
     def render(self, result: SearchResult) -> str:
         if not result.results:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import mcp_types as types
 
 from zapomni_core import RequestContext
-from zapomni_core.models import UpdateMemoryRequest, UpdateMemoryResult
+from zapomni_core.memories.replies import UpdateMemoryResult
+from zapomni_core.memories.requests import UpdateMemoryRequest
 from zapomni_mcp.registry import Tool
 
 
@@ -23,7 +24,7 @@ class UpdateMemoryTool(Tool[UpdateMemoryRequest, UpdateMemoryResult]):
     )
 
     async def execute(self, arguments: UpdateMemoryRequest, ctx: RequestContext) -> UpdateMemoryResult:
-        return await self.core.update_memory(arguments, ctx)
+        return await self.core.memories.update(arguments, ctx)
 
     def render(self, result: UpdateMemoryResult) -> str:
         if not result.text_changed and not result.metadata_changed:

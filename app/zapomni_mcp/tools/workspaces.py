@@ -5,13 +5,9 @@ from __future__ import annotations
 import mcp_types as types
 
 from zapomni_core import RequestContext
-from zapomni_core.models import (
-    WORKSPACE_RULE,
-    DeleteWorkspaceRequest,
-    DeleteWorkspaceResult,
-    NoArguments,
-    WorkspaceList,
-)
+from zapomni_core.validation import WORKSPACE_RULE, NoArguments
+from zapomni_core.workspaces.replies import DeleteWorkspaceResult, WorkspaceList
+from zapomni_core.workspaces.requests import DeleteWorkspaceRequest
 from zapomni_mcp.registry import Tool
 
 
@@ -26,7 +22,7 @@ class ListWorkspacesTool(Tool[NoArguments, WorkspaceList]):
     annotations = types.ToolAnnotations(title="List workspaces", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: NoArguments, ctx: RequestContext) -> WorkspaceList:
-        return await self.core.list_workspaces()
+        return await self.core.workspaces.list()
 
     def render(self, result: WorkspaceList) -> str:
         lines = [f"{len(result.workspaces)} workspace(s); default: {result.default!r}"]
@@ -42,7 +38,7 @@ class DeleteWorkspaceTool(Tool[DeleteWorkspaceRequest, DeleteWorkspaceResult]):
     annotations = types.ToolAnnotations(title="Delete workspace", read_only_hint=False, destructive_hint=True)
 
     async def execute(self, arguments: DeleteWorkspaceRequest, ctx: RequestContext) -> DeleteWorkspaceResult:
-        return await self.core.delete_workspace(arguments)
+        return await self.core.workspaces.delete(arguments)
 
     def render(self, result: DeleteWorkspaceResult) -> str:
         return f"Deleted workspace {result.name!r}: {result.deleted_memories} memories, {result.deleted_chunks} chunks."

@@ -128,12 +128,12 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _export(settings: Settings, out: TextIO) -> ExportReport:
     async with open_core(settings, background_jobs=False) as (core, _info):
-        return await core.export_memories(out, _Progress("export"))
+        return await core.transfer.export_to(out, _Progress("export"))
 
 
 async def _import(settings: Settings, src: BinaryIO) -> ImportReport:
     async with open_core(settings, background_jobs=False) as (core, _info):
-        return await core.import_memories(src, _Progress("import"))
+        return await core.transfer.import_from(src, _Progress("import"))
 
 
 def _describe_import(report: ImportReport) -> str:

@@ -11,14 +11,15 @@ from dataclasses import dataclass, replace
 
 import structlog
 
-from zapomni_core.chunking import Chunker
 from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate
-from zapomni_core.conversation import indexed_text
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import ShuttingDown
-from zapomni_core.models import MemoryMetadata, parse_iso8601
+from zapomni_core.memories.chunking import Chunker
+from zapomni_core.memories.conversation import indexed_text
+from zapomni_core.memories.requests import MemoryMetadata
 from zapomni_core.progress import Progress
 from zapomni_core.search.analyzer import Analyzer, TermCounts
+from zapomni_core.validation import parse_iso8601
 from zapomni_db import ChunkPlace, ChunkRow, MemoryRecord, StoredChunk, StoredMemory
 
 log = structlog.get_logger(__name__)

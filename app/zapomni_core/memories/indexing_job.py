@@ -15,13 +15,13 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from zapomni_core.conversation import reading_context
 from zapomni_core.disk import DiskGuard, write_estimate
 from zapomni_core.errors import EmbedderUnavailable
 from zapomni_core.jobs.runner import JobLost, JobOutcome, JobRun
+from zapomni_core.memories.conversation import reading_context
+from zapomni_core.memories.writing import WritePipeline, chunk_rows, metadata_of, new_id
 from zapomni_core.progress import Progress
-from zapomni_core.workspaces import Workspace
-from zapomni_core.writes import WritePipeline, chunk_rows, metadata_of, new_id
+from zapomni_core.workspaces.registry import Workspace
 from zapomni_db import JobRecord, JobRow
 
 log = structlog.get_logger(__name__)

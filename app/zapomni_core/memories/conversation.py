@@ -11,7 +11,8 @@ docs/decisions/0015-conversational-recall.md.
 
 from __future__ import annotations
 
-from zapomni_core.models import MemoryMetadata, parse_iso8601
+from zapomni_core.memories.requests import MemoryMetadata
+from zapomni_core.validation import parse_iso8601
 
 # Turns before a turn, in its thread, that its keyword document includes.
 THREAD_WINDOW = 2

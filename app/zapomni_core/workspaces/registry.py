@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import structlog
 
 from zapomni_core.errors import ConfigurationError, NotFound
+from zapomni_core.memories.writing import content_hash
 from zapomni_core.reembed import in_progress_message
 from zapomni_core.search import SearchPipeline
 from zapomni_core.search.bm25 import SyncedBm25Index
-from zapomni_core.writes import content_hash
 from zapomni_db import (
     Connection,
     GraphClient,

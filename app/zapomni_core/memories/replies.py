@@ -1,0 +1,195 @@
+"""The memory tools' replies, and how stored records become them."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, Field
+
+from zapomni_core.memories.requests import MemoryKind, MetadataValue
+from zapomni_core.search import Ranked
+from zapomni_db import MemoryInfo, StoredMemory
+
+PREVIEW_CHARS = 200
+MemoryStatus = Literal["indexed", "indexing", "failed"]
+
+
+class MemoryFields(BaseModel):
+    """What every result says about a memory: declared here once, shared by hits, pages and details."""
+
+    memory_id: str
+    workspace: str
+    tags: list[str]
+    source: str | None
+    date: str | None = Field(None, description="The memory's own date from its metadata, if any.")
+    created_at: str = Field(description="When the memory was added (ISO 8601, UTC).")
+    updated_at: str = Field(description="When it last changed (ISO 8601, UTC); created_at if never.")
+    chunk_count: int
+    status: MemoryStatus = Field(
+        "indexed",
+        description="indexed: searchable. A large add is stored at once and indexed by a background job: "
+        "indexing until its chunks are searchable, failed if that job failed (job_status says why).",
+    )
+    job_id: str | None = Field(None, description="The job that indexes (or indexed) this memory, for a large add.")
+    kind: MemoryKind = Field(
+        "note", description="note (add_memory), document (ingest_path) or code (index_codebase); source is the file."
+    )
+
+    @classmethod
+    def of(cls, info: MemoryInfo, workspace: str, **fields: Any) -> Self:
+        """This result for a stored memory: the shared fields from `info`, the result's own from `fields`."""
+        return cls(
+            memory_id=info.id,
+            workspace=workspace,
+            tags=info.tags,
+            source=info.source,
+            date=info.date,
+            created_at=iso(info.created_at),
+            updated_at=iso(info.updated_at),
+            chunk_count=info.chunk_count,
+            status=info.status,
+            job_id=info.job_id,
+            kind=info.kind,
+            **fields,
+        )
+
+
+class MemorySummary(MemoryFields):
+    preview: str = Field(description=f"The first {PREVIEW_CHARS} characters of the text, whitespace collapsed.")
+
+
+class MemoryDetail(MemoryFields):
+    text: str
+    metadata: dict[str, MetadataValue] = Field(description="The extra metadata keys (besides tags, source, date).")
+
+
+class MemoryPage(BaseModel):
+    workspace: str
+    memories: list[MemorySummary]
+    count: int
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
+
+
+class AddMemoryResult(BaseModel):
+    memory_id: str = Field(description="UUID of the stored memory (the existing one when deduplicated).")
+    workspace: str
+    chunks_created: int
+    deduplicated: bool = Field(
+        False,
+        description="True when the same text (whitespace aside) was already stored in this workspace: its id is "
+        "returned, its tags gain the new ones and empty source/date/extra keys are filled in.",
+    )
+    text_preview: str = Field(description=f"The first {PREVIEW_CHARS} characters of the text.")
+    status: MemoryStatus = Field(
+        "indexed",
+        description="indexed: searchable now. indexing: a large text, stored durably and answered at once; a "
+        "background job (job_id) makes it searchable — follow it with job_status.",
+    )
+    job_id: str | None = Field(None, description="The job indexing this memory, when status is indexing.")
+
+
+class UpdateMemoryResult(BaseModel):
+    memory_id: str
+    workspace: str
+    text_changed: bool
+    metadata_changed: bool
+    chunk_count: int
+    chunks_embedded: int = Field(description="Chunks whose text changed and were embedded again.")
+    chunks_kept: int = Field(description="Chunks whose text was unchanged and kept their vectors.")
+
+
+class DeleteMemoryResult(BaseModel):
+    workspace: str
+    dry_run: bool
+    deleted_count: int = Field(description="Memories deleted (or, in a dry run, that would be).")
+    memory_ids: list[str]
+    not_found: list[str] = Field(default_factory=list, description="Requested ids that are not in this workspace.")
+
+
+class HitRelation(BaseModel):
+    type: str
+    predicate: str
+    other: str = Field(description="The entity at the other end.")
+    direction: str
+    strength: float
+    method: str
+    valid_from: str | None
+    superseded: bool = False
+
+
+class HitEntity(BaseModel):
+    name: str
+    type: str
+    relations: list[HitRelation] = Field(description="Its strongest 1-hop relations.")
+
+
+class SearchHit(MemoryFields):
+    chunk_id: str
+    text: str = Field(description="The matching chunk.")
+    similarity_score: float = Field(ge=0.0, le=1.0, description="Cosine similarity to the query, clamped to [0, 1].")
+    rank_score: float = Field(description="Reciprocal-rank-fusion score the results are ordered by.")
+    page: int | None = Field(None, description="A document's chunk: the PDF page it is on.")
+    section: str | None = Field(
+        None, description="A document's chunk: its heading path ('Install > From source'); code: its symbol."
+    )
+    line_start: int | None = Field(None, description="A code chunk: its first line in the file (source).")
+    line_end: int | None = Field(None, description="A code chunk: its last line.")
+    matched_by: list[Literal["vector", "keyword", "graph"]] = Field(
+        description="Which retrieval legs found this chunk (graph: linked by shared entities, when expansion is on)."
+    )
+    entities: list[HitEntity] | None = Field(
+        None, description="With graph_context: the entities this chunk mentions and their strongest relations."
+    )
+
+    def location(self) -> str | None:
+        """The source with the chunk's place in it: path:12-40 Class.method, path p. 3, path § Install > Linux."""
+        if self.source is None:
+            return None
+        if self.line_start is not None:
+            return f"{self.source}:{self.line_start}-{self.line_end}" + (f" {self.section}" if self.section else "")
+        page = f" p. {self.page}" if self.page is not None else ""
+        section = f" § {self.section}" if self.section else ""
+        return f"{self.source}{page}{section}"
+
+
+class SearchResult(BaseModel):
+    workspace: str
+    results: list[SearchHit]
+    count: int
+
+
+def iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+
+
+def preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def summary(info: MemoryInfo, text_start: str, workspace: str) -> MemorySummary:
+    return MemorySummary.of(info, workspace, preview=preview(text_start))
+
+
+def detail(memory: StoredMemory, workspace: str) -> MemoryDetail:
+    return MemoryDetail.of(memory.info, workspace, text=memory.text, metadata=json.loads(memory.metadata_json))
+
+
+def hit(ranked: Ranked, workspace: str) -> SearchHit:
+    candidate = ranked.candidate
+    place = candidate.hit.place
+    return SearchHit.of(
+        candidate.hit.memory,
+        workspace,
+        chunk_id=candidate.chunk_id,
+        text=candidate.hit.text,
+        similarity_score=round(candidate.similarity, 6),
+        page=place.page,
+        section=place.section,
+        line_start=place.line_start,
+        line_end=place.line_end,
+        rank_score=ranked.rank_score,
+        matched_by=ranked.legs,
+    )

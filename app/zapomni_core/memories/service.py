@@ -1,0 +1,415 @@
+"""Memories: add, update and delete them (chunked, embedded and indexed in one write), search, read and list them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+
+import anyio
+import structlog
+from pydantic import ValidationError
+
+from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate, until_committed
+from zapomni_core.disk import DiskGuard, write_estimate
+from zapomni_core.embedders import CachedEmbedder
+from zapomni_core.errors import Conflict, NotFound, ShuttingDown
+from zapomni_core.faults import storage_faults
+from zapomni_core.graph.service import GraphService
+from zapomni_core.memories import cursors, replies
+from zapomni_core.memories.conversation import reading_context
+from zapomni_core.memories.indexing_job import index_job
+from zapomni_core.memories.replies import (
+    AddMemoryResult,
+    DeleteMemoryResult,
+    MemoryDetail,
+    MemoryPage,
+    SearchResult,
+    UpdateMemoryResult,
+)
+from zapomni_core.memories.requests import (
+    MAX_DELETE_IDS,
+    AddMemoryRequest,
+    DeleteMemoryRequest,
+    GetMemoryRequest,
+    ListMemoriesRequest,
+    MemoryMetadata,
+    SearchFilters,
+    SearchRequest,
+    UpdateMemoryRequest,
+)
+from zapomni_core.memories.writing import WritePipeline, content_hash, memory_record, metadata_of, new_id
+from zapomni_core.search import RetrievalQuery, SearchOptions
+from zapomni_core.workspaces.registry import Workspace, Workspaces
+from zapomni_db import SearchFilter, StoredMemory
+
+log = structlog.get_logger(__name__)
+
+
+class _LatencyMeter:
+    def __init__(self) -> None:
+        self.count = 0
+        self.total_ms = 0.0
+
+    def record(self, ms: float) -> None:
+        self.count += 1
+        self.total_ms += ms
+
+    @property
+    def mean_ms(self) -> float | None:
+        return round(self.total_ms / self.count, 3) if self.count else None
+
+
+class MemoryService:
+    """Stores and retrieves memories; counts the writes it commits and drains them at shutdown."""
+
+    def __init__(
+        self,
+        *,
+        workspaces: Workspaces,
+        embedder: CachedEmbedder,
+        writer: WritePipeline,
+        shutdown: ShutdownGate,
+        graph: GraphService,
+        disk: DiskGuard,
+        wake_jobs: Callable[[], None],
+        background_add_bytes: int,
+    ) -> None:
+        self._workspaces = workspaces
+        self._embedder = embedder
+        self._writer = writer
+        self._shutdown = shutdown
+        self._graph = graph
+        self._disk = disk  # free space on the data directory's disk: checked before every add and update
+        self._wake_jobs = wake_jobs
+        self._background_add_bytes = background_add_bytes
+        self.latency = _LatencyMeter()
+        self._writes_in_flight = 0
+        self._writes_done = asyncio.Event()
+        self._writes_done.set()
+        self.writes_committed = 0
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    async def add(self, request: AddMemoryRequest, ctx: RequestContext = NO_CONTEXT) -> AddMemoryResult:
+        """Chunk, embed and store one memory; the same text already stored returns that memory.
+
+        A cancelled call (a client's `notifications/cancelled`) stops while embedding and stores
+        nothing; once the database write has begun it completes. At shutdown, embedding stops at
+        the grace deadline; a write never stops half way, so a memory is stored whole or not at all.
+        A text of `background_add_bytes` or more is stored at once and indexed by a job instead.
+        """
+        async with self._write_slot():
+            text_bytes = len(request.text.encode(errors="surrogatepass"))
+            await self._disk.ensure_writable(write_estimate(text_bytes, self._embedder.dimension))
+            if text_bytes >= self._background_add_bytes:
+                return await until_committed(lambda c: self._add_in_background(request), ctx, honour=lambda: False)
+            return await until_committed(lambda c: self._add(request, c), ctx, honour=self._cancellable)
+
+    async def _add_in_background(self, request: AddMemoryRequest) -> AddMemoryResult:
+        """Store the text durably with a job that indexes it, and answer before any embedding."""
+        workspace = await self._workspaces.get(request.workspace, create=True)
+        assert workspace is not None
+        record = memory_record(new_id(), request.text, request.metadata, created_at=time.time())
+        existing = await workspace.stores.reads.by_content_hash(record.content_hash)
+        if existing is not None:
+            return await self._merge_duplicate(workspace, existing, request)
+        job = index_job(record.id)
+        if not await workspace.stores.writes.insert_pending(record, job):
+            existing = await workspace.stores.reads.by_content_hash(record.content_hash)
+            if existing is None:
+                raise Conflict("the memory changed while it was being stored; retry")
+            return await self._merge_duplicate(workspace, existing, request)
+        self.writes_committed += 1
+        self._wake_jobs()
+        log.info("memory.queued", workspace=workspace.name, memory_id=record.id, job_id=job.id, bytes=len(record.text))
+        return AddMemoryResult(
+            memory_id=record.id,
+            workspace=workspace.name,
+            chunks_created=0,
+            text_preview=replies.preview(request.text),
+            status="indexing",
+            job_id=job.id,
+        )
+
+    async def _add(self, request: AddMemoryRequest, ctx: RequestContext) -> AddMemoryResult:
+        started = time.perf_counter()
+        workspace = await self._workspaces.get(request.workspace, create=True)
+        assert workspace is not None
+        existing = await workspace.stores.reads.by_content_hash(content_hash(request.text))
+        if existing is not None:
+            return await self._merge_duplicate(workspace, existing, request)
+        chunks = await self._writer.rows(request.text, ctx, reading_context(request.metadata))
+        record = memory_record(new_id(), request.text, request.metadata, created_at=time.time())
+        ctx.check_cancelled()  # the last point where a cancelled add leaves nothing behind
+        if not await workspace.stores.writes.insert(record, chunks):
+            # Another caller stored the same text meanwhile: this add becomes a duplicate of it.
+            existing = await workspace.stores.reads.by_content_hash(record.content_hash)
+            if existing is None:
+                raise Conflict("the memory changed while it was being stored; retry")
+            return await self._merge_duplicate(workspace, existing, request)
+        self.writes_committed += 1
+        await self._graph.queue_new_memories(workspace)
+        log.info(
+            "memory.added",
+            workspace=workspace.name,
+            memory_id=record.id,
+            chunks=len(chunks),
+            bytes=len(request.text.encode(errors="surrogatepass")),
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return AddMemoryResult(
+            memory_id=record.id,
+            workspace=workspace.name,
+            chunks_created=len(chunks),
+            text_preview=replies.preview(request.text),
+        )
+
+    async def _merge_duplicate(
+        self, workspace: Workspace, existing: StoredMemory, request: AddMemoryRequest
+    ) -> AddMemoryResult:
+        merged = _merged_metadata(existing, request.metadata)
+        if merged is not None:
+            record = memory_record(
+                existing.info.id,
+                existing.text,
+                merged,
+                created_at=existing.info.created_at,
+                updated_at=time.time(),
+            )
+            await workspace.stores.writes.update_fields(record)
+        info = existing.info
+        if info.status == "failed":  # adding it again is the way to retry its indexing
+            job = index_job(info.id)
+            if await workspace.stores.writes.requeue(info.id, job):
+                info = replace(info, status="indexing", job_id=job.id)
+                self._wake_jobs()
+        log.info("memory.deduplicated", workspace=workspace.name, memory_id=info.id, merged=merged is not None)
+        return AddMemoryResult(
+            memory_id=info.id,
+            workspace=workspace.name,
+            chunks_created=0,
+            deduplicated=True,
+            text_preview=replies.preview(existing.text),
+            status=info.status,  # type: ignore[arg-type]
+            job_id=info.job_id if info.status != "indexed" else None,
+        )
+
+    async def update(self, request: UpdateMemoryRequest, ctx: RequestContext = NO_CONTEXT) -> UpdateMemoryResult:
+        """Change a memory's text and/or metadata under the same id; readers see old or new, never a mix."""
+        async with self._write_slot():
+            text_bytes = len(request.text.encode(errors="surrogatepass")) if request.text is not None else 0
+            await self._disk.ensure_writable(write_estimate(text_bytes, self._embedder.dimension))
+            return await until_committed(lambda c: self._update(request, c), ctx, honour=self._cancellable)
+
+    async def _update(self, request: UpdateMemoryRequest, ctx: RequestContext) -> UpdateMemoryResult:
+        workspace = await self._workspaces.require(request.workspace)
+        stored = await workspace.stores.reads.get(request.memory_id)
+        if stored is None:
+            raise NotFound(f"memory_id: no memory {request.memory_id} in workspace {workspace.name!r}")
+        if stored.info.status != "indexed":
+            raise Conflict(
+                f"memory_id: memory {stored.info.id} is {stored.info.status} (job {stored.info.job_id}); update it "
+                "once job_status says the job completed, or delete it and add it again"
+            )
+        old_metadata = metadata_of(stored)
+        metadata = request.metadata if request.metadata is not None else old_metadata
+        text_changed = request.text is not None and content_hash(request.text) != stored.content_hash
+        # The same text differently spaced is no change: the stored text stays, nothing is re-embedded.
+        text = request.text if text_changed and request.text is not None else stored.text
+        record = memory_record(
+            stored.info.id, text, metadata, created_at=stored.info.created_at, updated_at=time.time()
+        )
+        result = UpdateMemoryResult(
+            memory_id=stored.info.id,
+            workspace=workspace.name,
+            text_changed=text_changed,
+            metadata_changed=metadata != old_metadata,
+            chunk_count=stored.info.chunk_count,
+            chunks_embedded=0,
+            chunks_kept=stored.info.chunk_count,
+        )
+        if not result.text_changed and not result.metadata_changed:
+            return result
+        context = reading_context(metadata)
+        # A turn's new speaker, date or thread changes how its chunks are indexed, not only its fields.
+        rethread = metadata.thread != old_metadata.thread
+        reindex = text_changed or rethread or context != reading_context(old_metadata)
+        if text_changed:
+            duplicate = await workspace.stores.reads.by_content_hash(record.content_hash)
+            if duplicate is not None:
+                raise Conflict(f"text: memory {duplicate.info.id} already holds this text in this workspace")
+        if reindex:
+            old_chunks = await workspace.stores.reads.chunks(stored.info.id)
+            plan = await self._writer.plan_update(text, old_chunks, ctx, context=context, rewrite=rethread)
+            ctx.check_cancelled()
+            found = await workspace.stores.writes.update(record, keep=plan.keep, drop=plan.drop, new=plan.new)
+            chunk_count = len(plan.keep) + len(plan.new)
+            result.chunk_count, result.chunks_embedded = chunk_count, plan.embedded
+            result.chunks_kept = chunk_count - plan.embedded
+        else:
+            ctx.check_cancelled()
+            found = await workspace.stores.writes.update_fields(record)
+        if not found:
+            raise NotFound(f"memory_id: memory {request.memory_id} was deleted while it was being updated")
+        self.writes_committed += 1
+        if reindex:  # its graph evidence went with its old chunks; extraction runs again
+            await self._graph.queue_new_memories(workspace)
+        log.info("memory.updated", workspace=workspace.name, **result.model_dump(exclude={"workspace"}))
+        return result
+
+    async def delete(self, request: DeleteMemoryRequest) -> DeleteMemoryResult:
+        """Delete by ids or by filters: the memories, their chunks and every index entry, everywhere."""
+        workspace = await self._workspaces.get(request.workspace, create=False)
+        name = self._workspaces.resolve(request.workspace)
+        if workspace is None:
+            return DeleteMemoryResult(
+                workspace=name, dry_run=request.dry_run, deleted_count=0, memory_ids=[],
+                not_found=list(request.memory_ids or []),
+            )  # fmt: skip
+        started = time.perf_counter()
+        reads, writes = workspace.stores.reads, workspace.stores.writes
+        if request.memory_ids is not None:
+            wanted = list(dict.fromkeys(request.memory_ids))
+            present = await reads.existing_ids(wanted)
+            targets = [mid for mid in wanted if mid in present]
+            not_found = [mid for mid in wanted if mid not in present]
+        else:
+            targets, not_found = await reads.matching_ids(_search_filter(request.filters)), []
+        deleted: list[str] = []
+        if not request.dry_run:
+            with anyio.CancelScope(shield=True):  # a delete that began finishes
+                for start in range(0, len(targets), MAX_DELETE_IDS):
+                    deleted += await writes.delete(targets[start : start + MAX_DELETE_IDS])
+                # A large add still being indexed: its job stops (its writes need the memory) and says why.
+                await workspace.stores.jobs.cancel_for_memories(deleted, "the memory was deleted")
+            self.writes_committed += 1
+            gone = set(deleted)
+            not_found += [mid for mid in targets if mid not in gone]  # deleted by someone else meanwhile
+            targets = [mid for mid in targets if mid in gone]
+        log.info(
+            "memory.deleted",
+            workspace=name,
+            count=len(targets),
+            dry_run=request.dry_run,
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return DeleteMemoryResult(
+            workspace=name, dry_run=request.dry_run, deleted_count=len(targets), memory_ids=targets,
+            not_found=not_found,
+        )  # fmt: skip
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    async def search(self, request: SearchRequest) -> SearchResult:
+        started = time.perf_counter()
+        name = self._workspaces.resolve(request.workspace)
+        workspace = await self._workspaces.get(name, create=False)
+        if workspace is None:
+            return SearchResult(workspace=name, results=[], count=0)
+        vector = await self._embedder.embed_query(request.query)
+        query = RetrievalQuery(text=request.query, vector=vector, filters=_search_filter(request.filters))
+        options = SearchOptions(
+            limit=request.limit,
+            mode=request.mode,
+            min_score=request.min_score,
+            all_chunks=request.all_chunks,
+            include_unrelated=request.include_unrelated,
+        )
+        ranked = await workspace.search.run(query, options)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        self.latency.record(elapsed_ms)
+        log.info(
+            "memory.searched",
+            workspace=name,
+            mode=request.mode,
+            results=len(ranked),
+            limit=request.limit,
+            duration_ms=round(elapsed_ms, 2),
+        )
+        hits = [replies.hit(r, name) for r in ranked]
+        if request.graph_context and hits:
+            context = await self._graph.hit_context(workspace.stores, [hit.chunk_id for hit in hits])
+            hits = [hit.model_copy(update={"entities": context.get(hit.chunk_id, [])}) for hit in hits]
+        return SearchResult(workspace=name, results=hits, count=len(hits))
+
+    async def get(self, request: GetMemoryRequest) -> MemoryDetail:
+        workspace = await self._workspaces.require(request.workspace)
+        stored = await workspace.stores.reads.get(request.memory_id)
+        if stored is None:
+            raise NotFound(f"memory_id: no memory {request.memory_id} in workspace {workspace.name!r}")
+        return replies.detail(stored, workspace.name)
+
+    async def page(self, request: ListMemoriesRequest) -> MemoryPage:
+        name = self._workspaces.resolve(request.workspace)
+        after = cursors.decode_cursor(request.cursor, request.order) if request.cursor else None
+        workspace = await self._workspaces.get(name, create=False)
+        if workspace is None:
+            return MemoryPage(workspace=name, memories=[], count=0, next_cursor=None)
+        rows = await workspace.stores.reads.page(
+            _search_filter(request.filters), order=request.order, after=after, limit=request.limit + 1
+        )
+        page = rows[: request.limit]
+        next_cursor = cursors.encode_cursor(page[-1][2], request.order) if len(rows) > request.limit else None
+        memories = [replies.summary(info, text, name) for info, text, _key in page]
+        return MemoryPage(workspace=name, memories=memories, count=len(memories), next_cursor=next_cursor)
+
+    @asynccontextmanager
+    async def _write_slot(self) -> AsyncIterator[None]:
+        if self._shutdown.closed:
+            raise ShuttingDown("the server is shutting down; nothing was stored, retry after it restarts")
+        self._writes_in_flight += 1
+        self._writes_done.clear()
+        try:
+            with storage_faults(self._disk):  # a restarted or full database: a clear, retriable answer
+                yield
+        finally:
+            self._writes_in_flight -= 1
+            if self._writes_in_flight == 0:
+                self._writes_done.set()
+
+    def _cancellable(self) -> bool:
+        # A shutdown cancels every request too; then the grace deadline decides, not the cancellation.
+        return not self._shutdown.closed
+
+    def begin_shutdown(self, grace_s: float) -> None:
+        """Refuse new writes; let the ones in flight finish within `grace_s` seconds."""
+        if self._shutdown.close(grace_s):
+            log.info("core.shutting_down", writes_in_flight=self._writes_in_flight, grace_s=grace_s)
+
+    async def drain(self) -> None:
+        """Wait until every write already started has been stored or abandoned."""
+        await self._writes_done.wait()
+
+
+def _search_filter(filters: SearchFilters | None) -> SearchFilter:
+    return filters.to_store() if filters is not None else SearchFilter()
+
+
+def _merged_metadata(stored: StoredMemory, new: MemoryMetadata | None) -> MemoryMetadata | None:
+    """A duplicate add's metadata folded into the stored one; None when nothing changes.
+
+    Tags are united (stored first); source, date and extra keys are filled in where the stored
+    memory has none. Nothing stored is overwritten: an agent's retry can only add information.
+    """
+    if new is None:
+        return None
+    old = metadata_of(stored)
+    try:
+        merged = MemoryMetadata.model_validate(
+            {
+                "tags": list(dict.fromkeys([*old.tags, *new.tags])),
+                "source": old.source or new.source,
+                "date": old.date or new.date,
+                **{**new.extra(), **old.extra()},
+            }
+        )
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+        raise Conflict(
+            f"metadata: this text is already stored as memory {stored.info.id}, and adding this metadata to it "
+            f"would break a limit ({problem}); use update_memory"
+        ) from None
+    return None if merged == old else merged

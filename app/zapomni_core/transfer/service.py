@@ -1,0 +1,65 @@
+"""Export and import as the adapters call them: every workspace out to JSONL, a JSONL file in."""
+
+from __future__ import annotations
+
+import os
+from typing import BinaryIO, TextIO
+
+from zapomni_core.disk import DiskGuard
+from zapomni_core.embedders import CachedEmbedder
+from zapomni_core.faults import storage_faults
+from zapomni_core.graph.service import GraphService
+from zapomni_core.memories.writing import WritePipeline
+from zapomni_core.progress import ProgressFn
+from zapomni_core.transfer.export import ExportReport, ExportSource, export_memories
+from zapomni_core.transfer.format import EmbedderInfo
+from zapomni_core.transfer.importer import ImportReport, ImportTarget, import_memories
+from zapomni_core.workspaces.registry import Workspaces
+
+
+class TransferService:
+    def __init__(
+        self,
+        *,
+        workspaces: Workspaces,
+        embedder: CachedEmbedder,
+        writer: WritePipeline,
+        graph: GraphService,
+        disk: DiskGuard,
+        graph_name: str,
+    ) -> None:
+        self._workspaces = workspaces
+        self._embedder = embedder
+        self._writer = writer
+        self._graph = graph
+        self._disk = disk
+        self._graph_name = graph_name
+        self.writes_committed = 0
+
+    async def export_to(self, out: TextIO, progress: ProgressFn | None = None) -> ExportReport:
+        """Write every memory of every workspace to `out` as portable JSONL (docs/export-format.md)."""
+        embedder = EmbedderInfo(self._embedder.name, self._embedder.dimension)
+        sources = [ExportSource(name, self._workspaces.stores(name)) for name in await self._workspaces.names()]
+        return await export_memories(sources, embedder, out, progress, graph_name=self._graph_name)
+
+    async def import_from(self, src: BinaryIO, progress: ProgressFn | None = None) -> ImportReport:
+        """Store the memories of a JSONL export that this store lacks; a bad file changes nothing."""
+        target = ImportTarget(self._workspaces, self._embedder, self._writer)
+        # The file's size stands in for what it adds: an export holds each vector as text too.
+        await self._disk.ensure_writable(_size_of(src))
+        with storage_faults(self._disk):
+            report = await import_memories(target, src, progress)
+        self.writes_committed += report.imported
+        for name in await self._workspaces.names():  # memories imported without their graph get one
+            workspace = await self._workspaces.get(name, create=False)
+            if workspace is not None and await workspace.stores.graph.count_pending():
+                await self._graph.queue_new_memories(workspace)
+        return report
+
+
+def _size_of(src: BinaryIO) -> int:
+    """The bytes left to read in `src`, or 0 when it cannot tell (a pipe)."""
+    try:
+        return max(os.fstat(src.fileno()).st_size - src.tell(), 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
