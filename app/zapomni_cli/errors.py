@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from zapomni_core.errors import ZapomniError
 from zapomni_core.validation import WORKSPACE_RULE
 
 M = TypeVar("M", bound=BaseModel)
@@ -66,7 +67,7 @@ _WORD_PATTERN = re.compile(r"\b(" + "|".join(sorted(_WORDS, key=len, reverse=Tru
 _QUOTED = {"--tag", "ID", "JOB_ID"}
 
 
-class CliError(Exception):
+class CliError(ZapomniError):
     """A failure to report as `zapomni <command>: <message>` (a line each) and exit with `code`."""
 
     def __init__(self, message: str, code: int = 1) -> None:

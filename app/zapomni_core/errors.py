@@ -1,4 +1,32 @@
-"""Errors the engine raises. Adapters map them to protocol results; messages are safe to show."""
+"""Every failure Zapomni reports, in one tree. Adapters (MCP, CLI, HTTP) map it the same way.
+
+A `ZapomniError`'s message is written for the person or agent who asked: what went wrong and what
+to do, no traces. An adapter shows `str(exc)` and logs the rest; anything else that escapes is an
+internal error, shown as such with the request id, detailed in the log. Database failures never
+reach an adapter raw: `zapomni_core.faults` maps `zapomni_db.DatabaseError` (its own tree, in
+zapomni_db/errors.py) into this one at each service's edge (`storage_boundary`).
+
+ZapomniError
+├── InvalidRequest         well-formed arguments that cannot be used (a cursor this server did not make)
+├── NotFound               the memory, workspace or job named does not exist
+├── Conflict               the request does not fit the stored state (an update would duplicate a memory)
+├── Cancelled              the caller cancelled before anything was written
+├── ShuttingDown           the server is stopping; nothing was stored, retry after it restarts
+├── ConfigurationError     the configuration cannot work as given (data built by another embedder)
+├── EmbedderUnavailable    the embedder cannot produce vectors
+├── ExtractorUnavailable   the entity extractor cannot run
+├── StorageUnavailable     the database cannot be started or reached; nothing was changed
+├── DatabaseInterrupted    the database restarted mid-write; retrying is safe
+├── StorageFull            too little free disk; the write was refused, nothing stored
+├── StorageFailed          any other database failure: shown as such, detailed in the log
+├── TransferError          an export or import cannot go on (transfer/format.py)
+├── FileRefused            one file is outside the allowed roots, too large, not a file... (files/walker.py)
+├── UnreadableFile         one file is not the document it claims to be (files/formats/_document.py)
+├── JobLost                a job was cancelled or taken over: its worker stops (jobs/runner.py)
+├── CheckFailed            a health check's negative answer (health/results.py)
+├── BackupFailed           a backup or restore did not happen (zapomni_ops/backups.py)
+└── CliError               a command-line failure with its exit code (zapomni_cli/errors.py)
+"""
 
 from __future__ import annotations
 
@@ -49,3 +77,7 @@ class StorageFull(ZapomniError):
 
 class DatabaseInterrupted(ZapomniError):
     """The database restarted while a write was in flight; retrying it is safe (adds are idempotent)."""
+
+
+class StorageFailed(ZapomniError):
+    """The database failed in a way no other error describes; the log has the database's own message."""

@@ -8,12 +8,26 @@ here; a full disk explains any of them when the data directory's disk is below i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import inspect
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import structlog
 
 from zapomni_core.disk import DiskGuard
-from zapomni_core.errors import DatabaseInterrupted, StorageFull, StorageUnavailable, ZapomniError
-from zapomni_db import DatabaseError, DatabaseUnavailable, PersistenceFailed, WriteInterrupted
+from zapomni_core.errors import (
+    ConfigurationError,
+    DatabaseInterrupted,
+    StorageFailed,
+    StorageFull,
+    StorageUnavailable,
+    ZapomniError,
+)
+from zapomni_db import DatabaseError, DatabaseUnavailable, PersistenceFailed, SchemaMismatch, WriteInterrupted
+
+log = structlog.get_logger(__name__)
 
 INTERRUPTED = (
     "The database restarted while this write was in flight, so it may or may not have been stored. "
@@ -24,17 +38,19 @@ UNAVAILABLE = (
     "The database is not answering right now (it may be restarting); nothing was changed. "
     "Retry in a moment; if it goes on, the server log (stderr) says why."
 )
+FAILED = (
+    "The database answered this request with an error of its own, logged on stderr as storage.failed "
+    "(the CLI shows it with --verbose). Retry once; if it fails again, that log line says why."
+)
 REFUSED = (
     "The database refuses writes because it cannot write its data files (is its disk full?). "
     "Nothing was stored. Searches and reads go on; writes resume once the database can write again."
 )
 
 
-def user_error(exc: BaseException, disk: DiskGuard) -> ZapomniError | None:
-    """The ZapomniError a storage failure means, or None for one that is an internal error."""
-    if not isinstance(exc, DatabaseError):
-        return None
-    if isinstance(exc, PersistenceFailed | DatabaseUnavailable):
+def user_error(exc: DatabaseError, disk: DiskGuard | None) -> ZapomniError:
+    """The ZapomniError a storage failure means to a user; one nobody foresaw is logged in full here."""
+    if isinstance(exc, PersistenceFailed | DatabaseUnavailable) and disk is not None:
         full = disk.full_after_failure()
         if full is not None:
             return full
@@ -44,16 +60,40 @@ def user_error(exc: BaseException, disk: DiskGuard) -> ZapomniError | None:
         return DatabaseInterrupted(INTERRUPTED)
     if isinstance(exc, DatabaseUnavailable):
         return StorageUnavailable(UNAVAILABLE)
-    return None
+    if isinstance(exc, SchemaMismatch):
+        return ConfigurationError(str(exc))
+    log.warning("storage.failed", error=type(exc).__name__, detail=str(exc))
+    return StorageFailed(FAILED)
 
 
 @contextmanager
-def storage_faults(disk: DiskGuard) -> Iterator[None]:
+def storage_faults(disk: DiskGuard | None) -> Iterator[None]:
     """Re-raise storage failures inside the block as the ZapomniError they mean to a user."""
     try:
         yield
     except DatabaseError as exc:
-        mapped = user_error(exc, disk)
-        if mapped is None:
-            raise
-        raise mapped from exc
+        raise user_error(exc, disk) from exc
+
+
+ServiceT = TypeVar("ServiceT", bound=type)
+
+
+def storage_boundary(service: ServiceT) -> ServiceT:
+    """Every public coroutine method of `service` answers a database failure as a ZapomniError.
+
+    The edge of the core: what an adapter calls never lets a `zapomni_db` error through, read or
+    write. A service with a `_disk` (DiskGuard) has a full disk named as the cause where it is one.
+    """
+    for name, method in list(vars(service).items()):
+        if not name.startswith("_") and inspect.iscoroutinefunction(method):
+            setattr(service, name, _guarded(method))
+    return service
+
+
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    async def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with storage_faults(getattr(self, "_disk", None)):
+            return await method(self, *args, **kwargs)
+
+    return guarded

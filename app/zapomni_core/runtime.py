@@ -17,6 +17,7 @@ from zapomni_core.disk import MB, DiskGuard
 from zapomni_core.embedders import CachedEmbedder, Embedder, build_cache, build_embedder
 from zapomni_core.engine import ZapomniCore
 from zapomni_core.errors import ConfigurationError
+from zapomni_core.faults import storage_faults
 from zapomni_core.files.ingesting import DocumentReader, IngestPath
 from zapomni_core.files.service import FileService
 from zapomni_core.files.sync import FileLimits, FileWalk
@@ -85,7 +86,8 @@ async def open_core(
     async with AsyncExitStack() as stack:
         database = await open_database(settings, stack)
         # Mid re-embed the vector index is gone and the vectors come from two models: neither works.
-        reembed_state = await Maintenance(database.client).reembed_state()
+        with storage_faults(None):
+            reembed_state = await Maintenance(database.client).reembed_state()
         if reembed_state is not None:
             raise ConfigurationError(in_progress_message(reembed_state))
         embedder = CachedEmbedder(await build_embedder(settings), build_cache(settings))
@@ -112,7 +114,8 @@ async def open_core(
             search_for=search_for,
         )
         # The default workspace is made ready now, so a broken store fails at start-up, not on a request.
-        await workspaces.get(None, create=True)
+        with storage_faults(None):
+            await workspaces.get(None, create=True)
         shutdown = ShutdownGate()
         writer = WritePipeline(chunker_for(embedder, settings), analyzer, embedder, shutdown)
         disk = DiskGuard(database_disk(settings), settings.min_free_mb * MB)

@@ -12,8 +12,6 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from zapomni_core import RequestContext, ZapomniCore, ZapomniError, package_version
-from zapomni_core.disk import DiskGuard
-from zapomni_core.faults import user_error
 from zapomni_core.progress import Progress, ProgressSink
 from zapomni_mcp import resources
 from zapomni_mcp.errors import describe_validation_error
@@ -44,7 +42,7 @@ def build_server(core: ZapomniCore, registry: ToolRegistry) -> Server[Any]:
         with structlog.contextvars.bound_contextvars(request_id=request_id, tool=tool.name):
             started = time.perf_counter()
             context = RequestContext(request_id=request_id, progress_sink=_progress_sink(ctx))
-            result = await _run(tool, params.arguments or {}, context, core.disk)
+            result = await _run(tool, params.arguments or {}, context)
             log.info(
                 "tool.called",
                 ok=not result.is_error,
@@ -75,7 +73,7 @@ def build_server(core: ZapomniCore, registry: ToolRegistry) -> Server[Any]:
     )
 
 
-async def _run(tool: Any, arguments: dict[str, Any], ctx: RequestContext, disk: DiskGuard) -> types.CallToolResult:
+async def _run(tool: Any, arguments: dict[str, Any], ctx: RequestContext) -> types.CallToolResult:
     try:
         validated = tool.input_model.model_validate(arguments)
     except ValidationError as exc:
@@ -85,11 +83,7 @@ async def _run(tool: Any, arguments: dict[str, Any], ctx: RequestContext, disk: 
     except ZapomniError as exc:
         log.warning("tool.refused", error=type(exc).__name__, reason=str(exc))
         return error_result(str(exc))
-    except Exception as exc:
-        fault = user_error(exc, disk)  # a restarting database or a full disk is no internal error
-        if fault is not None:
-            log.warning("tool.refused", error=type(fault).__name__, reason=str(fault), cause=repr(exc))
-            return error_result(str(fault))
+    except Exception:
         # The client gets no paths, hosts or traces; the log line has all of them.
         log.exception("tool.failed")
         return error_result(

@@ -13,6 +13,7 @@ from zapomni_core.code.models import (
     SymbolRequest,
 )
 from zapomni_core.errors import NotFound
+from zapomni_core.faults import storage_boundary
 from zapomni_core.workspaces.registry import Workspaces
 from zapomni_db import GraphStores, SymbolInfo
 
@@ -22,6 +23,7 @@ MIN_SCORE = 60.0
 NEIGHBOURS = 20
 
 
+@storage_boundary
 class CodeService:
     def __init__(self, workspaces: Workspaces) -> None:
         self._workspaces = workspaces

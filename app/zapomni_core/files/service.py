@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import structlog
 
+from zapomni_core.faults import storage_boundary
 from zapomni_core.files.models import IndexCodebaseRequest, IngestPathRequest, WalkQueued
 from zapomni_core.files.sync import FileWalk, WalkArgs, walk_job
 from zapomni_core.workspaces.registry import Workspaces
@@ -13,6 +14,7 @@ from zapomni_core.workspaces.registry import Workspaces
 log = structlog.get_logger(__name__)
 
 
+@storage_boundary
 class FileService:
     def __init__(self, workspaces: Workspaces, walk: FileWalk, wake_jobs: Callable[[], None]) -> None:
         self._workspaces = workspaces

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pathspec
 
-from zapomni_core.errors import InvalidRequest
+from zapomni_core.errors import InvalidRequest, ZapomniError
 
 __all__ = [
     "ALWAYS_SKIPPED_DIRS",
@@ -78,7 +78,7 @@ class PathRefused(InvalidRequest):
     """The path asked for cannot be read at all; nothing was queued."""
 
 
-class FileRefused(Exception):
+class FileRefused(ZapomniError):
     """One file cannot be read; str is the reason (the job records it and goes on)."""
 
 

@@ -10,6 +10,7 @@ import structlog
 from zapomni_core.code.service import CodeService
 from zapomni_core.context import NO_CONTEXT, RequestContext
 from zapomni_core.errors import NotFound
+from zapomni_core.faults import storage_boundary
 from zapomni_core.graph.building import KIND, build_job
 from zapomni_core.graph.merge import EntityIndex, KnownEntity, Lookup
 from zapomni_core.graph.models import (
@@ -42,6 +43,7 @@ MAX_CANDIDATES = 5
 RECENT_JOBS = 100
 
 
+@storage_boundary
 class GraphService:
     def __init__(
         self,

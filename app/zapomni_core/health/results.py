@@ -44,7 +44,7 @@ class Report:
         return [check.name for check in self.checks if not check.ok]
 
 
-class CheckFailed(Exception):
+class CheckFailed(ZapomniError):
     """A check's expected negative answer; the message is the detail shown to the operator."""
 
 

@@ -54,7 +54,7 @@ class JobOutcome:
     error: str | None = None
 
 
-class JobLost(Exception):
+class JobLost(ZapomniError):
     """The job was cancelled or taken over by another worker: stop, and write nothing more."""
 
 

@@ -10,6 +10,7 @@ import structlog
 
 from zapomni_core.context import NO_CONTEXT, RequestContext
 from zapomni_core.errors import NotFound
+from zapomni_core.faults import storage_boundary
 from zapomni_core.jobs.models import (
     ACTIVE_STATES,
     CancelJobRequest,
@@ -32,6 +33,7 @@ log = structlog.get_logger(__name__)
 WAIT_POLL_S = 0.5
 
 
+@storage_boundary
 class JobService:
     def __init__(self, workspaces: Workspaces) -> None:
         self._workspaces = workspaces

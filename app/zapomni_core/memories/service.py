@@ -16,7 +16,7 @@ from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate, until
 from zapomni_core.disk import DiskGuard, write_estimate
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import Conflict, NotFound, ShuttingDown
-from zapomni_core.faults import storage_faults
+from zapomni_core.faults import storage_boundary
 from zapomni_core.graph.service import GraphService
 from zapomni_core.memories import cursors, replies
 from zapomni_core.memories.conversation import reading_context
@@ -62,6 +62,7 @@ class _LatencyMeter:
         return round(self.total_ms / self.count, 3) if self.count else None
 
 
+@storage_boundary
 class MemoryService:
     """Stores and retrieves memories; counts the writes it commits and drains them at shutdown."""
 
@@ -363,8 +364,7 @@ class MemoryService:
         self._writes_in_flight += 1
         self._writes_done.clear()
         try:
-            with storage_faults(self._disk):  # a restarted or full database: a clear, retriable answer
-                yield
+            yield
         finally:
             self._writes_in_flight -= 1
             if self._writes_in_flight == 0:

@@ -7,7 +7,7 @@ from typing import BinaryIO, TextIO
 
 from zapomni_core.disk import DiskGuard
 from zapomni_core.embedders import CachedEmbedder
-from zapomni_core.faults import storage_faults
+from zapomni_core.faults import storage_boundary
 from zapomni_core.graph.service import GraphService
 from zapomni_core.memories.writing import WritePipeline
 from zapomni_core.progress import ProgressFn
@@ -17,6 +17,7 @@ from zapomni_core.transfer.importer import ImportReport, ImportTarget, import_me
 from zapomni_core.workspaces.registry import Workspaces
 
 
+@storage_boundary
 class TransferService:
     def __init__(
         self,
@@ -47,8 +48,7 @@ class TransferService:
         target = ImportTarget(self._workspaces, self._embedder, self._writer)
         # The file's size stands in for what it adds: an export holds each vector as text too.
         await self._disk.ensure_writable(_size_of(src))
-        with storage_faults(self._disk):
-            report = await import_memories(target, src, progress)
+        report = await import_memories(target, src, progress)
         self.writes_committed += report.imported
         for name in await self._workspaces.names():  # memories imported without their graph get one
             workspace = await self._workspaces.get(name, create=False)

@@ -10,6 +10,7 @@ import structlog
 
 from zapomni_core.disk import MB, DiskGuard
 from zapomni_core.embedders import CachedEmbedder
+from zapomni_core.faults import storage_boundary
 from zapomni_core.graph.service import GraphService
 from zapomni_core.jobs import JobService
 from zapomni_core.memories.service import MemoryService
@@ -20,6 +21,7 @@ from zapomni_core.workspaces.requests import DeleteWorkspaceRequest, StatsReques
 log = structlog.get_logger(__name__)
 
 
+@storage_boundary
 class WorkspaceService:
     def __init__(
         self,

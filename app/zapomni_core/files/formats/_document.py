@@ -6,6 +6,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from zapomni_core.errors import ZapomniError
+
 MAX_REASON = 200
 
 
@@ -23,7 +25,7 @@ class Document:
     pages: int | None = None  # PDF page count
 
 
-class UnreadableFile(Exception):
+class UnreadableFile(ZapomniError):
     """The file cannot be read as the document it claims to be; str(exc) is the reason, written for a user."""
 
     def __init__(self, reason: str) -> None:
