@@ -20,12 +20,20 @@ from zapomni_core.disk import DiskGuard
 from zapomni_core.errors import (
     ConfigurationError,
     DatabaseInterrupted,
+    NotFound,
     StorageFailed,
     StorageFull,
     StorageUnavailable,
     ZapomniError,
 )
-from zapomni_db import DatabaseError, DatabaseUnavailable, PersistenceFailed, SchemaMismatch, WriteInterrupted
+from zapomni_db import (
+    DatabaseError,
+    DatabaseUnavailable,
+    GraphMissing,
+    PersistenceFailed,
+    SchemaMismatch,
+    WriteInterrupted,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -42,6 +50,7 @@ FAILED = (
     "The database answered this request with an error of its own, logged on stderr as storage.failed "
     "(the CLI shows it with --verbose). Retry once; if it fails again, that log line says why."
 )
+DELETED = "The workspace was deleted while this request ran; nothing more was written to it."
 REFUSED = (
     "The database refuses writes because it cannot write its data files (is its disk full?). "
     "Nothing was stored. Searches and reads go on; writes resume once the database can write again."
@@ -60,6 +69,8 @@ def user_error(exc: DatabaseError, disk: DiskGuard | None) -> ZapomniError:
         return DatabaseInterrupted(INTERRUPTED)
     if isinstance(exc, DatabaseUnavailable):
         return StorageUnavailable(UNAVAILABLE)
+    if isinstance(exc, GraphMissing):
+        return NotFound(DELETED)
     if isinstance(exc, SchemaMismatch):
         return ConfigurationError(str(exc))
     log.warning("storage.failed", error=type(exc).__name__, detail=str(exc))

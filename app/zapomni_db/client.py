@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from zapomni_db.connection import Connection, is_write_command
-from zapomni_db.errors import QueryFailed
+from zapomni_db.errors import GraphMissing, QueryFailed
 
 Row = list[Any]
 _EMPTY_GRAPH = "empty key"
@@ -25,9 +25,16 @@ class GraphClient:
         self.graph_name = graph_name
         self._graph = connection.falkordb.select_graph(graph_name)
 
-    async def query(self, cypher: str, params: dict[str, Any] | None = None) -> list[Row]:
-        """Run a read-write query and return its rows (a write is sent again only if it never arrived)."""
-        result = await self.connection.run(lambda: self._graph.query(cypher, params), write=True)
+    async def query(self, cypher: str, params: dict[str, Any] | None = None, *, create: bool = False) -> list[Row]:
+        """Run a read-write query and return its rows (a write is sent again only if it never arrived).
+
+        Only a write with `create` may bring a graph into being (a workspace's first migration); any
+        other write to a graph that does not exist raises GraphMissing (see `WriteFence`).
+        """
+        async with self.connection.fence(self.graph_name).writing(self.graph_name, create=create):
+            if not create and not await self.connection.command("EXISTS", self.graph_name):
+                raise GraphMissing(f"graph {self.graph_name} does not exist")
+            result = await self.connection.run(lambda: self._graph.query(cypher, params), write=True)
         return result.result_set
 
     async def ro_query(self, cypher: str, params: dict[str, Any] | None = None) -> list[Row]:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,14 @@ from redis.exceptions import AuthenticationError, BusyLoadingError, RedisError, 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from zapomni_db.errors import CredentialsRefused, DatabaseUnavailable, PersistenceFailed, QueryFailed, WriteInterrupted
+from zapomni_db.errors import (
+    CredentialsRefused,
+    DatabaseUnavailable,
+    GraphMissing,
+    PersistenceFailed,
+    QueryFailed,
+    WriteInterrupted,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -128,6 +136,44 @@ class DatabaseTarget:
     password: str | None = field(default=None, repr=False)
 
 
+class WriteFence:
+    """Writes to one graph in this process, so that deleting the graph cannot race them.
+
+    A FalkorDB write to a graph that does not exist creates it: a job still writing its progress
+    into a workspace that was just deleted would bring the workspace back. The delete closes the
+    fence and waits for the writes in flight; from then on a write is refused (GraphMissing) unless
+    it is the one that creates the graph again (`GraphClient.query(create=True)`: a migration).
+    Another process's delete is caught by the existence check each fenced write makes.
+    """
+
+    def __init__(self) -> None:
+        self.deleted = False
+        self._writes = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @asynccontextmanager
+    async def writing(self, graph_name: str, *, create: bool) -> AsyncIterator[None]:
+        if create:
+            self.deleted = False
+        elif self.deleted:
+            raise GraphMissing(f"graph {graph_name} was deleted")
+        self._writes += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._writes -= 1
+            if self._writes == 0:
+                self._idle.set()
+
+    @asynccontextmanager
+    async def deleting(self) -> AsyncIterator[None]:
+        self.deleted = True
+        await self._idle.wait()
+        yield
+
+
 class Connection:
     """A connection pool to one FalkorDB server, with the FalkorDB client built on it."""
 
@@ -150,6 +196,11 @@ class Connection:
             raise DatabaseUnavailable("the database connection failed") from exc
         _track(pool)
         self.redis = aioredis.Redis(connection_pool=pool)
+        self._fences: dict[str, WriteFence] = {}
+
+    def fence(self, graph_name: str) -> WriteFence:
+        """The write fence of one graph in this process (see `WriteFence`)."""
+        return self._fences.setdefault(graph_name, WriteFence())
 
     async def command(self, *args: Any) -> Any:
         """A plain Redis command (INFO, GRAPH.LIST, ...); one not known to be read-only is run as a write."""

@@ -4,6 +4,7 @@ DatabaseError
 ├── DatabaseUnavailable   the server cannot be reached, started or is still loading; nothing was sent
 │   ├── CredentialsRefused the server wants a password that was not given, or refused the one that was
 │   └── WriteInterrupted  the connection broke after a write was sent: it may or may not be stored
+├── GraphMissing        a write to a workspace graph that was deleted (it is not brought back)
 ├── DirectoryUnusable     a directory the database keeps its files in cannot be created or used
 ├── QueryFailed           the server refused a query or command (message from the server)
 │   └── PersistenceFailed the server refuses writes because it cannot write its files (MISCONF)
@@ -21,6 +22,10 @@ class DatabaseUnavailable(DatabaseError):
 
 class CredentialsRefused(DatabaseUnavailable):
     """The server requires a password that was not given, or refused the one that was."""
+
+
+class GraphMissing(DatabaseError):
+    """A write aimed at a graph that does not exist (its workspace was deleted): refused, so nothing recreates it."""
 
 
 class DirectoryUnusable(DatabaseError):

@@ -163,6 +163,7 @@ async def migrate(client: GraphClient, settings: SchemaSettings, *, dry_run: boo
         await client.query(
             "MERGE (s:SchemaVersion {id: 'schema'}) SET s.version = $version, s.updated_at = timestamp()",
             {"version": migration.version},
+            create=True,
         )
         log.info("db.migration.applied", version=migration.version, description=migration.description)
     return due
@@ -228,7 +229,7 @@ async def _check_stored_dimension(client: GraphClient, dimension: int) -> None:
 
 async def _apply(client: GraphClient, statement: str) -> None:
     try:
-        await client.query(statement)
+        await client.query(statement, create=True)  # a new workspace's graph comes into being here
     except QueryFailed as exc:
         if "already indexed" not in str(exc).lower():
             raise

@@ -35,8 +35,10 @@ async def existing_workspaces(connection: Connection, base: str) -> list[str]:
 
 async def drop_workspace_graph(connection: Connection, base: str, workspace: str) -> bool:
     """Delete the workspace's graph and everything in it; False when there was none."""
+    graph = graph_for(base, workspace)
     try:
-        await connection.command("GRAPH.DELETE", graph_for(base, workspace))
+        async with connection.fence(graph).deleting():
+            await connection.command("GRAPH.DELETE", graph)
     except QueryFailed as exc:
         if "empty" in str(exc).lower() or "invalid graph" in str(exc).lower():
             return False

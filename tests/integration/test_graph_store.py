@@ -721,7 +721,7 @@ async def test_a_version_4_store_gets_the_graph_schema_and_all_its_memories_are_
         client = GraphClient(database.connection, "zapomni")
         for migration in migrations(schema)[:4]:  # a store as the previous version left it
             for statement in migration.statements:
-                await client.query(statement)
+                await client.query(statement, create=True)
         await client.query("MERGE (s:SchemaVersion {id: 'schema'}) SET s.version = 4")
         old = Store(client)
         ids = sorted([(await old.memory(f"old memory {i}"))[0] for i in range(3)])

@@ -88,6 +88,7 @@ async def write_version_zero(client: GraphClient) -> dict[str, str]:
                     "chunk_count": len(chunks),
                     "chunks": chunks,
                 },
+                create=True,  # version 0 had no migrations: the first memory created the graph
             )
     finally:
         await embedder.aclose()

@@ -28,7 +28,7 @@ import structlog
 from zapomni_core.errors import ShuttingDown, StorageFull, ZapomniError
 from zapomni_core.progress import Progress
 from zapomni_core.workspaces.registry import Workspace, Workspaces
-from zapomni_db import DatabaseUnavailable, GraphStores, JobRow, PersistenceFailed
+from zapomni_db import DatabaseUnavailable, GraphMissing, GraphStores, JobRow, PersistenceFailed
 
 log = structlog.get_logger(__name__)
 
@@ -144,6 +144,8 @@ class JobRunner:
             except DatabaseUnavailable:
                 log.warning("jobs.database_unavailable", retry_in_s=self.settings.poll_s)
                 ran = False
+            except GraphMissing:  # a workspace deleted between listing its jobs and claiming one
+                ran = True
             except Exception:  # the worker outlives any one failure; the next poll tries again
                 log.exception("jobs.loop_failed")
                 ran = False
@@ -225,6 +227,8 @@ class JobRunner:
             )
         except JobLost:
             log.info("job.lost", workspace=workspace.name, job_id=job.id, reason="cancelled or taken over")
+        except GraphMissing:  # its workspace was deleted: writing anything would bring it back
+            log.info("job.dropped", workspace=workspace.name, job_id=job.id, reason="the workspace was deleted")
         except (asyncio.CancelledError, ShuttingDown) as exc:
             with contextlib.suppress(Exception):
                 await asyncio.shield(workspace.stores.jobs.release(job.id, self.owner))
@@ -245,7 +249,7 @@ class JobRunner:
             await asyncio.sleep(self.settings.lease_s / 3)
             try:
                 await run.report(run.progress)
-            except JobLost:
+            except (JobLost, GraphMissing):
                 return  # the handler's next fenced write finds out too, and stops
             except (DatabaseUnavailable, PersistenceFailed):
                 continue
