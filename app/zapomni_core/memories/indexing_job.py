@@ -22,7 +22,7 @@ from zapomni_core.memories.conversation import reading_context
 from zapomni_core.memories.writing import WritePipeline, chunk_rows, metadata_of, new_id
 from zapomni_core.progress import Progress
 from zapomni_core.workspaces.registry import Workspace
-from zapomni_db import JobRecord, JobRow
+from zapomni_db import JobRecord, JobRow, StoredMemory
 
 log = structlog.get_logger(__name__)
 
@@ -31,9 +31,17 @@ KIND = "index_memory"
 JOB_SLICE = 32
 
 
-def index_job(memory_id: str) -> JobRecord:
-    """The job that will index a memory stored ahead of its chunks."""
-    return JobRecord(id=new_id(), kind=KIND, created_at=time.time(), memory_id=memory_id, unit="chunks")
+def index_job(memory_id: str, context: str | None) -> JobRecord:
+    """The job that will index a memory stored ahead of its chunks, read in `context` (`reading_context`)."""
+    args = json.dumps({"context": context})
+    return JobRecord(id=new_id(), kind=KIND, created_at=time.time(), memory_id=memory_id, unit="chunks", args_json=args)
+
+
+def _context(job: JobRow, memory: StoredMemory) -> str | None:
+    args = json.loads(job.args_json or "{}")
+    if "context" in args:
+        return None if args["context"] is None else str(args["context"])
+    return reading_context(metadata_of(memory))  # a job queued by a version that did not carry it
 
 
 class IndexMemory:
@@ -58,7 +66,7 @@ class IndexMemory:
         if memory.info.status != "indexing" or memory.info.job_id != job.id:
             # An earlier attempt published it and stopped before it could say so.
             return JobOutcome("completed", memory.info.chunk_count, {"chunks": memory.info.chunk_count})
-        split = await self._writer.split_async(memory.text, reading_context(metadata_of(memory)))
+        split = await self._writer.split_async(memory.text, _context(job, memory))
         total = len(split.pieces)
         staged = await stores.jobs.staged_indexes(memory_id)
         todo = [i for i in range(total) if i not in staged]

@@ -117,7 +117,7 @@ class MemoryService:
         existing = await workspace.stores.reads.by_content_hash(record.content_hash)
         if existing is not None:
             return await self._merge_duplicate(workspace, existing, request)
-        job = index_job(record.id)
+        job = index_job(record.id, reading_context(request.metadata))
         if not await workspace.stores.writes.insert_pending(record, job):
             existing = await workspace.stores.reads.by_content_hash(record.content_hash)
             if existing is None:
@@ -183,7 +183,7 @@ class MemoryService:
             await workspace.stores.writes.update_fields(record)
         info = existing.info
         if info.status == "failed":  # adding it again is the way to retry its indexing
-            job = index_job(info.id)
+            job = index_job(info.id, reading_context(metadata_of(existing)))
             if await workspace.stores.writes.requeue(info.id, job):
                 info = replace(info, status="indexing", job_id=job.id)
                 self._wake_jobs()
