@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from zapomni_cli import render
+from zapomni_cli.commands import Command, Prepared, add_command, given
 from zapomni_cli.errors import validate
-from zapomni_cli.memory_commands import Command, Prepared, add_command, given
 from zapomni_core import ZapomniCore
 from zapomni_core.code.models import MAX_SYMBOLS, CallGraph, FindSymbolRequest, SymbolList, SymbolRequest
 from zapomni_core.files.models import IndexCodebaseRequest, IngestPathRequest, WalkQueued

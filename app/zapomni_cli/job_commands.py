@@ -17,8 +17,8 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from zapomni_cli import ids, render
+from zapomni_cli.commands import Command, Prepared, add_command
 from zapomni_cli.errors import CliError, validate
-from zapomni_cli.memory_commands import Command, Prepared, add_command
 from zapomni_core import RequestContext, ZapomniCore
 from zapomni_core.jobs import CancelJobRequest, JobList, JobStatusRequest, ListJobsRequest
 from zapomni_core.jobs.models import ACTIVE_STATES, MAX_JOBS, MAX_WAIT_S, JobState

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from zapomni_cli import file_commands, job_commands, memory_commands
+from zapomni_cli import commands, file_commands, job_commands, memory_commands
 from zapomni_core import Settings, ZapomniError, package_version
 from zapomni_core.logs import configure_logging
 from zapomni_core.settings import describe_settings_error
@@ -91,7 +91,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
         return _serve(settings)
     if hasattr(args, "memory_command"):
-        return memory_commands.run(args, settings)
+        return commands.run(args, settings)
     try:
         return args.run(args, settings)
     except ZapomniError as exc:
