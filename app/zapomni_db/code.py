@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from zapomni_db.client import GraphClient
-from zapomni_db.records import CodeFileRow, SymbolInfo, SymbolRow
+from zapomni_db.records.code import CodeFileRow, SymbolInfo, SymbolRow
 
 # Edges created per query when the codebase's links are rewritten.
 LINK_BATCH = 2000

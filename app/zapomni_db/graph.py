@@ -38,7 +38,7 @@ from typing import Any
 
 from zapomni_db._cypher import DROP_UNMENTIONED, PURGE_EVIDENCE, SUPERSEDE_GROUP
 from zapomni_db.client import GraphClient
-from zapomni_db.records import (
+from zapomni_db.records.graph import (
     EntityInfo,
     EntityRow,
     GraphCounts,

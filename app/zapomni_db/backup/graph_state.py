@@ -14,7 +14,7 @@ import redis
 from falkordb.helpers import stringify_param_value
 
 from zapomni_db.backup.errors import BackupError
-from zapomni_db.records import EmbedderClaim
+from zapomni_db.records.maintenance import EmbedderClaim
 
 PROBE_K = 10
 
