@@ -37,13 +37,13 @@ from zapomni_core.graph.merge import (
     DEFAULT_SCORER,
     SCORERS,
     EntityIndex,
-    KnownEntity,
     canonical,
     entity_key,
     type_family,
 )
 from zapomni_core.graph.types import Mention
 from zapomni_core.settings import Settings
+from zapomni_db import KnownEntity
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = ROOT / "bench" / "data" / "entity_pairs.jsonl"

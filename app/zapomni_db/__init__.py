@@ -36,6 +36,7 @@ from zapomni_db.records.graph import (
     MentionRow,
     RelatedEntity,
     RelationEvidence,
+    RelationFact,
     RelationRow,
 )
 from zapomni_db.records.jobs import JobRecord, JobRow
@@ -97,6 +98,7 @@ __all__ = [
     "ReembedState",
     "RelatedEntity",
     "RelationEvidence",
+    "RelationFact",
     "RelationRow",
     "SchemaMismatch",
     "SchemaSettings",

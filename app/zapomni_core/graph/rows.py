@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from zapomni_core.graph.merge import EntityIndex, merge_chunk_entities
@@ -59,19 +59,14 @@ def memory_graph_rows(
             )
         rows.relations.extend(
             RelationRow(
+                **asdict(fact),
                 id=new_id(),
-                subject_key=relation.subject_key,
-                object_key=relation.object_key,
-                type=relation.type,
-                predicate=relation.predicate,
-                strength=relation.strength,
-                evidence=relation.evidence,
-                method=relation.method,
                 chunk_id=chunk.id,
                 valid_from=since,
                 valid_from_ts=since_ts,
+                memory_id=memory.info.id,
             )
-            for relation in merged.relations
+            for fact in merged.relations
         )
     rows.entities = list(entities.values())
     return rows

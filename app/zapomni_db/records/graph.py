@@ -32,30 +32,78 @@ class MentionRow:
 
 
 @dataclass(frozen=True)
-class RelationRow:
-    """One piece of evidence for a relation: the chunk `chunk_id` states `subject -[type]-> object`."""
+class RelationFact:
+    """A relation one chunk states between two entities, by key: what merging a chunk's extracted graph
+    yields (`zapomni_core.graph.merge`), and what every relation edge carries."""
 
-    id: str
     subject_key: str
     object_key: str
     type: str
-    predicate: str
+    predicate: str  # as stated ("moved to"); the type's name when there is none
     strength: float
-    evidence: str
+    evidence: str  # the span of the chunk's text that states it
     method: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RelationRow(RelationFact):
+    """A RELATED_TO edge: one piece of evidence for a fact, the chunk `chunk_id` stating it, from `valid_from`.
+
+    A build writes it (the store fills in `memory_id`, and `superseded_by` by the supersession rule);
+    an export reads it, and an import writes it back as it was.
+    """
+
+    id: str
     chunk_id: str
-    valid_from: str
-    valid_from_ts: float
+    valid_from: str | None
+    valid_from_ts: float | None
+    memory_id: str | None = None
+    superseded_by: str | None = None  # the id of the newer fact that replaced this one
+
+    # The Cypher projection that `from_row` reads, for an edge `r` from `s` to `o`.
+    PROJECTION = (
+        "r.id, r.type, r.predicate, r.strength, r.method, s.key, o.key, r.valid_from, r.valid_from_ts, "
+        "r.superseded_by, r.memory_id, r.chunk_id, r.evidence"
+    )
+    WIDTH = 13
+
+    @classmethod
+    def from_row(cls, row: list[Any], start: int = 0) -> RelationRow:
+        return cls(**cls._fields_of(row, start))
+
+    @classmethod
+    def _fields_of(cls, row: list[Any], start: int) -> dict[str, Any]:
+        r = row[start : start + RelationRow.WIDTH]
+        return {
+            "id": r[0],
+            "type": r[1],
+            "predicate": r[2] or r[1],
+            "strength": float(r[3] or 0.0),
+            "method": r[4],
+            "subject_key": r[5],
+            "object_key": r[6],
+            "valid_from": r[7],
+            "valid_from_ts": None if r[8] is None else float(r[8]),
+            "superseded_by": r[9],
+            "memory_id": r[10],
+            "chunk_id": r[11],
+            "evidence": r[12] or "",
+        }
+
+    @property
+    def current(self) -> bool:
+        return self.superseded_by is None
 
 
 @dataclass(frozen=True)
 class KnownEntity:
-    """What the engine's in-memory fuzzy index of entity names holds."""
+    """An entity as name resolution needs it: what the engine's in-memory index of entity names holds
+    (`zapomni_core.graph.merge.EntityIndex`), built from `GraphStore.known_entities`."""
 
     key: str
     name: str
     type: str
-    aliases: list[str]
+    aliases: tuple[str, ...]
     confidence: float
 
 
@@ -95,73 +143,41 @@ class EntityInfo:
         )
 
 
-@dataclass(frozen=True)
-class RelationEvidence:
-    """A stored relation edge (one piece of evidence) with its endpoints' names and, on traversal
-    reads, the text of the chunk that states it. `support` counts the edges stating the same fact
-    (same endpoints, direction and type) where a read folds them into one; 1 otherwise.
+@dataclass(frozen=True, kw_only=True)
+class RelationEvidence(RelationRow):
+    """A relation edge as the traversals read it: with its endpoints' names and the text of the chunk
+    that states it. `support` counts the edges stating the same fact (same endpoints, direction and
+    type) where a read folds them into one; 1 otherwise.
 
     Reads about one entity (`related`, `entities_of_chunks`) also say how the edge looks from it:
     `direction` "out" when that entity is the subject, "in" when it is the object, and `other`, the
     name of the entity at the other end.
     """
 
-    id: str
-    type: str
-    predicate: str
-    strength: float
-    method: str
-    subject_key: str
     subject_name: str
-    object_key: str
     object_name: str
-    valid_from: str | None
-    valid_from_ts: float | None
-    superseded_by: str | None
-    memory_id: str
-    chunk_id: str
-    evidence: str
     chunk_text: str | None = None
     support: int = 1
     direction: str = "out"
     other: str = ""
 
-    # The Cypher projection that `from_row` reads, for an edge `r` from `s` to `o`.
-    PROJECTION = (
-        "r.id, r.type, r.predicate, r.strength, r.method, s.key, s.name, o.key, o.name, r.valid_from, "
-        "r.valid_from_ts, r.superseded_by, r.memory_id, r.chunk_id, r.evidence"
-    )
-    WIDTH = 15
+    PROJECTION = f"{RelationRow.PROJECTION}, s.name, o.name"
+    WIDTH = RelationRow.WIDTH + 2
 
     @classmethod
     def from_row(cls, row: list[Any], start: int = 0, *, support: int = 1, side: str | None = None) -> RelationEvidence:
         """`side`: the key of the entity the edge is read from (sets `direction` and `other`)."""
-        r = row[start : start + cls.WIDTH]
-        incoming = side is not None and side != r[5]
+        fields = cls._fields_of(row, start)
+        subject_name, object_name = row[start + RelationRow.WIDTH : start + cls.WIDTH]
+        incoming = side is not None and side != fields["subject_key"]
         return cls(
-            id=r[0],
-            type=r[1],
-            predicate=r[2] or r[1],
-            strength=float(r[3] or 0.0),
-            method=r[4],
-            subject_key=r[5],
-            subject_name=r[6],
-            object_key=r[7],
-            object_name=r[8],
-            valid_from=r[9],
-            valid_from_ts=None if r[10] is None else float(r[10]),
-            superseded_by=r[11],
-            memory_id=r[12],
-            chunk_id=r[13],
-            evidence=r[14] or "",
+            **fields,
+            subject_name=subject_name,
+            object_name=object_name,
             support=support,
             direction="in" if incoming else "out",
-            other=r[6] if incoming else r[8],
+            other=subject_name if incoming else object_name,
         )
-
-    @property
-    def current(self) -> bool:
-        return self.superseded_by is None
 
     @property
     def text(self) -> str:
