@@ -45,7 +45,7 @@ from zapomni_db.records.graph import (
     KnownEntity,
     MentionedEntity,
     MentionRow,
-    RelatedEntity,
+    ReachedEntity,
     RelationEvidence,
     RelationRow,
 )
@@ -339,7 +339,7 @@ class GraphStore:
         limit: int = 20,
         relation_types: Sequence[str] | None = None,
         evidence_per_entity: int = 3,
-    ) -> list[RelatedEntity]:
+    ) -> list[ReachedEntity]:
         """Entities within `depth` hops of `entity_key` (relations followed in either direction),
         nearest first, then strongest (current facts before superseded ones), at most `limit`.
 
@@ -393,7 +393,7 @@ class GraphStore:
             if key not in infos:  # deleted between the two reads
                 continue
             with_text = [_with_text(ev, texts) for ev in evidence]
-            related.append(RelatedEntity(infos[key], distance, paths[key], via, with_text[0], with_text))
+            related.append(ReachedEntity(infos[key], distance, paths[key], via, with_text[0], with_text))
         return related
 
     async def entities_of_chunks(

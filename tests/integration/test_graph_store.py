@@ -34,7 +34,7 @@ from zapomni_db import (
     JobRecord,
     MemoryRecord,
     MentionRow,
-    RelatedEntity,
+    ReachedEntity,
     RelationRow,
     SchemaSettings,
     migrate,
@@ -227,7 +227,7 @@ async def store(settings: Settings) -> AsyncIterator[Store]:
         yield only
 
 
-def summary(found: list[RelatedEntity]) -> list[tuple[str, int, list[str]]]:
+def summary(found: list[ReachedEntity]) -> list[tuple[str, int, list[str]]]:
     return [(r.entity.name, r.distance, r.path) for r in found]
 
 

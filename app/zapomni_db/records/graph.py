@@ -186,7 +186,7 @@ class RelationEvidence(RelationRow):
 
 
 @dataclass(frozen=True)
-class RelatedEntity:
+class ReachedEntity:
     """An entity reached from another within `distance` hops (either direction).
 
     `path` holds the relation types along the shortest path found, from the start; `relation` is the
