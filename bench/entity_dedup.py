@@ -33,6 +33,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from zapomni_core.graph.extraction import Mention
 from zapomni_core.graph.merge import (
     DEFAULT_SCORER,
     SCORERS,
@@ -41,7 +42,6 @@ from zapomni_core.graph.merge import (
     entity_key,
     type_family,
 )
-from zapomni_core.graph.types import Mention
 from zapomni_core.settings import Settings
 from zapomni_db import KnownEntity
 

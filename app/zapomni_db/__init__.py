@@ -25,7 +25,7 @@ from zapomni_db.jobs import JobStore
 from zapomni_db.maintenance import Maintenance
 from zapomni_db.memories import MemoryWrites
 from zapomni_db.memory_reads import MemoryReads
-from zapomni_db.records.code import CodeFileRow, SymbolInfo, SymbolRow
+from zapomni_db.records.code import CodeFileRow, SymbolDefinition, SymbolInfo, SymbolKind, SymbolRow
 from zapomni_db.records.files import StoredFile
 from zapomni_db.records.graph import (
     EntityInfo,
@@ -107,7 +107,9 @@ __all__ = [
     "StoredChunk",
     "StoredFile",
     "StoredMemory",
+    "SymbolDefinition",
     "SymbolInfo",
+    "SymbolKind",
     "SymbolRow",
     "WriteInterrupted",
     "connect",

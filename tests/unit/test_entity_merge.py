@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from zapomni_core.graph.extraction import ENTITY_TYPES, ChunkGraph, Mention, Relation
 from zapomni_core.graph.merge import (
     EntityIndex,
     Resolution,
@@ -16,7 +17,6 @@ from zapomni_core.graph.merge import (
     superseding,
     type_family,
 )
-from zapomni_core.graph.types import ENTITY_TYPES, ChunkGraph, Mention, Relation
 from zapomni_core.settings import Settings
 from zapomni_db import KnownEntity, RelationRow
 

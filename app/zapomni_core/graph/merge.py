@@ -29,7 +29,7 @@ from typing import Literal, Protocol
 
 from rapidfuzz import fuzz, process
 
-from zapomni_core.graph.types import ENTITY_TYPES, EXCLUSIVE_RELATIONS, ChunkGraph, Mention
+from zapomni_core.graph.extraction import ENTITY_TYPES, EXCLUSIVE_RELATIONS, ChunkGraph, Mention
 from zapomni_db import KnownEntity, RelationFact, RelationRow
 
 # ---------------------------------------------------------------------------------------------------

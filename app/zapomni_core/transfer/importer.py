@@ -486,7 +486,7 @@ class _Writer:
     async def finish_graph(self) -> None:
         """Settle supersession and mark done the memories whose graph came from the file."""
         # Imported here: the graph package brings the extractors with it, which an import does not need.
-        from zapomni_core.graph.types import EXCLUSIVE_RELATIONS
+        from zapomni_core.graph.extraction import EXCLUSIVE_RELATIONS
 
         await self._flush_graph()
         for name, memories in self._graph_memories.items():

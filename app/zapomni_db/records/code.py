@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -19,12 +20,16 @@ class CodeFileRow:
     parsed_json: str  # the parse, kept so the codebase's links can be re-resolved without re-reading the file
 
 
-@dataclass(frozen=True)
-class SymbolRow:
-    """A `Function`, `Method` or `Class` node to write."""
+# What a definition is: a function, a method (of a class, or a Go or Rust type) or a class.
+SymbolKind = Literal["function", "method", "class"]
 
-    id: str
-    kind: str
+
+@dataclass(frozen=True)
+class SymbolDefinition:
+    """A definition as its `Function`, `Method` or `Class` node stores it. The parser's symbol
+    (`zapomni_core.code.Symbol`) extends it with what only linking needs."""
+
+    kind: SymbolKind
     name: str
     qualified_name: str
     signature: str
@@ -32,20 +37,21 @@ class SymbolRow:
     line_start: int
     line_end: int
     parent: str | None  # the enclosing symbol's qualified name
-    parent_id: str | None  # and its id (None: the file contains it)
 
 
 @dataclass(frozen=True)
-class SymbolInfo:
-    """A symbol as found by a code lookup."""
+class SymbolRow:
+    """A symbol node to write: the definition, its node's id and its parent's (None: the file contains it)."""
 
-    kind: str
-    name: str
-    qualified_name: str
-    signature: str
-    docstring: str | None
+    id: str
+    symbol: SymbolDefinition
+    parent_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SymbolInfo(SymbolDefinition):
+    """A symbol as found by a code lookup, with the file and codebase it is defined in."""
+
     language: str
     path: str
-    line_start: int
-    line_end: int
     codebase: str
