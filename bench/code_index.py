@@ -54,7 +54,7 @@ from bench.scale import database_pid, peak_rss_mb
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.code import LANGUAGES, ParsedFile, language_for, parse_source, resolve
 from zapomni_core.code._resolve import AMBIGUOUS, _Resolver
-from zapomni_core.code.models import SymbolRequest
+from zapomni_core.code.requests import SymbolRequest
 from zapomni_core.errors import NotFound
 from zapomni_core.files.models import IndexCodebaseRequest
 from zapomni_core.files.walker import FoundFile, plan_walk, read_file, walk

@@ -33,17 +33,17 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from zapomni_core.graph.extraction import Mention
 from zapomni_core.graph.merge import (
     DEFAULT_SCORER,
     SCORERS,
     EntityIndex,
-    KnownEntity,
     canonical,
     entity_key,
     type_family,
 )
-from zapomni_core.graph.types import Mention
 from zapomni_core.settings import Settings
+from zapomni_db import KnownEntity
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = ROOT / "bench" / "data" / "entity_pairs.jsonl"

@@ -49,9 +49,9 @@ from typing import Any
 
 from bench.common import DATA_DIR, load_scifact
 from zapomni_core.embedders.tokens import TokenCounter
+from zapomni_core.graph.extraction import ChunkGraph, Extractor
 from zapomni_core.graph.llm_extractor import OllamaExtractor
 from zapomni_core.graph.spacy_extractor import SpacyExtractor
-from zapomni_core.graph.types import ChunkGraph, Extractor
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.chunking import Chunker
 

@@ -59,7 +59,7 @@ import numpy as np
 from bench.common import DATA_DIR, Question, SciFact, load_scifact, mean_ndcg, session_date, summary_ms
 from bench.relevance import MemoisedLeg, default_workspace
 from zapomni_core import Settings, ZapomniCore, open_core
-from zapomni_core.graph.models import BuildGraphRequest, GraphStatusRequest
+from zapomni_core.graph.requests import BuildGraphRequest, GraphStatusRequest
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import AddMemoryRequest, MemoryMetadata, SearchRequest
 from zapomni_core.search import Retriever, SearchPipeline

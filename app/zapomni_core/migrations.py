@@ -15,8 +15,16 @@ from typing import Any
 from zapomni_core.embedders import build_embedder
 from zapomni_core.errors import ConfigurationError, ZapomniError
 from zapomni_core.settings import Settings
-from zapomni_db import GraphClient, Maintenance, SchemaMismatch, SchemaSettings, migrate, wait_for_indexes
-from zapomni_db.records import EmbedderClaim, ReembedState
+from zapomni_db import (
+    EmbedderClaim,
+    GraphClient,
+    Maintenance,
+    ReembedState,
+    SchemaMismatch,
+    SchemaSettings,
+    migrate,
+    wait_for_indexes,
+)
 from zapomni_db.schema import Migration, current_version, migrations, stored_vector_dimension, vector_index_dimension
 
 # Listing migrations does not depend on the index dimension; this stands in when none is known.

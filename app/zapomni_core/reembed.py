@@ -28,8 +28,15 @@ from zapomni_core.memories.conversation import indexed_text
 from zapomni_core.migrations import apply_migrations, needs_reembed
 from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.settings import Settings
-from zapomni_db import DatabaseError, GraphClient, Maintenance, SchemaSettings, wait_for_indexes
-from zapomni_db.records import EmbedderClaim, ReembedState
+from zapomni_db import (
+    DatabaseError,
+    EmbedderClaim,
+    GraphClient,
+    Maintenance,
+    ReembedState,
+    SchemaSettings,
+    wait_for_indexes,
+)
 from zapomni_db.schema import create_vector_index, drop_vector_index, stored_vector_dimension, vector_index_dimension
 from zapomni_db.workspaces import DEFAULT as DEFAULT_WORKSPACE
 from zapomni_db.workspaces import existing_workspaces, graph_for

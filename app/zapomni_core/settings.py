@@ -31,7 +31,7 @@ class Settings(BaseSettings):
     falkordb_port: int = Field(6379, alias="FALKORDB_PORT", ge=1, le=65535)
     falkordb_password: SecretStr | None = Field(None, alias="FALKORDB_PASSWORD")
     graph_name: str = Field("zapomni", alias="GRAPH_NAME", pattern=r"^[A-Za-z0-9_\-]{1,64}$")
-    # The workspace tools use when a call names none (rule: zapomni_core.models.WORKSPACE_RULE).
+    # The workspace tools use when a call names none (rule: zapomni_core.validation.WORKSPACE_RULE).
     workspace: str = Field(DEFAULT_WORKSPACE, alias="ZAPOMNI_WORKSPACE", pattern=WORKSPACE_PATTERN)
     appendfsync: Literal["always", "everysec"] = Field("always", alias="ZAPOMNI_APPENDFSYNC")
     db_pool_size: int = Field(16, alias="ZAPOMNI_DB_POOL_SIZE", ge=1, le=256)

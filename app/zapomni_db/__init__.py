@@ -25,37 +25,33 @@ from zapomni_db.jobs import JobStore
 from zapomni_db.maintenance import Maintenance
 from zapomni_db.memories import MemoryWrites
 from zapomni_db.memory_reads import MemoryReads
-from zapomni_db.records import (
-    ChunkHit,
-    ChunkPlace,
-    ChunkRow,
-    ChunkTerms,
-    CodeFileRow,
-    Counts,
-    EmbedderClaim,
+from zapomni_db.records.code import CodeFileRow, SymbolDefinition, SymbolInfo, SymbolKind, SymbolRow
+from zapomni_db.records.files import StoredFile
+from zapomni_db.records.graph import (
     EntityInfo,
     EntityRow,
     GraphCounts,
-    IndexChanges,
-    JobRecord,
-    JobRow,
     KnownEntity,
-    MemoryInfo,
-    MemoryRecord,
     MentionedEntity,
     MentionRow,
-    PageKey,
-    ReembedState,
-    RelatedEntity,
+    ReachedEntity,
     RelationEvidence,
+    RelationFact,
     RelationRow,
+)
+from zapomni_db.records.jobs import JobRecord, JobRow
+from zapomni_db.records.maintenance import Counts, EmbedderClaim, ReembedState
+from zapomni_db.records.memories import (
+    ChunkPlace,
+    ChunkRow,
+    MemoryInfo,
+    MemoryRecord,
+    PageKey,
     SearchFilter,
     StoredChunk,
-    StoredFile,
     StoredMemory,
-    SymbolInfo,
-    SymbolRow,
 )
+from zapomni_db.records.search import ChunkHit, ChunkTerms, IndexChanges
 from zapomni_db.schema import SchemaSettings, migrate, repair_vector_index, rewrite_append_only_file, wait_for_indexes
 from zapomni_db.search_reads import SearchReads
 from zapomni_db.stores import GraphStores
@@ -99,9 +95,10 @@ __all__ = [
     "PageKey",
     "PersistenceFailed",
     "QueryFailed",
+    "ReachedEntity",
     "ReembedState",
-    "RelatedEntity",
     "RelationEvidence",
+    "RelationFact",
     "RelationRow",
     "SchemaMismatch",
     "SchemaSettings",
@@ -110,7 +107,9 @@ __all__ = [
     "StoredChunk",
     "StoredFile",
     "StoredMemory",
+    "SymbolDefinition",
     "SymbolInfo",
+    "SymbolKind",
     "SymbolRow",
     "WriteInterrupted",
     "connect",

@@ -13,8 +13,10 @@ FILTER = (
     "AND ($kind IS NULL OR coalesce(m.kind, 'note') = $kind)"
 )
 
-# A Chunk's properties at creation. Nothing is ever SET on a Chunk afterwards: on a vector-indexed
-# node that re-inserts its vector and leaves a stale copy in the HNSW index (DESIGN.md).
+# A Chunk's properties at creation. Nothing is ever SET on a Chunk afterwards: FalkorDB 4.16.3 re-inserts
+# the vector of a vector-indexed node on any SET and leaves the old copy in the HNSW index, so top-k
+# then returns fewer distinct chunks (the same fault as an AOF replay's, docs/decisions/0007; the graph
+# keeps to it, docs/decisions/0012).
 CHUNK_PROPERTIES = (
     "{id: c.id, memory_id: $memory_id, idx: c.idx, text: c.text, embedding: vecf32(c.embedding), "
     "created_at: $created_at, terms: c.terms, term_counts: c.counts, term_length: c.length, "

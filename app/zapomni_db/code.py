@@ -10,10 +10,11 @@ are rewritten for the whole codebase after a change (`replace_links`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 from zapomni_db.client import GraphClient
-from zapomni_db.records import CodeFileRow, SymbolInfo, SymbolRow
+from zapomni_db.records.code import CodeFileRow, SymbolDefinition, SymbolInfo, SymbolRow
 
 # Edges created per query when the codebase's links are rewritten.
 LINK_BATCH = 2000
@@ -54,8 +55,8 @@ _CREATE_LINKS = {
     "MATCH (b:File {codebase: $codebase, relative: p[1]}) CREATE (a)-[:IMPORTS]->(b)",
 }
 _SYMBOL = (
-    "s.kind, s.name, s.qualified_name, s.signature, s.docstring, s.language, s.path, s.line_start, s.line_end, "
-    "s.codebase"
+    "s.kind, s.name, s.qualified_name, s.signature, s.docstring, s.line_start, s.line_end, s.parent, s.language, "
+    "s.path, s.codebase"
 )
 
 
@@ -78,8 +79,8 @@ class CodeStore:
             "parsed": file.parsed_json,
             "file_hash": file.file_hash,
             "symbols": [_symbol_param(s) for s in symbols],
-            "top": [s.id for s in symbols if s.parent_id is None],
-            "nested": [[s.parent_id, s.id] for s in symbols if s.parent_id is not None],
+            "top": [row.id for row in symbols if row.parent_id is None],
+            "nested": [[row.parent_id, row.id] for row in symbols if row.parent_id is not None],
         }
         return bool(await self._client.query(_WRITE_FILE, params))
 
@@ -169,18 +170,9 @@ class CodeStore:
         return {"files": int(files), "symbols": int(symbols), "calls": int(calls)}
 
 
-def _symbol_param(symbol: SymbolRow) -> dict[str, Any]:
-    return {
-        "id": symbol.id,
-        "kind": symbol.kind,
-        "name": symbol.name,
-        "qualified_name": symbol.qualified_name,
-        "signature": symbol.signature,
-        "docstring": symbol.docstring,
-        "line_start": symbol.line_start,
-        "line_end": symbol.line_end,
-        "parent": symbol.parent,
-    }
+def _symbol_param(row: SymbolRow) -> dict[str, Any]:
+    # The definition's own fields: a parser's symbol carries more (byte ranges, raw calls), kept out of the graph.
+    return {"id": row.id, **{f.name: getattr(row.symbol, f.name) for f in fields(SymbolDefinition)}}
 
 
 def _symbol(row: list[Any]) -> SymbolInfo:
@@ -190,9 +182,10 @@ def _symbol(row: list[Any]) -> SymbolInfo:
         qualified_name=row[2],
         signature=row[3] or "",
         docstring=row[4],
-        language=row[5],
-        path=row[6],
-        line_start=int(row[7]),
-        line_end=int(row[8]),
-        codebase=row[9],
+        line_start=int(row[5]),
+        line_end=int(row[6]),
+        parent=row[7],
+        language=row[8],
+        path=row[9],
+        codebase=row[10],
     )

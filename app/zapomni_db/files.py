@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zapomni_db.client import GraphClient
-from zapomni_db.records import StoredFile
+from zapomni_db.records.files import StoredFile
 
 # A code file's memory brings the codebase its File node was indexed under.
 _STORED_FILES = (

@@ -38,14 +38,14 @@ from typing import Any
 
 from zapomni_db._cypher import DROP_UNMENTIONED, PURGE_EVIDENCE, SUPERSEDE_GROUP
 from zapomni_db.client import GraphClient
-from zapomni_db.records import (
+from zapomni_db.records.graph import (
     EntityInfo,
     EntityRow,
     GraphCounts,
     KnownEntity,
     MentionedEntity,
     MentionRow,
-    RelatedEntity,
+    ReachedEntity,
     RelationEvidence,
     RelationRow,
 )
@@ -308,7 +308,7 @@ class GraphStore:
         rows = await self._client.ro_query(_KNOWN_ENTITIES)
         # Control characters stay raw inside the strings: `strict=False` reads them.
         entities = json.loads(rows[0][0], strict=False) if rows and rows[0][0] else []
-        return [KnownEntity(r[0], r[1], r[2], list(r[3] or []), float(r[4] or 0.0)) for r in entities]
+        return [KnownEntity(r[0], r[1], r[2], tuple(r[3] or ()), float(r[4] or 0.0)) for r in entities]
 
     async def entities_by_key(self, keys: Sequence[str]) -> list[EntityInfo]:
         """The entities with these keys (those that exist), in the order asked."""
@@ -339,7 +339,7 @@ class GraphStore:
         limit: int = 20,
         relation_types: Sequence[str] | None = None,
         evidence_per_entity: int = 3,
-    ) -> list[RelatedEntity]:
+    ) -> list[ReachedEntity]:
         """Entities within `depth` hops of `entity_key` (relations followed in either direction),
         nearest first, then strongest (current facts before superseded ones), at most `limit`.
 
@@ -393,7 +393,7 @@ class GraphStore:
             if key not in infos:  # deleted between the two reads
                 continue
             with_text = [_with_text(ev, texts) for ev in evidence]
-            related.append(RelatedEntity(infos[key], distance, paths[key], via, with_text[0], with_text))
+            related.append(ReachedEntity(infos[key], distance, paths[key], via, with_text[0], with_text))
         return related
 
     async def entities_of_chunks(
@@ -462,14 +462,14 @@ class GraphStore:
         )
         return [MentionRow(r[0], r[1], int(r[2] or 0), float(r[3] or 0.0), r[4]) for r in rows]
 
-    async def relation_page(self, after_id: str | None, limit: int) -> list[RelationEvidence]:
+    async def relation_page(self, after_id: str | None, limit: int) -> list[RelationRow]:
         """Relation edges in id order after `after_id` (an export's pages)."""
         rows = await self._client.ro_query(
             "MATCH (s:Entity)-[r:RELATED_TO]->(o:Entity) WHERE $after IS NULL OR r.id > $after "
-            f"RETURN {RelationEvidence.PROJECTION} ORDER BY r.id LIMIT $limit",
+            f"RETURN {RelationRow.PROJECTION} ORDER BY r.id LIMIT $limit",
             {"after": after_id, "limit": limit},
         )
-        return [RelationEvidence.from_row(row) for row in rows]
+        return [RelationRow.from_row(row) for row in rows]
 
     async def import_entities(
         self, entities: Sequence[EntityRow], mentions: Sequence[MentionRow], *, now: float
@@ -493,7 +493,7 @@ class GraphStore:
         )
         return int(rows[0][0]) if rows else 0
 
-    async def import_relations(self, relations: Sequence[RelationEvidence]) -> int:
+    async def import_relations(self, relations: Sequence[RelationRow]) -> int:
         """Relation edges as exported (ids, memory ids and superseded_by kept). An edge whose id is
         already stored is skipped, and so is one whose chunk is not its memory's or does not mention
         both its entities (the invariant every delete relies on). Returns the edges created."""
@@ -507,7 +507,7 @@ class GraphStore:
             "evidence: x.evidence, method: x.method, chunk_id: x.chunk_id, memory_id: x.memory_id, "
             "valid_from: x.valid_from, valid_from_ts: x.valid_from_ts, superseded_by: x.superseded_by}]->(o) "
             "RETURN count(r)",
-            {"relations": [_stored_relation_param(r) for r in relations]},
+            {"relations": [_relation_param(r) for r in relations]},
         )
         return int(rows[0][0]) if rows else 0
 
@@ -602,26 +602,12 @@ def _entity_param(e: EntityRow) -> dict[str, Any]:
     }
 
 
-def _relation_param(r: RelationRow, exclusive: bool) -> dict[str, Any]:
+def _relation_param(r: RelationRow, exclusive: bool = False) -> dict[str, Any]:
+    """An edge's properties. A build's write takes `memory_id` from the memory it writes and leaves
+    `superseded_by` to the supersession rule; an import keeps both as exported."""
     return {
         # Only facts that take part in supersession carry the flag (FalkorDB drops null properties).
         "exclusive": True if exclusive else None,
-        "id": r.id,
-        "subject": r.subject_key,
-        "object": r.object_key,
-        "type": r.type,
-        "predicate": r.predicate,
-        "strength": float(r.strength),
-        "evidence": r.evidence,
-        "method": r.method,
-        "chunk_id": r.chunk_id,
-        "valid_from": r.valid_from,
-        "valid_from_ts": float(r.valid_from_ts),
-    }
-
-
-def _stored_relation_param(r: RelationEvidence) -> dict[str, Any]:
-    return {
         "id": r.id,
         "subject": r.subject_key,
         "object": r.object_key,

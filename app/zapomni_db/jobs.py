@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from zapomni_db._cypher import CHUNK_PROPERTIES, JOB_PROPERTIES
 from zapomni_db.client import GraphClient
 from zapomni_db.memories import chunk_param, job_params
-from zapomni_db.records import ChunkRow, JobRecord, JobRow
+from zapomni_db.records.jobs import JobRecord, JobRow
+from zapomni_db.records.memories import ChunkRow
 
 ACTIVE = ("pending", "running")
 MAX_FAILURE_LINES = 100

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from zapomni_db.client import GraphClient
 from zapomni_db.errors import SchemaMismatch
-from zapomni_db.records import Counts, EmbedderClaim, ReembedState
+from zapomni_db.records.maintenance import Counts, EmbedderClaim, ReembedState
 from zapomni_db.schema import current_version
 
 # Change-log entries older than this are pruned; a process whose keyword index is further behind

@@ -14,7 +14,8 @@ from typing import Any
 
 from zapomni_db._cypher import CHUNK_PROPERTIES, DROP_UNMENTIONED, JOB_PROPERTIES, NEXT_SEQ, PURGE_EVIDENCE
 from zapomni_db.client import GraphClient
-from zapomni_db.records import ChunkRow, JobRecord, MemoryRecord
+from zapomni_db.records.jobs import JobRecord
+from zapomni_db.records.memories import ChunkRow, MemoryRecord
 
 # A single query this size stays well inside FalkorDB's comfortable parameter payload
 # (500 chunks x 384 floats); bigger writes put their chunks in first, in batches, unlinked.

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from zapomni_db._cypher import FILTER
 from zapomni_db.client import GraphClient
-from zapomni_db.records import ChunkPlace, MemoryInfo, PageKey, SearchFilter, StoredChunk, StoredMemory
+from zapomni_db.records.memories import ChunkPlace, MemoryInfo, PageKey, SearchFilter, StoredChunk, StoredMemory
 
 # Characters of the text a page brings back per memory: enough for a preview, never a whole 10 MB text.
 PAGE_TEXT_CHARS = 400

@@ -7,7 +7,8 @@ from typing import Any
 
 from zapomni_db._cypher import FILTER
 from zapomni_db.client import GraphClient
-from zapomni_db.records import ChunkHit, ChunkPlace, ChunkTerms, IndexChanges, MemoryInfo, SearchFilter
+from zapomni_db.records.memories import ChunkPlace, MemoryInfo, SearchFilter
+from zapomni_db.records.search import ChunkHit, ChunkTerms, IndexChanges
 
 _HIT = f"{MemoryInfo.PROJECTION}, node.id, node.text, distance, {ChunkPlace.projection('node')}"
 _VECTOR_SEARCH = (

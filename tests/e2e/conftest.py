@@ -28,6 +28,9 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
         "PATH": os.environ.get("PATH", ""),
         "ZAPOMNI_GRAPH_AUTO": os.environ.get("ZAPOMNI_GRAPH_AUTO", "false"),  # see tests/conftest.py
     }
+    # A checkout other than the one installed in the venv (a worktree) runs its own code.
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     env.update(extra)
     return env
 

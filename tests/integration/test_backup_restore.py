@@ -26,7 +26,7 @@ import pytest
 
 from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
-from zapomni_core.graph.models import GetRelatedRequest, GraphStatusRequest
+from zapomni_core.graph.requests import GetRelatedRequest, GraphStatusRequest
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_db import EmbeddedDatabase
 from zapomni_db.backup import (

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from zapomni_core import Settings, ZapomniCore, open_core
+from zapomni_core.graph.building import memory_graph_rows
+from zapomni_core.graph.extraction import EXCLUSIVE_RELATIONS, ChunkGraph, Mention, Relation
 from zapomni_core.graph.merge import EntityIndex
-from zapomni_core.graph.rows import memory_graph_rows
-from zapomni_core.graph.types import EXCLUSIVE_RELATIONS, ChunkGraph, Mention, Relation
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.search import Candidate, SearchOptions, SearchPipeline, reciprocal_rank_fusion
 from zapomni_core.search.graph_leg import ExpansionConfig, GraphExpansion, fuse_leg, idf, query_entity_keys

@@ -34,7 +34,7 @@ from zapomni_db import (
     JobRecord,
     MemoryRecord,
     MentionRow,
-    RelatedEntity,
+    ReachedEntity,
     RelationRow,
     SchemaSettings,
     migrate,
@@ -227,7 +227,7 @@ async def store(settings: Settings) -> AsyncIterator[Store]:
         yield only
 
 
-def summary(found: list[RelatedEntity]) -> list[tuple[str, int, list[str]]]:
+def summary(found: list[ReachedEntity]) -> list[tuple[str, int, list[str]]]:
     return [(r.entity.name, r.distance, r.path) for r in found]
 
 
@@ -509,7 +509,7 @@ async def test_names_of_any_characters_come_back_exactly(store: Store) -> None:
     assert await store.graph.write_memory_graph(memory, job, OWNER, rows, mentions, [], [])
     known = await store.graph.known_entities()
     assert [(e.key, e.name, e.type, e.aliases, e.confidence) for e in known] == [
-        (row.key, row.name, "OTHER", ["plain"], 0.5) for row in rows
+        (row.key, row.name, "OTHER", ("plain",), 0.5) for row in rows
     ]
 
 

@@ -7,10 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from zapomni_core.graph.extraction import ENTITY_TYPES, ChunkGraph, Mention, Relation
 from zapomni_core.graph.merge import (
-    DatedRelation,
     EntityIndex,
-    KnownEntity,
     Resolution,
     canonical,
     entity_key,
@@ -18,8 +17,8 @@ from zapomni_core.graph.merge import (
     superseding,
     type_family,
 )
-from zapomni_core.graph.types import ENTITY_TYPES, ChunkGraph, Mention, Relation
 from zapomni_core.settings import Settings
+from zapomni_db import KnownEntity, RelationRow
 
 # The shipped default (not the environment's): the behaviour below is what users get out of the box.
 THRESHOLD = float(Settings.model_fields["entity_match_threshold"].default)
@@ -363,14 +362,20 @@ def test_an_entity_that_cannot_be_keyed_is_a_problem_not_a_crash() -> None:
 # -- supersession ------------------------------------------------------------------------------------------------
 
 
-def fact(ident: str, obj: str, year: int | None, **kw: str | None) -> DatedRelation:
-    return DatedRelation(
+def fact(ident: str, obj: str, year: int | None, **kw: str | None) -> RelationRow:
+    relation_type = kw.get("type") or "LIVES_IN"
+    return RelationRow(
         id=ident,
         subject_key=kw.get("subject") or "maria|PERSON",
-        type=kw.get("type") or "LIVES_IN",
+        type=relation_type,
         object_key=obj,
+        predicate=relation_type,
+        strength=0.9,
+        evidence="",
         method=kw.get("method") or "llm",
-        valid_from=None if year is None else datetime(year, 1, 1, tzinfo=UTC),
+        chunk_id="chunk",
+        valid_from=None if year is None else f"{year}-01-01",
+        valid_from_ts=None if year is None else datetime(year, 1, 1, tzinfo=UTC).timestamp(),
         superseded_by=kw.get("superseded_by"),
     )
 

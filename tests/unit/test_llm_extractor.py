@@ -29,9 +29,9 @@ from tests.fakes.ollama_server import (
     slow,
 )
 from zapomni_core.errors import ExtractorUnavailable
+from zapomni_core.graph.extraction import ENTITY_TYPES, RELATION_TYPES, ChunkGraph, Extractor
 from zapomni_core.graph.llm_extractor import OllamaExtractor, parse_lenient
 from zapomni_core.graph.llm_schema import EXTRACTION_SCHEMA, RETRY_REMINDER, SYSTEM_PROMPT
-from zapomni_core.graph.types import ENTITY_TYPES, RELATION_TYPES, ChunkGraph, Extractor
 
 pytestmark = pytest.mark.anyio
 

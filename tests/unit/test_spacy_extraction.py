@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from zapomni_core.graph.extraction import ENTITY_TYPES, RELATION_TYPES, ChunkGraph, Extractor
 from zapomni_core.graph.relations import COOCCURRENCE_STRENGTH
 from zapomni_core.graph.spacy_extractor import MAX_COOCCURRENCES, SpacyExtractor, split_text
-from zapomni_core.graph.types import ENTITY_TYPES, RELATION_TYPES, ChunkGraph, Extractor
 
 pytestmark = pytest.mark.anyio
 

@@ -14,9 +14,9 @@ Qualified names are "<module>.<Class>.<method>" in every language, where the mod
 """
 
 from ._languages import LANGUAGES, language_for
-from ._model import CodeLinks, Import, ParsedFile, Symbol, SymbolKind
 from ._parsing import parse_source
 from ._resolve import resolve
+from ._structure import CodeLinks, Import, ParsedFile, Symbol
 
 __all__ = [
     "LANGUAGES",
@@ -24,7 +24,6 @@ __all__ = [
     "Import",
     "ParsedFile",
     "Symbol",
-    "SymbolKind",
     "language_for",
     "parse_source",
     "resolve",

@@ -11,8 +11,8 @@ import re
 
 from tree_sitter import Node
 
-from ._model import Import
 from ._parsing import CalleeGrammar, Def, Extraction, clean_doc, collect_calls, comments_above, signature, text
+from ._structure import Import
 
 QUERIES = {
     "go": """

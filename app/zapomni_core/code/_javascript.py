@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from ._model import Import
 from ._parsing import CalleeGrammar, Def, Extraction, clean_doc, collect_calls, comments_above, signature, text
+from ._structure import Import
 
 _COMMON = """
 (function_declaration) @function

@@ -21,8 +21,10 @@ from typing import Literal, Protocol
 
 from tree_sitter import Node
 
+from zapomni_db import SymbolKind
+
 from ._languages import LANGUAGES, get_cursor, get_parser, get_query, grammar_for
-from ._model import Import, ParsedFile, Symbol, SymbolKind
+from ._structure import Import, ParsedFile, Symbol
 
 SIGNATURE_MAX = 300
 _CALLEE_MAX = 80

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Final
 
-from ._model import CodeLinks, ParsedFile, Symbol
+from ._structure import CodeLinks, ParsedFile, Symbol
 
 NsKey = tuple[str, str, str]  # (language family, Rust crate root or "", dotted namespace)
 Target = str | NsKey  # a symbol's qualified name or a namespace

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 from tree_sitter import Node
 
-from ._model import Import
 from ._parsing import CalleeGrammar, Def, Extraction, clean_doc, collect_calls, comments_above, signature, text
+from ._structure import Import
 
 QUERIES = {
     "rust": """

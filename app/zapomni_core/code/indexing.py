@@ -100,18 +100,7 @@ def symbol_rows(parsed: ParsedFile) -> list[SymbolRow]:
     for symbol, symbol_id in zip(parsed.symbols, ids, strict=True):
         first.setdefault(symbol.qualified_name, symbol_id)
     return [
-        SymbolRow(
-            id=symbol_id,
-            kind=s.kind,
-            name=s.name,
-            qualified_name=s.qualified_name,
-            signature=s.signature,
-            docstring=s.docstring,
-            line_start=s.line_start,
-            line_end=s.line_end,
-            parent=s.parent,
-            parent_id=first.get(s.parent) if s.parent else None,
-        )
+        SymbolRow(id=symbol_id, symbol=s, parent_id=first.get(s.parent) if s.parent else None)
         for s, symbol_id in zip(parsed.symbols, ids, strict=True)
     ]
 

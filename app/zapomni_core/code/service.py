@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from rapidfuzz import fuzz, process, utils
 
-from zapomni_core.code.models import (
-    CallGraph,
-    CodeNeighbours,
-    FindSymbolRequest,
-    SymbolList,
-    SymbolOut,
-    SymbolRequest,
-)
+from zapomni_core.code.replies import CallGraph, CodeNeighbours, SymbolList, SymbolOut
+from zapomni_core.code.requests import FindSymbolRequest, SymbolRequest
 from zapomni_core.errors import NotFound
 from zapomni_core.faults import storage_boundary
 from zapomni_core.workspaces.registry import Workspaces
@@ -114,7 +108,7 @@ def _kind_ok(symbol: SymbolInfo, request: FindSymbolRequest) -> bool:
 
 def symbol_out(symbol: SymbolInfo, score: float | None = None) -> SymbolOut:
     return SymbolOut(
-        kind=symbol.kind,  # type: ignore[arg-type]
+        kind=symbol.kind,
         name=symbol.name,
         qualified_name=symbol.qualified_name,
         signature=symbol.signature,

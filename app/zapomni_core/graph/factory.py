@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 
-from zapomni_core.graph.types import ChunkGraph, Extractor
+from zapomni_core.graph.extraction import ChunkGraph, Extractor
 from zapomni_core.settings import Settings
 
 

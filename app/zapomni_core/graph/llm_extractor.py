@@ -24,8 +24,8 @@ import structlog
 
 from zapomni_core.errors import ExtractorUnavailable
 from zapomni_core.graph import llm_schema
+from zapomni_core.graph.extraction import ENTITY_TYPES, ChunkGraph, Mention, Relation
 from zapomni_core.graph.llm_schema import LLM_RELATION_TYPES
-from zapomni_core.graph.types import ENTITY_TYPES, ChunkGraph, Mention, Relation
 
 if TYPE_CHECKING:
     from zapomni_core.settings import Settings

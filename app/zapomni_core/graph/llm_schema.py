@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from zapomni_core.graph.types import ENTITY_TYPES, RELATION_TYPES
+from zapomni_core.graph.extraction import ENTITY_TYPES, RELATION_TYPES
 
 # CO_OCCURS means "no typed evidence": the graph builder derives it, an LLM never states it.
 LLM_RELATION_TYPES: tuple[str, ...] = tuple(t for t in RELATION_TYPES if t != "CO_OCCURS")

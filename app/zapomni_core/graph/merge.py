@@ -25,12 +25,12 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Literal, Protocol
 
 from rapidfuzz import fuzz, process
 
-from zapomni_core.graph.types import ENTITY_TYPES, EXCLUSIVE_RELATIONS, ChunkGraph, Mention
+from zapomni_core.graph.extraction import ENTITY_TYPES, EXCLUSIVE_RELATIONS, ChunkGraph, Mention
+from zapomni_db import KnownEntity, RelationFact, RelationRow
 
 # ---------------------------------------------------------------------------------------------------
 # Canonical names and keys
@@ -283,19 +283,8 @@ MAX_ALIASES = 32  # a popular entity seen in many spellings keeps its first 32
 How = Literal["exact", "alias", "folded", "surname", "fuzzy", "new"]
 
 
-@dataclass(frozen=True)
-class KnownEntity:
-    """An entity as the database holds it (the index never needs its node id)."""
-
-    key: str
-    name: str
-    type: str
-    aliases: tuple[str, ...]
-    confidence: float
-
-
 class EntityFields(Protocol):
-    """What the index reads from an entity: KnownEntity, or the database's own rows of the same fields."""
+    """What the index reads from an entity: a KnownEntity, or an EntityRow a write stored."""
 
     @property
     def key(self) -> str: ...
@@ -576,22 +565,9 @@ class ResolvedEntity:
 
 
 @dataclass(frozen=True)
-class ResolvedRelation:
-    """A relation between two resolved entities of one chunk."""
-
-    subject_key: str
-    object_key: str
-    type: str
-    predicate: str
-    strength: float
-    evidence: str
-    method: str
-
-
-@dataclass(frozen=True)
 class MergedChunk:
     entities: tuple[ResolvedEntity, ...]
-    relations: tuple[ResolvedRelation, ...]
+    relations: tuple[RelationFact, ...]
     # What merging dropped, for the job's record (the ChunkGraph's own problems are not repeated).
     problems: tuple[str, ...]
 
@@ -639,7 +615,7 @@ def merge_chunk_entities(graph: ChunkGraph, index: EntityIndex) -> MergedChunk:
                            fold.count, fold.created)
         )  # fmt: skip
     loose_key_of = {_loose(name): key for name, key in reversed(key_of.items())}
-    best: dict[tuple[str, ...], ResolvedRelation] = {}
+    best: dict[tuple[str, ...], RelationFact] = {}
     for position, relation in enumerate(graph.relations):
         ends = [key_of.get(name) or loose_key_of.get(_loose(name)) for name in (relation.subject, relation.object)]
         subject, obj = ends
@@ -652,7 +628,7 @@ def merge_chunk_entities(graph: ChunkGraph, index: EntityIndex) -> MergedChunk:
                 f"relation {position} dropped: {relation.subject!r} and {relation.object!r} are one entity ({subject})"
             )
             continue
-        resolved = ResolvedRelation(
+        resolved = RelationFact(
             subject, obj, relation.type, relation.predicate, relation.strength, relation.evidence, relation.method
         )
         identity = _identity(resolved)
@@ -661,7 +637,7 @@ def merge_chunk_entities(graph: ChunkGraph, index: EntityIndex) -> MergedChunk:
     return MergedChunk(tuple(entities), tuple(best.values()), tuple(problems))
 
 
-def _identity(relation: ResolvedRelation) -> tuple[str, ...]:
+def _identity(relation: RelationFact) -> tuple[str, ...]:
     ends = (relation.subject_key, relation.object_key)
     if relation.type in SYMMETRIC_RELATIONS:
         ends = (min(ends), max(ends))
@@ -675,19 +651,6 @@ def _identity(relation: ResolvedRelation) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class DatedRelation:
-    """A stored (or about to be stored) relation, as supersession needs it. Dates are timezone-aware."""
-
-    id: str
-    subject_key: str
-    type: str
-    object_key: str
-    method: str
-    valid_from: datetime | None  # when the fact became true; None when the text gave no date
-    superseded_by: str | None = None  # the id of the relation that replaced it, if any
-
-
-@dataclass(frozen=True)
 class Supersession:
     """What the database sets when `new` is written: each id in `supersedes` gets superseded_by =
     new.id (its validity ends at new.valid_from), and `new` gets superseded_by when set."""
@@ -696,7 +659,7 @@ class Supersession:
     superseded_by: str | None = None
 
 
-def superseding(new: DatedRelation, existing: Sequence[DatedRelation]) -> Supersession:
+def superseding(new: RelationRow, existing: Sequence[RelationRow]) -> Supersession:
     """Which stored facts a new exclusive fact replaces, and which stored fact replaces it.
 
     A subject holds one object of an EXCLUSIVE_RELATIONS type at a time, so for two such facts with
@@ -707,17 +670,17 @@ def superseding(new: DatedRelation, existing: Sequence[DatedRelation]) -> Supers
     unknown, and both stay current. A stored fact already superseded by one newer than `new` is
     re-pointed to `new` (Berlin 2020 -> Madrid 2021 -> Lisbon 2023 when Madrid arrives last).
     """
-    if new.type not in EXCLUSIVE_RELATIONS or new.method != "llm" or new.valid_from is None:
+    if new.type not in EXCLUSIVE_RELATIONS or new.method != "llm" or new.valid_from_ts is None:
         return Supersession()
-    start = new.valid_from
+    start = new.valid_from_ts
     dated = {
-        relation.id: (relation, relation.valid_from)
+        relation.id: (relation, relation.valid_from_ts)
         for relation in existing
         if relation.id != new.id
         and relation.subject_key == new.subject_key
         and relation.type == new.type
         and relation.method == "llm"
-        and relation.valid_from is not None
+        and relation.valid_from_ts is not None
     }
     superseded_by = None
     later = [(when, relation.id, relation) for relation, when in dated.values() if when > start]

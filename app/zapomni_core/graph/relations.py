@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # spaCy itself is imported when the extractor is built, off the event loop
     from spacy.tokens import Doc, Span, Token
 
+from zapomni_core.graph.extraction import ENTITY_TYPES
 from zapomni_core.graph.ner import CONCEPT_CONFIDENCE, Spot
-from zapomni_core.graph.types import ENTITY_TYPES
 
 # Strengths, fixed per method. On the dev half of bench/data/graph_sentences.jsonl patterns were right 100 % of
 # the time and the parse 95 % (bench/results/graph_extraction.md); those are short, clean sentences and real

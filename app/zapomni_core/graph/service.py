@@ -12,25 +12,23 @@ from zapomni_core.context import NO_CONTEXT, RequestContext
 from zapomni_core.errors import NotFound
 from zapomni_core.faults import storage_boundary
 from zapomni_core.graph.building import KIND, build_job
-from zapomni_core.graph.merge import EntityIndex, KnownEntity, Lookup
-from zapomni_core.graph.models import (
-    BuildGraphRequest,
+from zapomni_core.graph.merge import EntityIndex, Lookup
+from zapomni_core.graph.replies import (
     BuildGraphResult,
     EntityRef,
     Evidence,
-    GetRelatedRequest,
     GraphCountsOut,
     GraphStatus,
-    GraphStatusRequest,
     RelatedEntity,
     RelatedResult,
     RelationOut,
 )
+from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, GraphStatusRequest
 from zapomni_core.jobs.models import JobStatusRequest
 from zapomni_core.jobs.service import JobService
 from zapomni_core.memories.replies import HitEntity, HitRelation
 from zapomni_core.workspaces.registry import Workspace, Workspaces
-from zapomni_db import GraphStores
+from zapomni_db import GraphStores, KnownEntity
 
 log = structlog.get_logger(__name__)
 

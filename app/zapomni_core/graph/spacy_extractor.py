@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 import structlog
 
 from zapomni_core.errors import ExtractorUnavailable
+from zapomni_core.graph.extraction import ChunkGraph, Mention, Relation
 from zapomni_core.graph.ner import Spot, find_spots, ner_confidences
 from zapomni_core.graph.relations import SYMMETRIC, Found, sentence_relations
-from zapomni_core.graph.types import ChunkGraph, Mention, Relation
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc

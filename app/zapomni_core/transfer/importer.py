@@ -39,7 +39,7 @@ from zapomni_core.transfer.format import (
 )
 from zapomni_core.validation import parse_iso8601
 from zapomni_core.workspaces.registry import Workspace, Workspaces
-from zapomni_db import ChunkPlace, EntityRow, MentionRow, RelationEvidence
+from zapomni_db import ChunkPlace, EntityRow, MentionRow, RelationRow
 
 log = structlog.get_logger(__name__)
 
@@ -486,7 +486,7 @@ class _Writer:
     async def finish_graph(self) -> None:
         """Settle supersession and mark done the memories whose graph came from the file."""
         # Imported here: the graph package brings the extractors with it, which an import does not need.
-        from zapomni_core.graph.types import EXCLUSIVE_RELATIONS
+        from zapomni_core.graph.extraction import EXCLUSIVE_RELATIONS
 
         await self._flush_graph()
         for name, memories in self._graph_memories.items():
@@ -610,17 +610,15 @@ class _Writer:
         self.chunks_embedded += len(missing)
 
 
-def _relation(line: RelationLine) -> RelationEvidence:
-    return RelationEvidence(
+def _relation(line: RelationLine) -> RelationRow:
+    return RelationRow(
         id=line.id,
         type=line.relation_type,
         predicate=line.predicate,
         strength=line.strength,
         method=line.method,
         subject_key=line.subject,
-        subject_name="",
         object_key=line.object,
-        object_name="",
         valid_from=line.valid_from,
         valid_from_ts=line.valid_from_ts,
         superseded_by=line.superseded_by,

@@ -14,7 +14,7 @@ import redis
 from falkordb.helpers import stringify_param_value
 
 from zapomni_db.backup.errors import BackupError
-from zapomni_db.records import EmbedderClaim
+from zapomni_db.records.maintenance import EmbedderClaim
 
 PROBE_K = 10
 
@@ -39,7 +39,7 @@ _EMPTY_GRAPH = "empty key"
 
 
 @dataclass(frozen=True)
-class GraphCounts:
+class StateCounts:
     memories: int = 0
     chunks: int = 0
     nodes: int = 0
@@ -61,7 +61,7 @@ class GraphState:
 
     schema_version: int = 0
     embedder: EmbedderClaim | None = None
-    counts: GraphCounts = field(default_factory=GraphCounts)
+    counts: StateCounts = field(default_factory=StateCounts)
     probe: Probe | None = None
 
 
@@ -106,7 +106,7 @@ def text(value: Any) -> Any:
 
 def parse_state(replies: list[Any]) -> GraphState:
     count_replies = replies[: len(_COUNT_QUERIES)]
-    counts = GraphCounts(
+    counts = StateCounts(
         **{
             name: int(rows[0][0]) if (rows := _rows(reply)) else 0
             for name, reply in zip(_COUNT_QUERIES, count_replies, strict=True)

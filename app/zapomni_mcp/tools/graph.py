@@ -5,16 +5,9 @@ from __future__ import annotations
 import mcp_types as types
 
 from zapomni_core import RequestContext
-from zapomni_core.code.models import CodeNeighbours
-from zapomni_core.graph.models import (
-    BuildGraphRequest,
-    BuildGraphResult,
-    GetRelatedRequest,
-    GraphStatus,
-    GraphStatusRequest,
-    RelatedEntity,
-    RelatedResult,
-)
+from zapomni_core.code.replies import CodeNeighbours
+from zapomni_core.graph.replies import BuildGraphResult, GraphStatus, RelatedEntity, RelatedResult
+from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, GraphStatusRequest
 from zapomni_mcp.registry import Tool
 from zapomni_mcp.tools.code import symbol_line
 from zapomni_mcp.tools.jobs import describe as describe_job

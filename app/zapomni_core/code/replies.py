@@ -1,4 +1,4 @@
-"""Requests and results of the code tools: find_symbol, get_callers, get_callees (and get_related's code part)."""
+"""The code tools' replies: symbols found, call graphs, and a symbol's neighbourhood (get_related's code part)."""
 
 from __future__ import annotations
 
@@ -6,37 +6,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from zapomni_core.validation import ScopedRequest
-
-MAX_SYMBOL_CHARS = 300
-MAX_SYMBOLS = 100
-
-SymbolKindName = Literal["function", "method", "class"]
-
-
-class FindSymbolRequest(ScopedRequest):
-    name: str = Field(
-        min_length=1,
-        max_length=MAX_SYMBOL_CHARS,
-        description="A function, method or class name, or part of one; matched fuzzily ('load cfg' finds "
-        "load_config), qualified names too ('store.Store.get').",
-    )
-    kind: SymbolKindName | None = Field(None, description="Only symbols of this kind.")
-    limit: int = Field(10, ge=1, le=MAX_SYMBOLS, description=f"At most this many symbols (1-{MAX_SYMBOLS}).")
-
-
-class SymbolRequest(ScopedRequest):
-    symbol: str = Field(
-        min_length=1,
-        max_length=MAX_SYMBOL_CHARS,
-        description="A qualified name as find_symbol returns it (e.g. 'pkg.mod.Class.method'), or a plain name "
-        "(every symbol of that name is used).",
-    )
-    limit: int = Field(50, ge=1, le=MAX_SYMBOLS, description=f"At most this many symbols (1-{MAX_SYMBOLS}).")
+from zapomni_db import SymbolKind
 
 
 class SymbolOut(BaseModel):
-    kind: SymbolKindName
+    kind: SymbolKind
     name: str
     qualified_name: str
     signature: str

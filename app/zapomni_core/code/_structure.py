@@ -1,4 +1,4 @@
-"""The facts the code indexer keeps about source files: symbols, imports, and the links between them.
+"""The structure the code indexer keeps of source files: symbols, imports, and the links between them.
 
 Every type is a frozen dataclass of plain strings, ints and tuples, so parsed files can cross thread
 boundaries, be cached and be compared in tests without any tree-sitter object leaking out.
@@ -7,27 +7,19 @@ boundaries, be cached and be compared in tests without any tree-sitter object le
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-SymbolKind = Literal["function", "method", "class"]
+from zapomni_db import SymbolDefinition
 
 
-@dataclass(frozen=True)
-class Symbol:
-    """One definition. `qualified_name` is unique within its file (a later redefinition is merged)."""
+@dataclass(frozen=True, kw_only=True)
+class Symbol(SymbolDefinition):
+    """One definition as parsed: what the graph stores of it, and what linking reads. `qualified_name` is
+    unique within its file (a later redefinition is merged)."""
 
-    kind: SymbolKind
-    name: str
-    qualified_name: str
-    signature: str
-    docstring: str | None
-    line_start: int
-    line_end: int
     start_byte: int
     end_byte: int
-    parent: str | None
     bases: tuple[str, ...]
-    calls: tuple[str, ...]
+    calls: tuple[str, ...]  # callee expressions as written
 
 
 @dataclass(frozen=True)

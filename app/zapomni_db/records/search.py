@@ -1,0 +1,37 @@
+"""What `SearchReads` returns: chunks found by a search leg, and the keyword index's statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zapomni_db.records.memories import ChunkPlace, MemoryInfo
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    """A chunk found by either search leg, with its memory and its cosine distance to the query vector."""
+
+    memory: MemoryInfo
+    chunk_id: str
+    text: str
+    distance: float
+    place: ChunkPlace = field(default_factory=ChunkPlace)
+
+
+@dataclass(frozen=True)
+class ChunkTerms:
+    chunk_id: str
+    terms: list[str]
+    counts: list[int]
+    length: int
+    thread: str | None = None
+    # Where the chunk sits in its thread: (memory date, memory created_at, chunk index).
+    order: tuple[float, float, int] = (0.0, 0.0, 0)
+
+
+@dataclass(frozen=True)
+class IndexChanges:
+    """What the keyword index must apply to catch up with the store between two sequence numbers."""
+
+    added: list[ChunkTerms]
+    removed: list[str]
