@@ -56,7 +56,7 @@ from zapomni_core.code import LANGUAGES, ParsedFile, language_for, parse_source,
 from zapomni_core.code._resolve import AMBIGUOUS, _Resolver
 from zapomni_core.code.requests import SymbolRequest
 from zapomni_core.errors import NotFound
-from zapomni_core.files.models import IndexCodebaseRequest
+from zapomni_core.files.requests import IndexCodebaseRequest
 from zapomni_core.files.walker import FoundFile, plan_walk, read_file, walk
 from zapomni_core.jobs import JobInfo, JobStatusRequest
 from zapomni_core.logs import configure_logging

@@ -51,8 +51,8 @@ from bench.common import in_scratch_dir, write_results
 from bench.scale import peak_rss_mb
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.files.formats import extract_document
-from zapomni_core.files.models import IngestPathRequest
 from zapomni_core.files.pieces import document_text
+from zapomni_core.files.requests import IngestPathRequest
 from zapomni_core.jobs import JobInfo
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import AddMemoryRequest

@@ -22,7 +22,8 @@ from zapomni_cli.errors import validate
 from zapomni_core import ZapomniCore
 from zapomni_core.code.replies import CallGraph, SymbolList
 from zapomni_core.code.requests import MAX_SYMBOLS, FindSymbolRequest, SymbolRequest
-from zapomni_core.files.models import IndexCodebaseRequest, IngestPathRequest, WalkQueued
+from zapomni_core.files.replies import WalkQueued
+from zapomni_core.files.requests import IndexCodebaseRequest, IngestPathRequest
 from zapomni_core.jobs import JobInfo, JobList, JobStatusRequest
 from zapomni_core.jobs.models import ACTIVE_STATES, MAX_WAIT_S
 

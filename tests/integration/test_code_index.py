@@ -13,7 +13,7 @@ from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.code.requests import FindSymbolRequest, SymbolRequest
 from zapomni_core.errors import NotFound
-from zapomni_core.files.models import IndexCodebaseRequest
+from zapomni_core.files.requests import IndexCodebaseRequest
 from zapomni_core.graph.requests import GetRelatedRequest
 from zapomni_core.jobs import JobInfo, JobStatusRequest
 from zapomni_core.memories.requests import SearchFilters, SearchRequest

@@ -18,7 +18,7 @@ from reportlab.pdfgen import canvas
 from tests.helpers import graph_client
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.errors import InvalidRequest
-from zapomni_core.files.models import IngestPathRequest
+from zapomni_core.files.requests import IngestPathRequest
 from zapomni_core.jobs import JobInfo, JobStatusRequest
 from zapomni_core.memories.requests import AddMemoryRequest, SearchFilters, SearchRequest
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import structlog
 
 from zapomni_core.faults import storage_boundary
-from zapomni_core.files.models import IndexCodebaseRequest, IngestPathRequest, WalkQueued
+from zapomni_core.files.replies import WalkQueued
+from zapomni_core.files.requests import IndexCodebaseRequest, IngestPathRequest
 from zapomni_core.files.sync import FileWalk, WalkArgs, walk_job
 from zapomni_core.workspaces.registry import Workspaces
 

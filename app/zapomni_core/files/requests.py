@@ -1,10 +1,10 @@
-"""Requests and results of ingest_path and index_codebase."""
+"""The requests of ingest_path and index_codebase: which files, which patterns, which languages."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from zapomni_core.memories.requests import MAX_TAGS, Tag
 from zapomni_core.validation import ScopedRequest
@@ -44,10 +44,3 @@ class IndexCodebaseRequest(_Walk):
         min_length=1,
         description="Only these languages (default: all five: python, javascript, typescript, go, rust).",
     )
-
-
-class WalkQueued(BaseModel):
-    job_id: str = Field(description="Follow it with job_status(job_id) (wait_s waits for the end).")
-    workspace: str
-    kind: Literal["ingest_path", "index_codebase"]
-    path: str = Field(description="The resolved file or directory that will be read.")

@@ -1,0 +1,14 @@
+"""What ingest_path and index_codebase answer: the job that will read the files."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class WalkQueued(BaseModel):
+    job_id: str = Field(description="Follow it with job_status(job_id) (wait_s waits for the end).")
+    workspace: str
+    kind: Literal["ingest_path", "index_codebase"]
+    path: str = Field(description="The resolved file or directory that will be read.")
