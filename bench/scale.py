@@ -156,7 +156,7 @@ async def mcp_overhead(core: ZapomniCore, data_dir: Path, texts: list[str]) -> d
                 via_mcp.append(await timed_ms(lambda q=q: session.call_tool("search_memory", {"query": q})))
                 direct.append(await timed_ms(lambda q=q: core.memories.search(SearchRequest(query=q))))
                 stats_mcp.append(await timed_ms(lambda: session.call_tool("get_stats", {})))
-                stats_direct.append(await timed_ms(core.stats))
+                stats_direct.append(await timed_ms(core.workspaces.stats))
     return {
         "search_mcp_p50": round(statistics.median(via_mcp), 2),
         "search_direct_p50": round(statistics.median(direct), 2),
