@@ -30,6 +30,10 @@ from pydantic import ValidationError
 
 log = structlog.get_logger(__name__)
 
+# The client that starts a stdio server runs on this machine as this user: error messages may name
+# server paths (the data directory, allowed roots). An HTTP transport's clients are remote.
+STDIO_IS_LOCAL = True
+
 
 # The JSON reader the SDK parses with (pydantic's) stops at this nesting depth.
 MAX_JSON_DEPTH = 200
