@@ -65,7 +65,9 @@ def _message(error: Any, model: type[BaseModel]) -> str:
 def failure_message(tool: str, exc: Exception, request_id: str, *, local: bool) -> str:
     """The message for a tool call that raised `exc` (validation is `describe_validation_error`'s); logs it."""
     if isinstance(exc, ZapomniError):  # a refusal; the core maps database failures into this tree
-        log.warning("tool.refused", error=type(exc).__name__, reason=str(exc))
+        # A database failure mapped at the core's edge keeps the driver's words in the log only.
+        cause = {} if exc.__cause__ is None else {"cause": repr(exc.__cause__)}
+        log.warning("tool.refused", error=type(exc).__name__, reason=str(exc), **cause)
         return public_message(exc, local=local)
     # The client gets no paths, hosts or traces; the log line has all of them.
     log.error("tool.failed", exc_info=exc)
