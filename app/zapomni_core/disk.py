@@ -88,7 +88,8 @@ class DiskGuard:
         raise StorageFull(
             f"The disk is too full to store this: {status.describe()}{need}, and writes leave at least "
             f"{_size(status.min_free_bytes)} free ({status.threshold}). Nothing was stored. "
-            "Searches and reads go on; free some space and retry: writes resume by themselves."
+            "Searches and reads go on; free some space and retry: writes resume by themselves.",
+            paths=(status.data_dir,),
         )
 
     def full_after_failure(self) -> StorageFull | None:
@@ -99,7 +100,8 @@ class DiskGuard:
         return StorageFull(
             f"The database could not store this write because its disk is full: {status.describe()} "
             f"(writes need {_size(status.min_free_bytes)} free, {status.threshold}). Nothing was stored. "
-            "Searches and reads go on; free some space and retry: writes resume by themselves."
+            "Searches and reads go on; free some space and retry: writes resume by themselves.",
+            paths=(status.data_dir,),
         )
 
 

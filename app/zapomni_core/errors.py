@@ -30,9 +30,20 @@ ZapomniError
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from os import PathLike
+
 
 class ZapomniError(Exception):
-    """Base class. `str(exc)` is written for the user: actionable, no paths or hosts unless configured."""
+    """Base class. `str(exc)` is written for the user: actionable, no paths or hosts unless configured.
+
+    `paths`: the server paths the message names (data directory, allowed roots, where a path resolves),
+    so that an adapter can leave them out for a client on another machine (zapomni_mcp.errors).
+    """
+
+    def __init__(self, message: str = "", *, paths: Iterable[str | PathLike[str]] = ()) -> None:
+        super().__init__(message)
+        self.paths = tuple(str(path) for path in paths if str(path))
 
 
 class EmbedderUnavailable(ZapomniError):

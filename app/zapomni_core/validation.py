@@ -7,9 +7,10 @@ requests, so every adapter enforces one set of constraints.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 DEFAULT_WORKSPACE = "default"
 WORKSPACE_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -30,9 +31,57 @@ def parse_iso8601(value: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def unstorable(value: str) -> str | None:
+    """Why a string cannot be taken as text, or None: the one rule for every string of every request.
+
+    FalkorDB's client writes query parameters into the query text, which a NUL character ends;
+    a lone surrogate (a CLI argument that was not UTF-8, or a JSON escape) cannot be encoded at all.
+    """
+    if "\x00" in value:
+        return "must not contain the NUL character (U+0000)"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must be valid Unicode: it holds a lone surrogate (U+D800 to U+DFFF)"
+    return None
+
+
+def _unstorable_strings(data: Any, loc: tuple[str | int, ...]) -> list[InitErrorDetails]:
+    problems: list[InitErrorDetails] = []
+    if isinstance(data, str):
+        reason = unstorable(data)
+        if reason is not None:
+            problems.append(_problem(reason, loc, data))
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            # A bad key is named by where it is, not by itself: echoing it would carry the bad character on.
+            key_reason = unstorable(key) if isinstance(key, str) else None
+            if key_reason is not None:
+                problems.append(_problem(f"keys {key_reason}", loc, key))
+                continue
+            problems += _unstorable_strings(value, (*loc, key))
+    elif isinstance(data, list | tuple):
+        for index, value in enumerate(data):
+            problems += _unstorable_strings(value, (*loc, index))
+    return problems
+
+
+def _problem(reason: str, loc: tuple[str | int, ...], value: str) -> InitErrorDetails:
+    return InitErrorDetails(type=PydanticCustomError("string_unstorable", reason), loc=loc, input=value)
+
+
 class StrictModel(BaseModel):
     # strict: "5" is not a number and true is not 1; agents get told instead of silently coerced.
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable_strings(cls, data: Any) -> Any:
+        """Every string anywhere in a request (nested values and keys too) obeys `unstorable`'s rule."""
+        problems = _unstorable_strings(data, ())
+        if problems:
+            raise ValidationError.from_exception_data(cls.__name__, problems)
+        return data
 
 
 class ScopedRequest(StrictModel):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from zapomni_db.connection import Connection, is_write_command
@@ -34,13 +36,15 @@ class GraphClient:
         async with self.connection.fence(self.graph_name).writing(self.graph_name, create=create):
             if not create and not await self.connection.command("EXISTS", self.graph_name):
                 raise GraphMissing(f"graph {self.graph_name} does not exist")
-            result = await self.connection.run(lambda: self._graph.query(cypher, params), write=True)
+            with _unsendable_named(params):
+                result = await self.connection.run(lambda: self._graph.query(cypher, params), write=True)
         return result.result_set
 
     async def ro_query(self, cypher: str, params: dict[str, Any] | None = None) -> list[Row]:
         """Run a read-only query (the server may run it on any thread); a graph not yet created has no rows."""
         try:
-            result = await self.connection.run(lambda: self._graph.ro_query(cypher, params), write=False)
+            with _unsendable_named(params):
+                result = await self.connection.run(lambda: self._graph.ro_query(cypher, params), write=False)
         except QueryFailed as exc:
             if _EMPTY_GRAPH in str(exc):  # the graph key does not exist until the first write
                 return []
@@ -54,3 +58,53 @@ class GraphClient:
 
     async def ping(self) -> bool:
         return bool(await self.command("PING"))
+
+
+@contextmanager
+def _unsendable_named(params: dict[str, Any] | None) -> Iterator[None]:
+    """Name the parameter when a query failed for a value the query text cannot carry.
+
+    The FalkorDB client writes parameters into the query text (`CYPHER name="value" ...`), escaping
+    backslashes and quotes, which carries any Unicode text but two: a NUL character ends the text
+    (FalkorDB answers a syntax error about the header), and a lone surrogate cannot be encoded at all
+    (the driver raises UnicodeEncodeError before sending). Requests refuse both at the edge
+    (zapomni_core.models); this covers values made inside, such as a file name that is not UTF-8.
+    Looked for only after a failure, so a query that succeeds costs nothing more.
+    """
+    try:
+        yield
+    except UnicodeEncodeError as exc:
+        raise QueryFailed(_unsendable(params) or "a query parameter holds a lone surrogate") from exc
+    except QueryFailed as exc:
+        reason = _unsendable(params)
+        if reason is None:
+            raise
+        raise QueryFailed(reason) from exc
+
+
+def _unsendable(params: dict[str, Any] | None) -> str | None:
+    for name, value in (params or {}).items():
+        problem = _bad_text(value)
+        if problem is not None:
+            return f"parameter {name} holds {problem}, which FalkorDB's query text cannot carry"
+    return None
+
+
+def _bad_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "a NUL character"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a lone surrogate"
+        return None
+    if isinstance(value, dict):  # map keys are written into the query text too
+        items: Any = [*value.keys(), *value.values()]
+    else:
+        items = value if isinstance(value, list | tuple) else ()
+    for item in items:
+        problem = _bad_text(item)
+        if problem is not None:
+            return problem
+    return None

@@ -1,10 +1,23 @@
-"""Turn validation failures into messages an LLM can act on: which field, what is allowed."""
+"""What a client is told when a call fails: the one mapping from exceptions to the wire.
+
+Validation failures become messages an LLM can act on (which field, what is allowed); refusals keep
+the engine's message; anything else is an internal error, sanitised here and logged in full. The
+transport says whether its client is local (stdio: the user's own machine, who may see server
+paths) or remote (HTTP), and a remote client gets the same messages without the paths.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from pydantic import BaseModel, ValidationError
+
+from zapomni_core import ZapomniError
+
+log = structlog.get_logger(__name__)
+
+REDACTED_PATH = "<server path>"
 
 _UNION_MEMBERS = {"str", "int", "float", "bool"}
 _FLAT_VALUE = "must be a string, number or boolean (nested objects and lists are not allowed in metadata)"
@@ -47,3 +60,26 @@ def _message(error: Any, model: type[BaseModel]) -> str:
     if message.startswith("Value error, "):
         message = message.removeprefix("Value error, ")
     return message[0].lower() + message[1:] if message else kind
+
+
+def failure_message(tool: str, exc: Exception, request_id: str, *, local: bool) -> str:
+    """The message for a tool call that raised `exc` (validation is `describe_validation_error`'s); logs it."""
+    if isinstance(exc, ZapomniError):  # a refusal; the core maps database failures into this tree
+        # A database failure mapped at the core's edge keeps the driver's words in the log only.
+        cause = {} if exc.__cause__ is None else {"cause": repr(exc.__cause__)}
+        log.warning("tool.refused", error=type(exc).__name__, reason=str(exc), **cause)
+        return public_message(exc, local=local)
+    # The client gets no paths, hosts or traces; the log line has all of them.
+    log.error("tool.failed", exc_info=exc)
+    return f"Internal error while running {tool} (request {request_id}). The server log (stderr) has the details."
+
+
+def public_message(exc: ZapomniError, *, local: bool) -> str:
+    """The engine's message, with the server paths it names left out unless the client is local."""
+    text = str(exc)
+    if local:
+        return text
+    # Longest first: a root must not cut into the longer path inside it. "/" alone names nothing.
+    for path in sorted({p for p in exc.paths if len(p) > 1}, key=len, reverse=True):
+        text = text.replace(path, REDACTED_PATH)
+    return text

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from zapomni_core import ZapomniCore, ZapomniError
 from zapomni_core.memories.requests import GetMemoryRequest, ListMemoriesRequest
+from zapomni_mcp.errors import public_message
 
 TEMPLATE = "memory://{workspace}/{memory_id}"
 _URI = re.compile(r"^memory://(?P<workspace>[^/]+)/(?P<memory_id>[^/]+)$")
@@ -67,7 +68,7 @@ async def list_page(core: ZapomniCore, cursor: str | None) -> types.ListResource
     return types.ListResourcesResult(resources=resources, next_cursor=_encode(position, inner) if more else None)
 
 
-async def read(core: ZapomniCore, uri: str) -> types.ReadResourceResult:
+async def read(core: ZapomniCore, uri: str, *, local: bool) -> types.ReadResourceResult:
     match = _URI.match(uri)
     if match is None:
         raise MCPError(types.INVALID_PARAMS, f"uri: expected {TEMPLATE}, got {uri[:200]!r}")
@@ -76,7 +77,7 @@ async def read(core: ZapomniCore, uri: str) -> types.ReadResourceResult:
     except ValidationError:
         raise MCPError(RESOURCE_NOT_FOUND, f"no memory at {uri[:200]}: malformed workspace or memory id") from None
     except ZapomniError as exc:
-        raise MCPError(RESOURCE_NOT_FOUND, str(exc)) from None
+        raise MCPError(RESOURCE_NOT_FOUND, public_message(exc, local=local)) from None
     return types.ReadResourceResult(
         contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=memory.text)]
     )

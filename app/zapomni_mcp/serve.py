@@ -16,7 +16,7 @@ import structlog
 from zapomni_core import RuntimeInfo, Settings, ZapomniError, open_core, package_version
 from zapomni_mcp.server import build_server
 from zapomni_mcp.tools import build_registry
-from zapomni_mcp.transport import stdio_transport
+from zapomni_mcp.transport import STDIO_IS_LOCAL, stdio_transport
 
 log = structlog.get_logger(__name__)
 
@@ -36,7 +36,7 @@ def run(settings: Settings) -> int:
 async def serve(settings: Settings) -> None:
     log.info("server.config", **settings.masked())
     async with open_core(settings) as (core, info):
-        server = build_server(core, build_registry(core))
+        server = build_server(core, build_registry(core), local=STDIO_IS_LOCAL)
 
         def begin_shutdown() -> None:
             core.begin_shutdown(settings.shutdown_grace_s)

@@ -11,10 +11,10 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from zapomni_core import RequestContext, ZapomniCore, ZapomniError, package_version
+from zapomni_core import RequestContext, ZapomniCore, package_version
 from zapomni_core.progress import Progress, ProgressSink
 from zapomni_mcp import resources
-from zapomni_mcp.errors import describe_validation_error
+from zapomni_mcp.errors import describe_validation_error, failure_message
 from zapomni_mcp.registry import ToolRegistry
 
 log = structlog.get_logger(__name__)
@@ -27,7 +27,9 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(core: ZapomniCore, registry: ToolRegistry) -> Server[Any]:
+def build_server(core: ZapomniCore, registry: ToolRegistry, *, local: bool) -> Server[Any]:
+    """`local`: the transport's client runs on this machine (stdio), so error messages may name server paths."""
+
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=registry.definitions())
 
@@ -42,7 +44,7 @@ def build_server(core: ZapomniCore, registry: ToolRegistry) -> Server[Any]:
         with structlog.contextvars.bound_contextvars(request_id=request_id, tool=tool.name):
             started = time.perf_counter()
             context = RequestContext(request_id=request_id, progress_sink=_progress_sink(ctx))
-            result = await _run(tool, params.arguments or {}, context)
+            result = await _run(tool, params.arguments or {}, context, local=local)
             log.info(
                 "tool.called",
                 ok=not result.is_error,
@@ -59,7 +61,7 @@ def build_server(core: ZapomniCore, registry: ToolRegistry) -> Server[Any]:
         return resources.templates()
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        return await resources.read(core, str(params.uri))
+        return await resources.read(core, str(params.uri), local=local)
 
     return Server(
         "zapomni",
@@ -73,23 +75,15 @@ def build_server(core: ZapomniCore, registry: ToolRegistry) -> Server[Any]:
     )
 
 
-async def _run(tool: Any, arguments: dict[str, Any], ctx: RequestContext) -> types.CallToolResult:
+async def _run(tool: Any, arguments: dict[str, Any], ctx: RequestContext, *, local: bool) -> types.CallToolResult:
     try:
         validated = tool.input_model.model_validate(arguments)
     except ValidationError as exc:
         return error_result(describe_validation_error(tool.name, tool.input_model, exc))
     try:
         output = await tool.execute(validated, ctx)
-    except ZapomniError as exc:
-        log.warning("tool.refused", error=type(exc).__name__, reason=str(exc))
-        return error_result(str(exc))
-    except Exception:
-        # The client gets no paths, hosts or traces; the log line has all of them.
-        log.exception("tool.failed")
-        return error_result(
-            f"Internal error while running {tool.name} (request {ctx.request_id}). "
-            "The server log (stderr) has the details."
-        )
+    except Exception as exc:
+        return error_result(failure_message(tool.name, exc, ctx.request_id, local=local))
     return types.CallToolResult(
         content=[types.TextContent(text=tool.render(output))],
         structured_content=output.model_dump(mode="json"),

@@ -1,14 +1,18 @@
 """The SDK's stdio transport with two gaps closed (docs/decisions/0004-stdio-transport.md).
 
 1. A line the SDK cannot parse reaches the session as an exception and is dropped silently, so
-   the client waits forever. Here it is answered with Parse error (-32700) or Invalid Request
-   (-32600), as JSON-RPC 2.0 requires; everything else passes through.
+   the client waits forever; a request whose id is not a string or integer is taken for a
+   notification and never answered; a second initialize renegotiates a live session. Here lines
+   are read and parsed before the SDK's session sees them: those get Parse error (-32700) or
+   Invalid Request (-32600) as JSON-RPC 2.0 requires, with the request's id wherever it can be
+   found; everything else passes through.
 2. stdin is read on a daemon thread, so a signal can stop the server while it waits for input.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import threading
@@ -26,23 +30,97 @@ from pydantic import ValidationError
 
 log = structlog.get_logger(__name__)
 
+# The client that starts a stdio server runs on this machine as this user: error messages may name
+# server paths (the data directory, allowed roots). An HTTP transport's clients are remote.
+STDIO_IS_LOCAL = True
 
-def error_for_unreadable(exc: Exception) -> types.JSONRPCError | None:
+
+# The JSON reader the SDK parses with (pydantic's) stops at this nesting depth.
+MAX_JSON_DEPTH = 200
+
+
+def read_line(line: str, initialized: bool) -> types.JSONRPCMessage | types.JSONRPCError | None:
+    """A stdin line as the message to hand to the session, or the error owed to its sender; None: ignore it."""
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as exc:
+        return error_for_unreadable(exc, line)
+    if isinstance(message, types.JSONRPCNotification) and '"id"' in line:
+        # The SDK reads a request whose id is not a string or integer as a notification, and never answers.
+        raw = _loads(line)
+        if isinstance(raw, dict) and "id" in raw:
+            kind = type(raw["id"]).__name__.replace("NoneType", "null").replace("dict", "object")
+            return _error(
+                None, types.INVALID_REQUEST, f"Invalid Request: id must be a string or an integer (got {kind})"
+            )
+    if isinstance(message, types.JSONRPCRequest) and message.method == "initialize" and initialized:
+        # The SDK would negotiate again and replace the live session's version and client details.
+        return _error(
+            message.id,
+            types.INVALID_REQUEST,
+            "Invalid Request: the session is already initialized; initialize is sent once, as the first request",
+        )
+    return message
+
+
+def error_for_unreadable(exc: Exception, line: str = "") -> types.JSONRPCError | None:
     """The reply owed to a line that is not a JSON-RPC message; None for a blank line."""
     errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else []
     if errors and errors[0]["type"] == "json_invalid":
         if not str(errors[0].get("input", "")).strip():
             return None
-        return _error(None, types.PARSE_ERROR, "Parse error: the line is not valid JSON")
+        return _error(_readable_id(line), types.PARSE_ERROR, f"Parse error: {_why_unparsed(errors[0], line)}")
     received: Any = errors[0].get("input") if errors else None
     request_id = received.get("id") if isinstance(received, dict) else None
-    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
-        request_id = None
     return _error(
-        request_id,
+        _valid_id(request_id),
         types.INVALID_REQUEST,
         "Invalid Request: expected a JSON-RPC 2.0 object with jsonrpc, method and (for requests) id",
     )
+
+
+def _why_unparsed(error: Any, line: str) -> str:
+    # pydantic's reader refuses two kinds of valid JSON: deep nesting and lone surrogate escapes.
+    if "recursion limit" in str(error.get("msg", "")):
+        return f"the JSON is nested too deeply (this server reads at most {MAX_JSON_DEPTH} levels)"
+    if _has_lone_surrogate(_loads(line)):
+        return "a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair), which is not Unicode text"
+    return "the line is not valid JSON"
+
+
+def _readable_id(line: str) -> str | int | None:
+    """The id of a line our reader refused, when Python's own JSON reader can still find it."""
+    raw = _loads(line)
+    return _valid_id(raw.get("id")) if isinstance(raw, dict) else None
+
+
+def _valid_id(request_id: Any) -> str | int | None:
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        return None
+    if isinstance(request_id, str) and _has_lone_surrogate(request_id):
+        return None  # it could not be written back
+    return request_id
+
+
+def _loads(line: str) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(key) or _has_lone_surrogate(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(item) for item in value)
+    return False
 
 
 def _error(request_id: str | int | None, code: int, message: str) -> types.JSONRPCError:
@@ -83,25 +161,40 @@ class _StdinLines:
         return line
 
 
+class _NoLines:
+    """stdin as the SDK's reader sees it: we read the real one (`_StdinLines`) and parse it ourselves."""
+
+    def __aiter__(self) -> _NoLines:
+        return self
+
+    async def __anext__(self) -> str:
+        raise StopAsyncIteration
+
+
 @asynccontextmanager
 async def stdio_transport(
     on_eof: Callable[[], None] | None = None,
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
-    async with stdio_server(stdin=_StdinLines()) as (read_stream, write_stream):  # type: ignore[arg-type]
+    # The SDK writes stdout; lines are read and parsed here, where the raw line is still at hand
+    # (a bad id or a refused line's id can only be found in it).
+    async with stdio_server(stdin=_NoLines()) as (_, write_stream):  # type: ignore[arg-type]
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
         async def pump() -> None:
+            initialized = False
             async with send:
-                async for item in read_stream:
-                    if not isinstance(item, Exception):
-                        await send.send(item)
+                async for line in _StdinLines():
+                    if not line.strip():
                         continue
-                    reply = error_for_unreadable(item)
-                    if reply is not None:
-                        log.warning("protocol.unreadable_line", code=reply.error.code)
-                        await write_stream.send(SessionMessage(reply))
+                    item = read_line(line, initialized)
+                    if isinstance(item, types.JSONRPCError):
+                        log.warning("protocol.unreadable_line", code=item.error.code, reason=item.error.message)
+                        await write_stream.send(SessionMessage(item))
+                    elif item is not None:
+                        initialized = initialized or _initializes(item)
+                        await send.send(SessionMessage(item))
             if on_eof is not None:  # the client closed stdin: tell the engine before the SDK cancels
                 on_eof()
 
@@ -109,3 +202,14 @@ async def stdio_transport(
             tasks.start_soon(pump)
             yield receive, write_stream
             tasks.cancel_scope.cancel()
+
+
+def _initializes(message: types.JSONRPCMessage) -> bool:
+    """An initialize request the SDK will accept (it validates the params the same way)."""
+    if not isinstance(message, types.JSONRPCRequest) or message.method != "initialize":
+        return False
+    try:
+        types.InitializeRequestParams.model_validate(message.params or {}, by_name=False)
+    except ValidationError:
+        return False
+    return True

@@ -26,6 +26,8 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
         "ZAPOMNI_DATA_DIR": str(data_dir),
         "LOG_LEVEL": "INFO",
         "PATH": os.environ.get("PATH", ""),
+        # A worktree runs its own code with the shared virtualenv by putting its app/ first on PYTHONPATH.
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
         "ZAPOMNI_GRAPH_AUTO": os.environ.get("ZAPOMNI_GRAPH_AUTO", "false"),  # see tests/conftest.py
     }
     # A checkout other than the one installed in the venv (a worktree) runs its own code.

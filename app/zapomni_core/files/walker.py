@@ -186,35 +186,39 @@ def plan_walk(target: str, roots: Sequence[Path]) -> WalkPlan:
     if not roots:
         raise PathRefused(
             f"'{absolute}' cannot be read: no allowed roots are configured (ZAPOMNI_ALLOWED_ROOTS is empty); "
-            "set it to the directories Zapomni may read"
+            "set it to the directories Zapomni may read",
+            paths=(absolute,),
         )
     resolved = _resolve_target(absolute)
     if not _inside(resolved, roots):
         via = "" if resolved == absolute else f" (it resolves to '{resolved}')"
         raise PathRefused(
             f"'{absolute}'{via} is outside the allowed roots (ZAPOMNI_ALLOWED_ROOTS={_roots_setting(roots)}); "
-            "add a root or move the files"
+            "add a root or move the files",
+            paths=(absolute, resolved, *roots),
         )
     try:
         mode = os.stat(resolved).st_mode
     except OSError as exc:
-        raise PathRefused(f"'{absolute}' cannot be read ({_os_reason(exc)})") from exc
+        raise PathRefused(f"'{absolute}' cannot be read ({_os_reason(exc)})", paths=(absolute,)) from exc
     if stat.S_ISDIR(mode):
         return WalkPlan(target=resolved, base=resolved)
     if stat.S_ISREG(mode):
         return WalkPlan(target=resolved, base=resolved.parent)
-    raise PathRefused(f"'{absolute}' is not a regular file or directory (it is a {_kind(mode)})")
+    raise PathRefused(f"'{absolute}' is not a regular file or directory (it is a {_kind(mode)})", paths=(absolute,))
 
 
 def _resolve_target(absolute: Path) -> Path:
     if not os.path.lexists(absolute):
-        raise PathRefused(f"'{absolute}' does not exist")
+        raise PathRefused(f"'{absolute}' does not exist", paths=(absolute,))
     try:
         return Path(os.path.realpath(absolute, strict=True))
     except FileNotFoundError as exc:
-        raise PathRefused(f"'{absolute}' is a broken symlink (it leads to a path that does not exist)") from exc
+        raise PathRefused(
+            f"'{absolute}' is a broken symlink (it leads to a path that does not exist)", paths=(absolute,)
+        ) from exc
     except OSError as exc:
-        raise PathRefused(f"'{absolute}' cannot be read ({_os_reason(exc)})") from exc
+        raise PathRefused(f"'{absolute}' cannot be read ({_os_reason(exc)})", paths=(absolute,)) from exc
 
 
 # --- filters -----------------------------------------------------------------------------------------

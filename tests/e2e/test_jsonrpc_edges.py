@@ -1,0 +1,94 @@
+"""JSON-RPC edge cases sent as raw lines to a real `zapomni serve`: each gets the answer the spec asks for.
+
+The official client never sends these, so the server is driven line by line (tests/e2e/conftest.RawServer).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+from tests.e2e.conftest import RawServer
+
+
+def still_serving(server: RawServer, request_id: int) -> None:
+    assert server.request(request_id, "ping") == {"jsonrpc": "2.0", "id": request_id, "result": {}}
+
+
+def test_an_id_that_is_no_string_or_integer_gets_invalid_request_with_a_null_id(raw_server: Any) -> None:
+    server: RawServer = raw_server()
+    server.initialize()
+    for position, bad_id in enumerate([{"a": 1}, [1], None, 1.5, True]):
+        server.send({"jsonrpc": "2.0", "id": bad_id, "method": "ping"})
+        reply = server.receive()
+        assert (reply["id"], reply["error"]["code"]) == (None, types.INVALID_REQUEST), (bad_id, reply)
+        assert "id must be a string or an integer" in reply["error"]["message"]
+        still_serving(server, 100 + position)
+
+
+def test_json_nested_too_deep_is_answered_as_such_with_its_id(raw_server: Any) -> None:
+    server: RawServer = raw_server()
+    server.initialize()
+    deep = "[" * 500 + "]" * 500
+    server.send_line(f'{{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {{"x": {deep}}}}}')
+    reply = server.receive()
+    assert (reply["id"], reply["error"]["code"]) == (7, types.PARSE_ERROR), reply
+    assert "nested too deeply" in reply["error"]["message"]
+    # So deep that no JSON reader here finds the id: still answered, with a null id.
+    server.send_line('{"jsonrpc": "2.0", "id": 8, "params": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    reply = server.receive()
+    assert (reply["id"], reply["error"]["code"]) == (None, types.PARSE_ERROR), reply
+    assert "nested too deeply" in reply["error"]["message"]
+    still_serving(server, 9)
+
+
+def test_a_lone_surrogate_is_refused_with_the_requests_id(raw_server: Any) -> None:
+    server: RawServer = raw_server()
+    server.initialize()
+    params = '{"name": "add_memory", "arguments": {"text": "half a pair: \\ud800"}}'
+    server.send_line(f'{{"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {params}}}')
+    reply = server.receive()
+    assert (reply["id"], reply["error"]["code"]) == (11, types.PARSE_ERROR), reply
+    assert "lone surrogate" in reply["error"]["message"]
+    stats = server.request(12, "tools/call", {"name": "get_stats", "arguments": {}})
+    assert stats["result"]["structuredContent"]["total_memories"] == 0  # nothing was stored
+
+
+def test_initialize_answers_a_version_it_speaks_and_only_once(raw_server: Any) -> None:
+    server: RawServer = raw_server()
+    first = server.request(
+        1,
+        "initialize",
+        {"protocolVersion": "1900-01-01", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+    )
+    # The spec's answer to a version the server does not speak: the latest one it does (the client may then leave).
+    assert first["result"]["protocolVersion"] == LATEST_HANDSHAKE_VERSION
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    for request_id, version in ((2, "1900-01-01"), (3, HANDSHAKE_PROTOCOL_VERSIONS[0])):
+        again = server.request(
+            request_id,
+            "initialize",
+            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+        )
+        assert (again["id"], again["error"]["code"]) == (request_id, types.INVALID_REQUEST), again
+        assert "already initialized" in again["error"]["message"]
+    still_serving(server, 4)
+    tools = server.request(5, "tools/list")
+    assert len(tools["result"]["tools"]) == 20
+
+
+def test_stdout_carries_only_json_rpc_after_the_edge_cases(raw_server: Any) -> None:
+    server: RawServer = raw_server()
+    server.initialize()
+    server.send({"jsonrpc": "2.0", "id": {"nested": {"deeper": [1]}}, "method": "tools/list"})
+    assert server.receive()["id"] is None
+    server.send_line('{"jsonrpc": "2.0", "id": "s", "method": "ping", "params": {"\\udfff": 1}}')
+    assert server.receive()["id"] == "s"
+    still_serving(server, 1)
+    server.close_stdin()
+    assert server.wait() == 0
+    for line in server.stdout_lines:
+        assert json.loads(line)["jsonrpc"] == "2.0"
