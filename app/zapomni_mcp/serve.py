@@ -14,7 +14,7 @@ import anyio.abc
 import structlog
 
 from zapomni_core import RuntimeInfo, Settings, ZapomniError, open_core, package_version
-from zapomni_mcp.server import build_server
+from zapomni_mcp.handlers import build_server
 from zapomni_mcp.tools import build_registry
 from zapomni_mcp.transport import STDIO_IS_LOCAL, stdio_transport
 

@@ -1,4 +1,4 @@
-"""The MCP server: the tool registry behind the SDK's low-level server, with error mapping."""
+"""The MCP request handlers: tools and resources behind the SDK's low-level server, with errors mapped for the wire."""
 
 from __future__ import annotations
 
