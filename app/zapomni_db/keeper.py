@@ -16,6 +16,7 @@ import ctypes.util
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from zapomni_db import _locks
 from zapomni_db.embedded import EmbeddedPaths
-from zapomni_db.server import falkordb_command
+from zapomni_db.server import PRIVATE_UMASK, falkordb_command
 
 POLL_S = 0.5
 # Clients register before the keeper starts, so "no live client" twice in a row means all are gone.
@@ -117,6 +118,17 @@ def run(paths: EmbeddedPaths, appendfsync: str) -> int:
     return 0
 
 
+def make_private(*roots: Path) -> None:
+    """Take group and other access off what is already under `roots`: files an older Zapomni left 0644/0755."""
+    for root in roots:
+        for directory, _dirs, files in os.walk(root):
+            for path in [Path(directory), *(Path(directory, name) for name in files)]:
+                with contextlib.suppress(OSError):  # gone meanwhile, or a socket's own mode
+                    mode = path.lstat().st_mode
+                    if mode & 0o077 and not stat.S_ISLNK(mode) and not stat.S_ISSOCK(mode):
+                        path.chmod(stat.S_IMODE(mode) & 0o700)
+
+
 def restart_delay(restarts: int) -> float:
     """0 for the first crash in a row, then 1, 2, 4 ... seconds, capped at MAX_RESTART_DELAY_S."""
     return 0.0 if restarts <= 1 else min(2.0 ** (restarts - 2), MAX_RESTART_DELAY_S)
@@ -161,8 +173,10 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--appendfsync", choices=["always", "everysec", "no"], default="always")
     args = parser.parse_args()
+    os.umask(PRIVATE_UMASK)  # the keeper's files and the server's (it inherits the umask) are 0600/0700
     paths = EmbeddedPaths(args.data_dir)
     paths.create()
+    make_private(paths.db_dir, paths.run_dir)
     sys.exit(run(paths, args.appendfsync))
 
 
