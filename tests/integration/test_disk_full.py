@@ -53,7 +53,7 @@ async def test_a_write_the_full_disk_stopped_suspends_writes_instead_of_a_restar
     try:
         client = GraphClient(connection, "g")
         for i in range(5):
-            await client.query("CREATE (:N {i: $i, v: $v})", {"i": i, "v": PAYLOAD})
+            await client.query("CREATE (:N {i: $i, v: $v})", {"i": i, "v": PAYLOAD}, create=True)
         first_server = server_pids(small_disk)
         # Room enough that the keeper sees no reason to suspend writes, but not for the next write.
         filler = fill_disk(small_disk, leave_bytes=SUSPEND_BELOW_BYTES + 512 * 1024)
@@ -104,7 +104,7 @@ async def test_a_disk_filled_by_someone_else_suspends_writes_before_one_fails(sm
     filler: Path | None = None
     try:
         client = GraphClient(connection, "g")
-        await client.query("CREATE (:N {i: 0, v: $v})", {"v": PAYLOAD})
+        await client.query("CREATE (:N {i: 0, v: $v})", {"v": PAYLOAD}, create=True)
         server = server_pids(small_disk)
         filler = fill_disk(small_disk, leave_bytes=0)
         assert wait_for(lambda: read_suspension(small_disk) is not None, 30)
@@ -141,7 +141,7 @@ async def test_a_server_that_refuses_writes_after_a_failed_snapshot_is_storage_f
     try:
         client = GraphClient(connection, "g")
         for i in range(300):  # incompressible text: the snapshot needs room
-            await client.query("CREATE (:N {i: $i, t: $t})", {"i": i, "t": os.urandom(1000).hex()})
+            await client.query("CREATE (:N {i: $i, t: $t})", {"i": i, "t": os.urandom(1000).hex()}, create=True)
         filler = fill_disk(small_disk, leave_bytes=64 * 1024)
         await client.command("BGSAVE")
         assert wait_for(lambda: probe.info("persistence")["rdb_last_bgsave_status"] == "err", 30)
