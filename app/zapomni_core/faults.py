@@ -33,6 +33,7 @@ from zapomni_db import (
     PersistenceFailed,
     SchemaMismatch,
     WriteInterrupted,
+    WritesSuspended,
 )
 
 log = structlog.get_logger(__name__)
@@ -51,6 +52,10 @@ FAILED = (
     "(the CLI shows it with --verbose). Retry once; if it fails again, that log line says why."
 )
 DELETED = "The workspace was deleted while this request ran; nothing more was written to it."
+SUSPENDED = (
+    "The database has suspended writes because its disk is full. Nothing was stored. "
+    "Searches and reads go on; free some space: writes resume by themselves."
+)
 REFUSED = (
     "The database refuses writes because it cannot write its data files (is its disk full?). "
     "Nothing was stored. Searches and reads go on; writes resume once the database can write again."
@@ -63,6 +68,8 @@ def user_error(exc: DatabaseError, disk: DiskGuard | None) -> ZapomniError:
         full = disk.full_after_failure()
         if full is not None:
             return full
+    if isinstance(exc, WritesSuspended):
+        return StorageFull(SUSPENDED)
     if isinstance(exc, PersistenceFailed):
         return StorageFull(REFUSED)
     if isinstance(exc, WriteInterrupted):

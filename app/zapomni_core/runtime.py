@@ -119,7 +119,7 @@ async def open_core(
         shutdown = ShutdownGate()
         writer = WritePipeline(chunker_for(embedder, settings), analyzer, embedder, shutdown)
         disk = DiskGuard(database_disk(settings), settings.min_free_mb * MB)
-        jobs = JobService(workspaces)
+        jobs = JobService(workspaces, disk)
         code = CodeService(workspaces)
         graph = GraphService(
             workspaces,
@@ -142,7 +142,9 @@ async def open_core(
             extractor = build_extractor(settings)
             stack.push_async_callback(extractor.aclose)
             handlers[BuildGraph.kind] = BuildGraph(extractor, settings.entity_match_threshold)
-        runner = JobRunner(workspaces, handlers, JobSettings(lease_s=settings.job_lease_s, poll_s=settings.job_poll_s))
+        runner = JobRunner(
+            workspaces, handlers, JobSettings(lease_s=settings.job_lease_s, poll_s=settings.job_poll_s), disk
+        )
         memories = MemoryService(
             workspaces=workspaces,
             embedder=embedder,

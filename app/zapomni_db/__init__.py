@@ -7,6 +7,7 @@ exceptions never leave this package; `zapomni_db.errors` describes the tree.
 from zapomni_db.client import GraphClient
 from zapomni_db.code import CodeStore
 from zapomni_db.connection import Connection, DatabaseTarget, connect
+from zapomni_db.disk_state import WriteSuspension, read_suspension
 from zapomni_db.embedded import EmbeddedDatabase
 from zapomni_db.errors import (
     CredentialsRefused,
@@ -18,6 +19,7 @@ from zapomni_db.errors import (
     QueryFailed,
     SchemaMismatch,
     WriteInterrupted,
+    WritesSuspended,
 )
 from zapomni_db.files import FileStore
 from zapomni_db.graph import GraphStore
@@ -112,8 +114,11 @@ __all__ = [
     "SymbolKind",
     "SymbolRow",
     "WriteInterrupted",
+    "WriteSuspension",
+    "WritesSuspended",
     "connect",
     "migrate",
+    "read_suspension",
     "repair_vector_index",
     "rewrite_append_only_file",
     "wait_for_indexes",

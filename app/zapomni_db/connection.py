@@ -43,6 +43,7 @@ from zapomni_db.errors import (
     PersistenceFailed,
     QueryFailed,
     WriteInterrupted,
+    WritesSuspended,
 )
 
 log = structlog.get_logger(__name__)
@@ -61,6 +62,9 @@ READ_RETRIES = 2
 _RECOVERY_POLL_S = 0.1
 # Redis refuses writes with this prefix when it cannot write its AOF or RDB (disk full, permissions).
 _MISCONF = "MISCONF"
+# ... and with this one while min-replicas-to-write is unmet: the keeper's way of suspending writes on a
+# full disk (the embedded server has no replicas; see zapomni_db.keeper).
+_NOREPLICAS = "NOREPLICAS"
 # Commands that change nothing, so a broken connection may simply ask again; any other is a write.
 _READ_COMMANDS = frozenset({"PING", "INFO", "EXISTS", "GRAPH.LIST", "DBSIZE", "LASTSAVE"})
 
@@ -234,6 +238,8 @@ class Connection:
             except ResponseError as exc:
                 if str(exc).startswith(_MISCONF):
                     raise PersistenceFailed(str(exc)) from exc
+                if str(exc).startswith(_NOREPLICAS):
+                    raise WritesSuspended("the database has suspended writes: its disk is full") from exc
                 raise QueryFailed(str(exc)) from exc
             except RedisError as exc:
                 raise QueryFailed(str(exc)) from exc

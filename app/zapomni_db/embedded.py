@@ -222,7 +222,9 @@ class EmbeddedDatabase:
             "--appendfsync",
             self._appendfsync,
         ]
-        with open(self.paths.run_dir / "keeper.log", "ab") as keeper_log:
+        log_fd = os.open(self.paths.run_dir / "keeper.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.fchmod(log_fd, 0o600)  # one an older Zapomni made 0644
+        with os.fdopen(log_fd, "ab") as keeper_log:
             # A new session: the keeper must not receive the client's SIGINT or die with it.
             subprocess.Popen(
                 cmd,

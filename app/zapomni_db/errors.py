@@ -8,6 +8,7 @@ DatabaseError
 ├── DirectoryUnusable     a directory the database keeps its files in cannot be created or used
 ├── QueryFailed           the server refused a query or command (message from the server)
 │   └── PersistenceFailed the server refuses writes because it cannot write its files (MISCONF)
+│       └── WritesSuspended the embedded server's keeper suspended writes: its disk is full
 └── SchemaMismatch        the stored data was built by something this process must not mix with
 """
 
@@ -45,6 +46,13 @@ class QueryFailed(DatabaseError):
 
 class PersistenceFailed(QueryFailed):
     """The server refuses writes because it could not write its files (disk full, permissions)."""
+
+
+class WritesSuspended(PersistenceFailed):
+    """The embedded server refuses writes because its keeper found the disk full (see `zapomni_db.storage`).
+
+    Nothing of the refused write was applied; writes resume by themselves once the disk has room again.
+    """
 
 
 class SchemaMismatch(DatabaseError):

@@ -2,7 +2,9 @@
 
 Started detached by the first client (`EmbeddedDatabase.open`). It restarts the server if it
 crashes while clients are attached, and stops it (SHUTDOWN SAVE) once no client holds a lock
-any more: that covers a last client that was killed without detaching.
+any more: that covers a last client that was killed without detaching. It watches the disk of the
+data directory: while it is full, the server runs with writes suspended instead of crashing on each
+write that does not fit (`DiskWatch`, `zapomni_db.disk_state`).
 
 Run: ``python -m zapomni_db.keeper --data-dir DIR [--appendfsync always|everysec]``
 """
@@ -16,22 +18,35 @@ import ctypes.util
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import redis
+
 from zapomni_db import _locks
+from zapomni_db.disk_state import (
+    RESUME_AT_BYTES,
+    SUSPEND_BELOW_BYTES,
+    WriteSuspension,
+    free_bytes,
+    served,
+    state_file,
+    write_failure,
+    write_state,
+)
 from zapomni_db.embedded import EmbeddedPaths
-from zapomni_db.server import falkordb_command
+from zapomni_db.server import PRIVATE_UMASK, direct_client, falkordb_command
 
 POLL_S = 0.5
 # Clients register before the keeper starts, so "no live client" twice in a row means all are gone.
 IDLE_CHECKS_BEFORE_STOP = 2
-# A crashed server is restarted at once; one that keeps crashing (a full disk: redis-server exits
-# on an AOF write error, and again after each restart that writes) is restarted ever more slowly,
-# up to this pause, but never given up on while clients are attached: it recovers by itself once
-# the cause is gone (space freed), and reads work in between.
+# A crashed server is restarted at once; one that keeps crashing is restarted ever more slowly, up to
+# this pause, but never given up on while clients are attached. A full disk is not such a crash: the
+# server comes back with writes suspended until there is room (`DiskWatch`), reads go on meanwhile.
 MAX_RESTART_DELAY_S = 10.0
 # A server that ran this long before crashing counts as healthy again: the next restart is immediate.
 STABLE_RUN_S = 60.0
@@ -71,23 +86,43 @@ def run(paths: EmbeddedPaths, appendfsync: str) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the client's Ctrl-C is not ours
 
     paths.keeper_pid.write_text(str(os.getpid()))
+    disk = DiskWatch(paths)
+    disk.check_before_start()
     restarts = 0  # crashes in a row, each within STABLE_RUN_S of its start
-    server, started = _start_server(paths, appendfsync), time.monotonic()
+    server = _start_server(paths, appendfsync, suspended=disk.suspended)
     restart_at: float | None = None
     idle_checks = 0
     while not stopping:
         time.sleep(POLL_S)
         if not paths.clients_dir.is_dir():
             break
-        if restart_at is None and server.poll() is not None:
+        if restart_at is None and not disk.waiting and server.process.poll() is not None:
             # Only this process stops the server, so an exit we did not ask for is a crash.
-            restarts = restarts + 1 if time.monotonic() - started < STABLE_RUN_S else 1
-            delay = restart_delay(restarts)
-            _say("keeper.server_restarting", code=server.returncode, restarts=restarts, delay_s=delay)
-            restart_at = time.monotonic() + delay
+            failure = write_failure(paths.log_file, server.log_offset)
+            if failure is not None and not served(paths.log_file, server.log_offset):
+                # It could not even start on the full disk: starting it again is pointless until there is room.
+                disk.wait_for_space(failure)
+            else:
+                if failure is not None:
+                    disk.suspend(crashed=True, detail=failure)
+                restarts = restarts + 1 if time.monotonic() - server.started < STABLE_RUN_S else 1
+                delay = restart_delay(restarts)
+                _say(
+                    "keeper.server_restarting",
+                    code=server.process.returncode,
+                    restarts=restarts,
+                    delay_s=delay,
+                    disk_full=failure is not None,
+                )
+                restart_at = time.monotonic() + delay
+        if disk.waiting and disk.has_room():
+            restart_at = time.monotonic()
+            disk.waiting = False
         if restart_at is not None and time.monotonic() >= restart_at:
-            server, started, restart_at = _start_server(paths, appendfsync), time.monotonic(), None
+            server, restart_at = _start_server(paths, appendfsync, suspended=disk.suspended), None
             continue
+        if restart_at is None and not disk.waiting:
+            disk.watch(paths.socket)
         # Stopping for idleness happens under the startup lock, so a client that is attaching
         # sees either a keeper that will serve it or none at all.
         try:
@@ -100,7 +135,8 @@ def run(paths: EmbeddedPaths, appendfsync: str) -> int:
             idle_checks = idle_checks + 1 if _locks.live_holders(paths.clients_dir) == 0 else 0
             if idle_checks >= IDLE_CHECKS_BEFORE_STOP:
                 _say("keeper.stopping", reason="no client attached")
-                _stop_server(server)
+                _stop_server(server.process)
+                disk.forget()
                 _release(paths, keeper_fd)
                 return 0
         finally:
@@ -109,12 +145,96 @@ def run(paths: EmbeddedPaths, appendfsync: str) -> int:
     # or the data directory went away under us.
     _say("keeper.stopping", reason="signal" if stopping else "no data directory")
     if stopping:
-        _stop_server(server)
+        _stop_server(server.process)
+        disk.forget()
     else:
-        server.kill()  # its directory is gone: nothing left to save, and a save would fail
-        server.wait()
+        server.process.kill()  # its directory is gone: nothing left to save, and a save would fail
+        server.process.wait()
     _release(paths, keeper_fd)
     return 0
+
+
+class DiskWatch:
+    """Suspends the server's writes while its disk is full and lifts the suspension once there is room.
+
+    See `zapomni_db.disk_state`: writes are suspended with min-replicas-to-write (the server stays up
+    for reads) rather than the server restarted into the next write that does not fit.
+    """
+
+    def __init__(self, paths: EmbeddedPaths) -> None:
+        self._paths = paths
+        self.suspension: WriteSuspension | None = None
+        self.waiting = False  # the server is down and waits for room to start again
+        write_state(paths, None)  # made now, while there is room, so that it can be rewritten on a full disk
+
+    @property
+    def suspended(self) -> bool:
+        return self.suspension is not None
+
+    def free(self) -> int:
+        try:
+            return free_bytes(self._paths.db_dir)
+        except OSError:
+            return RESUME_AT_BYTES  # cannot tell: do not suspend on a guess
+
+    def has_room(self) -> bool:
+        return self.free() >= RESUME_AT_BYTES
+
+    def check_before_start(self) -> None:
+        if self.free() < SUSPEND_BELOW_BYTES:
+            self.suspend(crashed=False)
+
+    def suspend(self, *, crashed: bool, detail: str = "") -> None:
+        free = self.free()
+        if self.suspension is None:
+            self.suspension = WriteSuspension(time.time(), free, RESUME_AT_BYTES, crashed, detail)
+        else:  # keep when it began; say what happened since
+            self.suspension = replace(self.suspension, free_bytes=free, crashed=self.suspension.crashed or crashed)
+        write_state(self._paths, self.suspension)
+        _say("keeper.disk_full", free_bytes=free, resume_at_bytes=RESUME_AT_BYTES, server_exited=crashed, log=detail)
+
+    def wait_for_space(self, detail: str) -> None:
+        self.waiting = True
+        self.suspend(crashed=True, detail=detail)
+        _say("keeper.waiting_for_space", free_bytes=self.free(), resume_at_bytes=RESUME_AT_BYTES)
+
+    def watch(self, socket: Path) -> None:
+        """Suspend writes before the disk is full, lift the suspension once it has room (server running)."""
+        free = self.free()
+        if self.suspension is None and free < SUSPEND_BELOW_BYTES:
+            if _set_min_replicas(socket, 1):
+                self.suspend(crashed=False)
+        elif self.suspension is not None and free >= RESUME_AT_BYTES and _set_min_replicas(socket, 0):
+            self.suspension = None
+            write_state(self._paths, None)
+            _say("keeper.writes_resumed", free_bytes=free)
+
+    def forget(self) -> None:
+        """The server stopped cleanly: the next keeper looks at the disk afresh."""
+        with contextlib.suppress(OSError):
+            state_file(self._paths).unlink()
+
+
+def _set_min_replicas(socket: Path, count: int) -> bool:
+    """Suspend (1) or allow (0) writes on the running server; False when it did not answer (retried next poll)."""
+    client = direct_client(unix_socket=socket, timeout_s=2.0)
+    try:
+        return bool(client.config_set("min-replicas-to-write", count))
+    except (redis.RedisError, OSError):
+        return False
+    finally:
+        client.close()
+
+
+def make_private(*roots: Path) -> None:
+    """Take group and other access off what is already under `roots`: files an older Zapomni left 0644/0755."""
+    for root in roots:
+        for directory, _dirs, files in os.walk(root):
+            for path in [Path(directory), *(Path(directory, name) for name in files)]:
+                with contextlib.suppress(OSError):  # gone meanwhile, or a socket's own mode
+                    mode = path.lstat().st_mode
+                    if mode & 0o077 and not stat.S_ISLNK(mode) and not stat.S_ISSOCK(mode):
+                        path.chmod(stat.S_IMODE(mode) & 0o700)
 
 
 def restart_delay(restarts: int) -> float:
@@ -134,14 +254,28 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _start_server(paths: EmbeddedPaths, appendfsync: str) -> subprocess.Popen[bytes]:
-    server = subprocess.Popen(
-        server_command(paths, appendfsync),
+@dataclass(frozen=True)
+class Server:
+    process: subprocess.Popen[bytes]
+    started: float  # monotonic
+    log_offset: int  # where its own lines begin in redis.log
+
+
+def _start_server(paths: EmbeddedPaths, appendfsync: str, *, suspended: bool) -> Server:
+    try:
+        offset = paths.log_file.stat().st_size
+    except OSError:
+        offset = 0
+    command = server_command(paths, appendfsync)
+    if suspended:  # started with writes refused: the first write must not be the one that does not fit
+        command += ["--min-replicas-to-write", "1"]
+    process = subprocess.Popen(
+        command,
         stdin=subprocess.DEVNULL,
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
-    _say("keeper.server_started", pid=server.pid)
-    return server
+    _say("keeper.server_started", pid=process.pid, writes_suspended=suspended)
+    return Server(process, time.monotonic(), offset)
 
 
 def _stop_server(server: subprocess.Popen[bytes]) -> None:
@@ -161,8 +295,10 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True)
     parser.add_argument("--appendfsync", choices=["always", "everysec", "no"], default="always")
     args = parser.parse_args()
+    os.umask(PRIVATE_UMASK)  # the keeper's files and the server's (it inherits the umask) are 0600/0700
     paths = EmbeddedPaths(args.data_dir)
     paths.create()
+    make_private(paths.db_dir, paths.run_dir)
     sys.exit(run(paths, args.appendfsync))
 
 

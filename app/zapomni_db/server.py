@@ -38,6 +38,15 @@ _PLAIN = frozenset(string.ascii_letters + string.digits)
 
 # Snapshots on top of the AOF: the RDB is what a backup copies and what loads fastest.
 _SAVE_POINTS = "3600 1 300 100 60 10000"
+# redis-server creates its files (AOF, RDB, log) with the modes the umask leaves: 0644 under the usual
+# 0022. Memories are private, and a copied or backed-up tree keeps its modes: a server Zapomni starts
+# on its own files runs with this umask, so they come out 0600 (directories 0700).
+PRIVATE_UMASK = 0o077
+
+
+def private_files() -> None:
+    """For `preexec_fn`: the child creates every file as this user's only."""
+    os.umask(PRIVATE_UMASK)
 
 
 def falkordb_command(
@@ -172,7 +181,9 @@ class ScratchServer:
             appendfsync="everysec",
             appendonly=self._appendonly,
         )
-        self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=private_files
+        )
         client = direct_client(unix_socket=self.socket)
         deadline = time.monotonic() + self._timeout_s
         try:

@@ -14,27 +14,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import redis
 import structlog
 
 from zapomni_core.database import embedded_paths, falkordb_password
 from zapomni_core.errors import ConfigurationError, StorageUnavailable, ZapomniError
 from zapomni_core.settings import Settings
-from zapomni_db import DatabaseError, DatabaseUnavailable, EmbeddedDatabase
+from zapomni_db import DatabaseError, DatabaseUnavailable
 from zapomni_db.backup import (
     BackupEntry,
     BackupResult,
+    Client,
     RestoreResult,
     create_backup,
+    embedded_client,
     list_backups,
     prune_backups,
     read_manifest,
     read_state,
     reinstate,
     restore,
+    server_client,
     wait_for_indexes,
 )
-from zapomni_db.server import direct_client
 
 log = structlog.get_logger(__name__)
 
@@ -148,43 +149,34 @@ def entry_summary(entry: BackupEntry) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _connection(settings: Settings) -> Iterator[redis.Redis]:
+def _connection(settings: Settings) -> Iterator[Client]:
     """A direct client to the configured database; embedded mode starts or attaches to its server."""
-    if settings.db_mode == "server":
-        client = direct_client(
-            host=settings.falkordb_host,
-            port=settings.falkordb_port,
-            password=falkordb_password(settings),
-            timeout_s=_COMMAND_TIMEOUT_S,
-        )
-        try:
-            client.ping()
-        except redis.RedisError as exc:
-            client.close()
-            raise StorageUnavailable(
-                f"cannot reach FalkorDB at FALKORDB_HOST={settings.falkordb_host} "
-                f"FALKORDB_PORT={settings.falkordb_port}: {exc}"
-            ) from None
-        try:
-            yield client
-        finally:
-            client.close()
-        return
-    database = EmbeddedDatabase(settings.data_dir, appendfsync=settings.appendfsync)
-    try:
-        database.open()
-    except DatabaseUnavailable as exc:
-        raise StorageUnavailable(
-            f"cannot start the embedded FalkorDB in ZAPOMNI_DATA_DIR={settings.data_dir}: {exc}"
-        ) from None
-    try:
-        client = direct_client(unix_socket=database.socket, timeout_s=_COMMAND_TIMEOUT_S)
-        try:
-            yield client
-        finally:
-            client.close()
-    finally:
-        database.close()
+    with contextlib.ExitStack() as stack:
+        if settings.db_mode == "server":
+            try:
+                client = stack.enter_context(
+                    server_client(
+                        host=settings.falkordb_host,
+                        port=settings.falkordb_port,
+                        password=falkordb_password(settings),
+                        timeout_s=_COMMAND_TIMEOUT_S,
+                    )
+                )
+            except DatabaseUnavailable as exc:
+                raise StorageUnavailable(
+                    f"cannot reach FalkorDB at FALKORDB_HOST={settings.falkordb_host} "
+                    f"FALKORDB_PORT={settings.falkordb_port}: {exc}"
+                ) from None
+        else:
+            try:
+                client = stack.enter_context(
+                    embedded_client(settings.data_dir, appendfsync=settings.appendfsync, timeout_s=_COMMAND_TIMEOUT_S)
+                )
+            except DatabaseUnavailable as exc:
+                raise StorageUnavailable(
+                    f"cannot start the embedded FalkorDB in ZAPOMNI_DATA_DIR={settings.data_dir}: {exc}"
+                ) from None
+        yield client
 
 
 @contextlib.contextmanager
@@ -195,10 +187,8 @@ def _operator_errors(command: str) -> Iterator[None]:
     except ZapomniError:
         raise
     except DatabaseUnavailable as exc:
-        raise StorageUnavailable(str(exc)) from exc
+        raise StorageUnavailable(f"the database failed during the {command}: {exc}") from exc
     except DatabaseError as exc:
         raise BackupFailed(str(exc)) from exc
-    except redis.RedisError as exc:
-        raise StorageUnavailable(f"the database failed during the {command}: {exc}") from exc
     except OSError as exc:
         raise BackupFailed(f"the {command} could not use {exc.filename or 'a file'}: {exc.strerror or exc}") from exc

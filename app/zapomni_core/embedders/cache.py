@@ -15,11 +15,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 import numpy as np
-import redis.asyncio as aioredis
 import structlog
-from redis.exceptions import RedisError
 
 from zapomni_core.embedders.base import Embedder
+from zapomni_db import DatabaseError
+from zapomni_db.blob_cache import BlobCache
 
 log = structlog.get_logger(__name__)
 
@@ -87,7 +87,7 @@ class RedisCache:
     backend = "redis"
 
     def __init__(self, url: str, *, ttl_s: int, max_entries: int, fallback: MemoryCache) -> None:
-        self._redis = aioredis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
+        self._redis = BlobCache(url, prefix=_KEY_PREFIX, lru_index=_LRU_INDEX, timeout_s=0.5)
         self._ttl_s = ttl_s
         self._max = max_entries
         self._fallback = fallback
@@ -102,8 +102,8 @@ class RedisCache:
             return []
         if not self.degraded:
             try:
-                return list(await self._redis.mget([_KEY_PREFIX + k for k in keys]))
-            except (RedisError, OSError) as exc:
+                return await self._redis.get_many(keys)
+            except DatabaseError as exc:
                 self._fail(exc)
         return await self._fallback.get_many(keys)
 
@@ -112,24 +112,11 @@ class RedisCache:
             return
         if not self.degraded:
             try:
-                await self._store(items)
+                await self._redis.put_many(items, ttl_s=self._ttl_s, max_entries=self._max)
                 return
-            except (RedisError, OSError) as exc:
+            except DatabaseError as exc:
                 self._fail(exc)
         await self._fallback.set_many(items)
-
-    async def _store(self, items: dict[str, bytes]) -> None:
-        now = time.time()
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for key, blob in items.items():
-                pipe.set(_KEY_PREFIX + key, blob, ex=self._ttl_s)
-            pipe.zadd(_LRU_INDEX, {key: now for key in items})
-            pipe.zcard(_LRU_INDEX)
-            *_, size = await pipe.execute()
-        if size > self._max:
-            evicted = await self._redis.zpopmin(_LRU_INDEX, size - self._max)
-            if evicted:
-                await self._redis.delete(*[_KEY_PREFIX + key.decode() for key, _score in evicted])
 
     def _fail(self, exc: BaseException) -> None:
         self._down_until = time.monotonic() + _RETRY_REDIS_AFTER_S

@@ -9,12 +9,11 @@ import math
 from collections.abc import Iterable, Sequence
 
 import httpx
-import redis.asyncio as aioredis
-from redis.exceptions import BusyLoadingError, RedisError
 
 from zapomni_core.disk import DiskGuard
 from zapomni_core.health.probes import DatabaseProbe, EmbedderProbe, RedisProbe
 from zapomni_core.health.results import CHECK_TIMEOUT_S, CheckFailed, describe
+from zapomni_db import DatabaseError
 from zapomni_db.schema import SchemaSettings, latest_version
 
 PROBE_TEXT = "zapomni readiness probe"
@@ -28,30 +27,14 @@ async def check_falkordb(db: DatabaseProbe) -> str:
     where = db.target.label
     if db.target.socket is not None and not db.target.socket.exists():
         raise CheckFailed(f"{where}: no server is running (it runs while `zapomni serve` does)")
-    client = db.redis()
     try:
-        await client.ping()
-        persistence = await client.info("persistence")
-    except BusyLoadingError:
-        raise CheckFailed(f"{where} is loading its dataset{await _loading_progress(client)}") from None
-    except (RedisError, OSError) as exc:
+        state = await db.server.state()
+    except DatabaseError as exc:
         raise CheckFailed(f"{where}: {describe(exc, db.timeout_s)}") from None
-    if int(persistence.get("loading", 0)):
-        raise CheckFailed(f"{where} is loading its dataset{_progress(persistence)}")
+    if state.loading:
+        done = f" ({state.loaded_percent:.0f}% done)" if state.loaded_percent is not None else ""
+        raise CheckFailed(f"{where} is loading its dataset{done}")
     return f"{where} answers; dataset loaded"
-
-
-async def _loading_progress(client: aioredis.Redis) -> str:
-    # INFO is served while loading; how far the load has got is worth a line in the detail.
-    try:
-        return _progress(await client.info("persistence"))
-    except RedisError:
-        return ""
-
-
-def _progress(persistence: dict) -> str:
-    percent = persistence.get("loading_loaded_perc")
-    return f" ({float(percent):.0f}% done)" if percent is not None else ""
 
 
 def expected_schema_version() -> int:
@@ -85,8 +68,8 @@ async def check_disk(disk: DiskGuard) -> str:
 
 async def check_redis(cache: RedisProbe) -> str:
     try:
-        await cache.client().ping()
-    except (RedisError, OSError, ValueError) as exc:
+        await cache.cache.ping()
+    except DatabaseError as exc:
         raise CheckFailed(f"Redis at {cache.label}: {describe(exc, cache.timeout_s)}") from None
     return f"Redis at {cache.label} answers"
 

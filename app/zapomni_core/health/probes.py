@@ -8,16 +8,13 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 
-import redis.asyncio as aioredis
 import structlog
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
 
 from zapomni_core.embedders.base import Embedder
 from zapomni_core.health.results import CHECK_TIMEOUT_S, CheckFailed, describe
 from zapomni_db import DatabaseTarget, GraphClient, connect
 from zapomni_db.errors import DatabaseError
+from zapomni_db.probes import CacheProbe, ServerProbe
 from zapomni_db.schema import current_version
 
 log = structlog.get_logger(__name__)
@@ -32,29 +29,8 @@ class DatabaseProbe:
     def __init__(self, target: DatabaseTarget, timeout_s: float = CHECK_TIMEOUT_S) -> None:
         self.target = target
         self.timeout_s = timeout_s
-        self._redis: aioredis.Redis | None = None
+        self.server = ServerProbe(target, timeout_s)  # PING/INFO: answers, and has loaded?
         self._graph: GraphClient | None = None
-
-    def redis(self) -> aioredis.Redis:
-        """A plain client for PING/INFO; it connects on first use and reconnects by itself."""
-        if self._redis is None:
-            # One retry, on a fresh connection: a pooled connection to a server that restarted is
-            # dead, and that must not read as a failure. A refused reconnect still fails at once.
-            # No CLIENT SETINFO on connect: a loading server answers between chunks of its load,
-            # and every round trip saved is time left to hear it say LOADING.
-            common = {
-                "socket_timeout": self.timeout_s,
-                "socket_connect_timeout": self.timeout_s,
-                "retry": Retry(NoBackoff(), 1),
-                "driver_info": None,
-            }
-            if self.target.socket is not None:
-                self._redis = aioredis.Redis(unix_socket_path=str(self.target.socket), **common)
-            else:
-                self._redis = aioredis.Redis(
-                    host=self.target.host, port=self.target.port, password=self.target.password, **common
-                )
-        return self._redis
 
     async def schema_version(self) -> int:
         """The graph's schema version, on a fresh client when the cached one has gone stale."""
@@ -62,7 +38,7 @@ class DatabaseProbe:
             client = await self._graph_client()
             try:
                 return await current_version(client)
-            except (DatabaseError, RedisError, OSError):
+            except (DatabaseError, OSError):
                 await self._drop_graph_client()
                 if attempt == 2:
                     raise
@@ -93,10 +69,7 @@ class DatabaseProbe:
 
     async def aclose(self) -> None:
         await self._drop_graph_client()
-        client, self._redis = self._redis, None
-        if client is not None:
-            with suppress(Exception):
-                await client.aclose()
+        await self.server.aclose()
 
 
 # -- the embedding cache -----------------------------------------------------------------------
@@ -107,25 +80,11 @@ class RedisProbe:
 
     def __init__(self, url: str, label: str, timeout_s: float = CHECK_TIMEOUT_S) -> None:
         self.label = label
-        self._url = url
         self.timeout_s = timeout_s
-        self._client: aioredis.Redis | None = None
-
-    def client(self) -> aioredis.Redis:
-        if self._client is None:  # from_url rejects a malformed URL: that is the check's answer
-            self._client = aioredis.from_url(
-                self._url,
-                socket_timeout=self.timeout_s,
-                socket_connect_timeout=self.timeout_s,
-                retry=Retry(NoBackoff(), 1),
-            )
-        return self._client
+        self.cache = CacheProbe(url, timeout_s)
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            with suppress(Exception):
-                await client.aclose()
+        await self.cache.aclose()
 
 
 # -- the embedder ------------------------------------------------------------------------------

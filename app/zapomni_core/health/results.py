@@ -9,9 +9,6 @@ from dataclasses import dataclass
 
 import httpx
 import structlog
-from redis.exceptions import AuthenticationError, BusyLoadingError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from zapomni_core.errors import ZapomniError
 from zapomni_db.errors import DatabaseError
@@ -63,13 +60,9 @@ def sanitise(text: str, secrets: Iterable[str] = ()) -> str:
 def describe(exc: BaseException, timeout_s: float) -> str:
     if isinstance(exc, CheckFailed | ZapomniError):
         return str(exc)
-    if isinstance(exc, TimeoutError | RedisTimeoutError | httpx.TimeoutException):
+    if isinstance(exc, TimeoutError | httpx.TimeoutException):
         return f"no answer within {timeout_s:g} s"
-    if isinstance(exc, BusyLoadingError):
-        return "loading its dataset"
-    if isinstance(exc, AuthenticationError):
-        return f"authentication failed: {exc}"
-    if isinstance(exc, RedisConnectionError | OSError | httpx.TransportError):
+    if isinstance(exc, OSError | httpx.TransportError):
         return f"unreachable: {exc or type(exc).__name__}"
     if isinstance(exc, DatabaseError):
         cause = f" ({exc.__cause__})" if exc.__cause__ else ""

@@ -6,8 +6,13 @@ A job is claimed under a lease that the worker renews as it reports progress; a 
 stored durably, and every write they make is fenced by the claim, so a job is never done twice.
 
 Transient trouble does not fail a job: while the database restarts or the disk is full the job
-waits (its `message` says why) and goes on afterwards. Anything else fails it with the reason
-recorded; a job that keeps killing its worker is given up after `max_attempts` claims.
+waits and goes on afterwards. Anything else fails it with the reason recorded; a job that keeps
+killing its worker is given up after `max_attempts` claims.
+
+While writes are refused for want of space (this process's free-space guard, or the database's
+keeper suspending writes on a full disk) the runner pauses: it claims nothing, and the job in hand
+waits without redoing work until the disk has room. The reason cannot be written into the jobs
+then (that is a write too): `JobService` shows it on every unfinished job from the disk's status.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Protocol
 
 import structlog
 
+from zapomni_core.disk import DiskGuard, DiskStatus
 from zapomni_core.errors import ShuttingDown, StorageFull, ZapomniError
 from zapomni_core.progress import Progress
 from zapomni_core.workspaces.registry import Workspace, Workspaces
@@ -106,10 +112,13 @@ class JobRunner:
         workspaces: Workspaces,
         handlers: Mapping[str, JobHandler],
         settings: JobSettings,
+        disk: DiskGuard | None = None,
     ) -> None:
         self._workspaces = workspaces
         self._handlers = dict(handlers)
         self.settings = settings
+        self._disk = disk
+        self.paused: str | None = None  # why no job runs now (the disk), for the log
         self.owner = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -138,9 +147,12 @@ class JobRunner:
     async def _loop(self) -> None:
         while not self._stopping:
             try:
-                ran = await self._run_next()
+                ran = False if await self._pause_for_disk() else await self._run_next()
             except asyncio.CancelledError:
                 raise
+            except (StorageFull, PersistenceFailed) as exc:  # a claim refused: the disk filled meanwhile
+                self._pause(str(exc))
+                ran = False
             except DatabaseUnavailable:
                 log.warning("jobs.database_unavailable", retry_in_s=self.settings.poll_s)
                 ran = False
@@ -153,6 +165,32 @@ class JobRunner:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.settings.poll_s)
                 self._wake.clear()
+
+    async def _disk_status(self) -> DiskStatus | None:
+        return await asyncio.to_thread(self._disk.status) if self._disk is not None else None
+
+    async def _pause_for_disk(self) -> bool:
+        """True (paused) while writes are refused for want of space; logs the pause and the resumption once."""
+        status = await self._disk_status()
+        reason = status.pause_reason if status is not None else None
+        if reason is not None:
+            self._pause(reason)
+            return True
+        if self.paused is not None:
+            log.info("jobs.resumed", after=self.paused)
+            self.paused = None
+        return False
+
+    def _pause(self, reason: str) -> None:
+        if self.paused is None:
+            log.warning("jobs.paused", reason=reason)
+        self.paused = reason
+
+    async def _wait_for_room(self) -> None:
+        """Until writes are no longer refused for want of space: checked every `disk_wait_s`."""
+        await asyncio.sleep(self.settings.disk_wait_s)
+        while await self._pause_for_disk():
+            await asyncio.sleep(self.settings.disk_wait_s)
 
     async def _run_next(self) -> bool:
         """Claim and run one job from any workspace; False when there was none to claim."""
@@ -264,12 +302,14 @@ class JobRunner:
                 log.warning("job.database_unavailable", job_id=job.id, retry_in_s=delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.settings.lease_s / 3)
-            except (StorageFull, PersistenceFailed) as exc:  # the guard's refusal, or the database's own (MISCONF)
+            except (StorageFull, PersistenceFailed) as exc:  # the guard's refusal, or the database's own
                 log.warning("job.waiting_for_disk", job_id=job.id, reason=str(exc))
                 reason = str(exc) if isinstance(exc, StorageFull) else "the database cannot save to its disk"
+                self._pause(reason)
+                # Recorded while the database still takes writes (the guard refused, not the database).
                 with contextlib.suppress(DatabaseUnavailable, PersistenceFailed):
                     await run.report(run.progress.with_message(f"paused: {reason}"))
-                await asyncio.sleep(self.settings.disk_wait_s)
+                await self._wait_for_room()
 
 
 def _owner_gone(owner: str | None) -> bool:

@@ -9,6 +9,7 @@ import time
 import structlog
 
 from zapomni_core.context import NO_CONTEXT, RequestContext
+from zapomni_core.disk import DiskGuard
 from zapomni_core.errors import NotFound
 from zapomni_core.faults import storage_boundary
 from zapomni_core.jobs.models import (
@@ -35,26 +36,36 @@ WAIT_POLL_S = 0.5
 
 @storage_boundary
 class JobService:
-    def __init__(self, workspaces: Workspaces) -> None:
+    def __init__(self, workspaces: Workspaces, disk: DiskGuard | None = None) -> None:
         self._workspaces = workspaces
+        self._disk = disk  # while it refuses writes, unfinished jobs are paused (see JobRunner)
 
     async def status(self, request: JobStatusRequest, ctx: RequestContext = NO_CONTEXT) -> JobInfo:
         workspace, job = await self._find(request.job_id)
         deadline = time.monotonic() + request.wait_s
         reported: Progress | None = None
         while job.state in ACTIVE_STATES and time.monotonic() < deadline:
-            progress = Progress(job.done, job.total, job.unit, job.message or job.state)
+            message = _paused(await self._pause_reason()) or job.message or job.state
+            progress = Progress(job.done, job.total, job.unit, message)
             if progress != reported:
                 await ctx.progress(progress)
                 reported = progress
             await asyncio.sleep(WAIT_POLL_S)
             job = await self._get(workspace, request.job_id)
-        return job_info(job, workspace)
+        return job_info(job, workspace, await self._pause_reason())
 
     async def list(self, request: ListJobsRequest) -> JobList:
         name = self._workspaces.resolve(request.workspace)
         rows = await self._workspaces.stores(name).jobs.list(request.state, request.limit)
-        return JobList(workspace=name, jobs=[job_info(row, name) for row in rows], count=len(rows))
+        paused = await self._pause_reason()
+        return JobList(workspace=name, jobs=[job_info(row, name, paused) for row in rows], count=len(rows))
+
+    async def _pause_reason(self) -> str | None:
+        """Why unfinished jobs wait now: the job rows cannot say it while the database refuses writes."""
+        if self._disk is None:
+            return None
+        status = await asyncio.to_thread(self._disk.status)
+        return status.pause_reason if status is not None else None
 
     async def cancel(self, request: CancelJobRequest) -> CancelJobResult:
         """Cancel a pending or running job. A large add's indexing job takes its memory with it:
@@ -90,7 +101,12 @@ class JobService:
         return job
 
 
-def job_info(job: JobRow, workspace: str) -> JobInfo:
+def _paused(reason: str | None) -> str | None:
+    return f"paused: {reason}" if reason else None
+
+
+def job_info(job: JobRow, workspace: str, paused: str | None = None) -> JobInfo:
+    """The job as the tools show it; `paused`: why every unfinished job waits now (the disk), if it does."""
     return JobInfo(
         job_id=job.id,
         workspace=workspace,
@@ -98,7 +114,7 @@ def job_info(job: JobRow, workspace: str) -> JobInfo:
         state=job.state,  # type: ignore[arg-type]
         memory_id=job.memory_id,
         progress=JobProgress(done=job.done, total=job.total, unit=job.unit),
-        message=job.message,
+        message=(_paused(paused) if job.state in ACTIVE_STATES else None) or job.message,
         counts=json.loads(job.counts_json),
         failed_items=job.failed,
         failures=job.failures,

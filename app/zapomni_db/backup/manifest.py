@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 from zapomni_db.backup.errors import BackupInvalid
-from zapomni_db.backup.files import file_digest, fsync_dir
+from zapomni_db.backup.files import file_digest, fsync_dir, private_file
 from zapomni_db.backup.graph_state import GraphState, state_differences
 
 FORMAT = "zapomni-backup"
@@ -92,8 +92,8 @@ def read_manifest(backup_dir: Path) -> Manifest:
 
 def write_manifest(backup_dir: Path, manifest: Manifest) -> None:
     path = backup_dir / MANIFEST_NAME
-    with path.open("w", encoding="utf-8") as handle:
-        handle.write(manifest.to_json())
+    with private_file(path) as handle:
+        handle.write(manifest.to_json().encode())
         handle.flush()
         os.fsync(handle.fileno())
     fsync_dir(backup_dir)

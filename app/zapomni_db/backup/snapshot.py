@@ -163,7 +163,7 @@ def copy_aof(source_dir: Path, target_dir: Path) -> list[FileEntry]:
     """Copy the AOF directory; a rewrite replacing files under us means another try."""
     for attempt in range(1, _AOF_COPY_ATTEMPTS + 1):
         shutil.rmtree(target_dir, ignore_errors=True)
-        target_dir.mkdir()
+        target_dir.mkdir(mode=0o700)
         try:
             entries = []
             for path in sorted(p for p in source_dir.iterdir() if p.is_file()):
