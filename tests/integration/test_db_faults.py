@@ -71,7 +71,9 @@ def server(data_dir: Path) -> Iterator[KillableServer]:
 async def graph(server: KillableServer) -> AsyncIterator[GraphClient]:
     connection = connect(DatabaseTarget("test", "g", socket=server.socket), max_connections=4)
     try:
-        yield GraphClient(connection, "g")
+        client = GraphClient(connection, "g")
+        await client.query("RETURN 1", create=True)  # the graph exists from here, as a workspace's does
+        yield client
     finally:
         await connection.close()
 
@@ -135,7 +137,7 @@ async def test_a_call_fails_clearly_when_the_server_stays_down(data_dir: Path) -
     connection = connect(DatabaseTarget("test", "g", socket=server.socket), recovery_timeout_s=1.0)
     try:
         client = GraphClient(connection, "g")
-        await client.query("CREATE (:N)")
+        await client.query("CREATE (:N)", create=True)
         server.kill()
         with pytest.raises(DatabaseUnavailable, match="did not come back within 1 s") as caught:
             await client.query("CREATE (:N)")
