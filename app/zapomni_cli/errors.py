@@ -12,8 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from zapomni_core.errors import ZapomniError
-from zapomni_core.validation import WORKSPACE_RULE
+from zapomni_core import WORKSPACE_RULE, ZapomniError
 
 M = TypeVar("M", bound=BaseModel)
 

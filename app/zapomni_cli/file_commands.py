@@ -19,13 +19,22 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from zapomni_cli import render
 from zapomni_cli.commands import Command, Prepared, add_command, given
 from zapomni_cli.errors import validate
-from zapomni_core import ZapomniCore
-from zapomni_core.code.replies import CallGraph, SymbolList
-from zapomni_core.code.requests import MAX_SYMBOLS, FindSymbolRequest, SymbolRequest
-from zapomni_core.files.replies import WalkQueued
-from zapomni_core.files.requests import IndexCodebaseRequest, IngestPathRequest
-from zapomni_core.jobs import JobInfo, JobList, JobStatusRequest
-from zapomni_core.jobs.models import ACTIVE_STATES, MAX_WAIT_S
+from zapomni_core import (
+    ACTIVE_STATES,
+    MAX_SYMBOLS,
+    MAX_WAIT_S,
+    CallGraph,
+    FindSymbolRequest,
+    IndexCodebaseRequest,
+    IngestPathRequest,
+    JobInfo,
+    JobList,
+    JobStatusRequest,
+    SymbolList,
+    SymbolRequest,
+    WalkQueued,
+    ZapomniCore,
+)
 
 # How often the progress bar asks the job how far it got.
 POLL_S = 0.25

@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 
 from zapomni_cli.errors import CliError
-from zapomni_core import ZapomniCore
-from zapomni_core.memories.requests import MAX_PAGE, ListMemoriesRequest
-from zapomni_core.validation import UUID_PATTERN
+from zapomni_core import MAX_PAGE, UUID_PATTERN, ListMemoriesRequest, ZapomniCore
 
 MIN_PREFIX = 4
 _PREFIX = re.compile(r"^[0-9a-f][0-9a-f-]{3,35}$")

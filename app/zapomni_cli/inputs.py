@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from zapomni_cli.errors import CliError
-from zapomni_core.memories.requests import MAX_TEXT_BYTES
+from zapomni_core import MAX_TEXT_BYTES
 
 STDIN = "-"
 

@@ -19,10 +19,19 @@ from rich.console import Console
 from zapomni_cli import ids, render
 from zapomni_cli.commands import Command, Prepared, add_command
 from zapomni_cli.errors import CliError, validate
-from zapomni_core import RequestContext, ZapomniCore
-from zapomni_core.jobs import CancelJobRequest, JobList, JobStatusRequest, ListJobsRequest
-from zapomni_core.jobs.models import ACTIVE_STATES, MAX_JOBS, MAX_WAIT_S, JobState
-from zapomni_core.progress import Progress
+from zapomni_core import (
+    ACTIVE_STATES,
+    MAX_JOBS,
+    MAX_WAIT_S,
+    CancelJobRequest,
+    JobList,
+    JobState,
+    JobStatusRequest,
+    ListJobsRequest,
+    Progress,
+    RequestContext,
+    ZapomniCore,
+)
 
 # A terminal on stderr gets the progress of a waiting job_status at most this often.
 PROGRESS_EVERY_S = 1.0

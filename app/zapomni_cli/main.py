@@ -10,9 +10,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from zapomni_cli import commands, file_commands, job_commands, memory_commands
-from zapomni_core import Settings, ZapomniError, package_version
-from zapomni_core.logs import configure_logging
-from zapomni_core.settings import describe_settings_error
+from zapomni_core import Settings, ZapomniError, configure_logging, describe_settings_error, package_version
 from zapomni_ops.cli import register as register_operator_commands
 
 # Commands that run until stopped: they log at LOG_LEVEL (default INFO), like any server.

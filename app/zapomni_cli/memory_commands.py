@@ -19,20 +19,21 @@ from zapomni_cli import ids, render
 from zapomni_cli.commands import Command, Prepared, add_command, given
 from zapomni_cli.errors import CliError, validate
 from zapomni_cli.inputs import STDIN, read_text
-from zapomni_core import ZapomniCore
-from zapomni_core.memories.requests import (
+from zapomni_core import (
     MAX_DELETE_IDS,
     MAX_LIMIT,
     MAX_PAGE,
+    SEARCH_MODES,
     AddMemoryRequest,
     DeleteMemoryRequest,
+    DeleteWorkspaceRequest,
     GetMemoryRequest,
     ListMemoriesRequest,
     SearchRequest,
+    StatsRequest,
     UpdateMemoryRequest,
+    ZapomniCore,
 )
-from zapomni_core.search.types import SEARCH_MODES
-from zapomni_core.workspaces.requests import DeleteWorkspaceRequest, StatsRequest
 
 
 def register(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

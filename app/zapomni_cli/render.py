@@ -18,16 +18,20 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from zapomni_core.jobs import CancelJobResult, JobInfo, JobList
-from zapomni_core.memories.replies import (
+from zapomni_core import (
     AddMemoryResult,
+    CancelJobResult,
     DeleteMemoryResult,
+    DeleteWorkspaceResult,
+    JobInfo,
+    JobList,
     MemoryDetail,
     MemoryPage,
     SearchResult,
+    Stats,
     UpdateMemoryResult,
+    WorkspaceList,
 )
-from zapomni_core.workspaces.replies import DeleteWorkspaceResult, Stats, WorkspaceList
 
 SHORT_ID = 8
 TEXT_CHARS = 160

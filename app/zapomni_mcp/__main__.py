@@ -4,8 +4,7 @@ import sys
 
 from pydantic import ValidationError
 
-from zapomni_core import Settings
-from zapomni_core.logs import configure_logging
+from zapomni_core import Settings, configure_logging
 from zapomni_mcp.serve import run
 
 

@@ -11,8 +11,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from zapomni_core import RequestContext, ZapomniCore, package_version
-from zapomni_core.progress import Progress, ProgressSink
+from zapomni_core import Progress, ProgressSink, RequestContext, ZapomniCore, package_version
 from zapomni_mcp import resources
 from zapomni_mcp.errors import describe_validation_error, failure_message
 from zapomni_mcp.registry import ToolRegistry

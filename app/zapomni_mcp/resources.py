@@ -11,8 +11,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from zapomni_core import ZapomniCore, ZapomniError
-from zapomni_core.memories.requests import GetMemoryRequest, ListMemoriesRequest
+from zapomni_core import GetMemoryRequest, ListMemoriesRequest, ZapomniCore, ZapomniError
 from zapomni_mcp.errors import public_message
 
 TEMPLATE = "memory://{workspace}/{memory_id}"

@@ -16,9 +16,14 @@ from typing import Any
 
 import structlog
 
-from zapomni_core.database import embedded_paths, falkordb_password
-from zapomni_core.errors import ConfigurationError, StorageUnavailable, ZapomniError
-from zapomni_core.settings import Settings
+from zapomni_core import (
+    ConfigurationError,
+    Settings,
+    StorageUnavailable,
+    ZapomniError,
+    embedded_paths,
+    falkordb_password,
+)
 from zapomni_db import DatabaseError, DatabaseUnavailable
 from zapomni_db.backup import (
     BackupEntry,

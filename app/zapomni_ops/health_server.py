@@ -29,8 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from zapomni_core.health import HealthChecker, Report, open_health_checker
-from zapomni_core.settings import Settings
+from zapomni_core import HealthChecker, Report, Settings, open_health_checker
 
 log = structlog.get_logger(__name__)
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from zapomni_core import RequestContext
-from zapomni_core.code.replies import CallGraph, SymbolList, SymbolOut
-from zapomni_core.code.requests import FindSymbolRequest, SymbolRequest
+from zapomni_core import CallGraph, FindSymbolRequest, RequestContext, SymbolList, SymbolOut, SymbolRequest
 from zapomni_mcp.registry import Tool
 
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from zapomni_core import RequestContext
-from zapomni_core.files.replies import WalkQueued
-from zapomni_core.files.requests import IndexCodebaseRequest, IngestPathRequest
+from zapomni_core import IndexCodebaseRequest, IngestPathRequest, RequestContext, WalkQueued
 from zapomni_mcp.registry import Tool
 
 _INCREMENTAL = (

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from zapomni_core import RequestContext
-from zapomni_core.memories.replies import MemoryDetail
-from zapomni_core.memories.requests import GetMemoryRequest
+from zapomni_core import GetMemoryRequest, MemoryDetail, RequestContext
 from zapomni_mcp.registry import Tool
 
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from zapomni_core import RequestContext
-from zapomni_core.workspaces.replies import Stats
-from zapomni_core.workspaces.requests import StatsRequest
+from zapomni_core import RequestContext, Stats, StatsRequest
 from zapomni_mcp.registry import Tool
 
 

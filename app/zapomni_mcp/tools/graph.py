@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from zapomni_core import RequestContext
-from zapomni_core.code.replies import CodeNeighbours
-from zapomni_core.graph.replies import BuildGraphResult, GraphStatus, RelatedEntity, RelatedResult
-from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, GraphStatusRequest
+from zapomni_core import (
+    BuildGraphRequest,
+    BuildGraphResult,
+    CodeNeighbours,
+    GetRelatedRequest,
+    GraphStatus,
+    GraphStatusRequest,
+    RelatedEntity,
+    RelatedResult,
+    RequestContext,
+)
 from zapomni_mcp.registry import Tool
 from zapomni_mcp.tools.code import symbol_line
 from zapomni_mcp.tools.jobs import describe as describe_job

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from zapomni_core import RequestContext
-from zapomni_core.jobs import (
+from zapomni_core import (
+    MAX_WAIT_S,
     CancelJobRequest,
     CancelJobResult,
     JobInfo,
     JobList,
     JobStatusRequest,
     ListJobsRequest,
+    RequestContext,
 )
-from zapomni_core.jobs.models import MAX_WAIT_S
 from zapomni_mcp.registry import Tool
 
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from zapomni_core import RequestContext
-from zapomni_core.memories.replies import MemoryPage
-from zapomni_core.memories.requests import ListMemoriesRequest
+from zapomni_core import ListMemoriesRequest, MemoryPage, RequestContext
 from zapomni_mcp.registry import Tool
 
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from zapomni_core import RequestContext
-from zapomni_core.memories.replies import SearchResult
-from zapomni_core.memories.requests import SearchRequest
+from zapomni_core import RequestContext, SearchRequest, SearchResult
 from zapomni_mcp.registry import Tool
 
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import mcp_types as types
 
-from zapomni_core import RequestContext
-from zapomni_core.validation import WORKSPACE_RULE, NoArguments
-from zapomni_core.workspaces.replies import DeleteWorkspaceResult, WorkspaceList
-from zapomni_core.workspaces.requests import DeleteWorkspaceRequest
+from zapomni_core import (
+    WORKSPACE_RULE,
+    DeleteWorkspaceRequest,
+    DeleteWorkspaceResult,
+    NoArguments,
+    RequestContext,
+    WorkspaceList,
+)
 from zapomni_mcp.registry import Tool
 
 

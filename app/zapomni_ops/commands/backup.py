@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from zapomni_core.settings import Settings
+from zapomni_core import Settings
 from zapomni_ops.arguments import positive_int
 from zapomni_ops.backups import make_backup
 

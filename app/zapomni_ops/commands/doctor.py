@@ -20,10 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from zapomni_core import ZapomniError, open_core
-from zapomni_core.database import database_target
-from zapomni_core.health import Report, open_health_checker, sanitise
-from zapomni_core.settings import Settings
+from zapomni_core import Report, Settings, ZapomniError, database_target, open_core, open_health_checker, sanitise
 from zapomni_ops.arguments import seconds
 
 STARTED = "was not running; started for this check and stopped after"

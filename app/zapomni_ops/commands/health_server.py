@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from zapomni_core.settings import Settings
+from zapomni_core import Settings
 from zapomni_ops.arguments import port
 
 

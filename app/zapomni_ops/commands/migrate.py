@@ -21,13 +21,23 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.progress import Progress as ProgressBar
 
-from zapomni_core.database import open_database
-from zapomni_core.embedders import build_embedder
-from zapomni_core.errors import EmbedderUnavailable, StorageUnavailable
-from zapomni_core.migrations import Migration, SchemaStatus, apply_migrations, configured_embedder, schema_status
-from zapomni_core.progress import Progress
-from zapomni_core.reembed import DEFAULT_BATCH_SIZE, ReembedPlan, plan_reembed, reembed
-from zapomni_core.settings import Settings
+from zapomni_core import (
+    DEFAULT_BATCH_SIZE,
+    EmbedderUnavailable,
+    Migration,
+    Progress,
+    ReembedPlan,
+    SchemaStatus,
+    Settings,
+    StorageUnavailable,
+    apply_migrations,
+    build_embedder,
+    configured_embedder,
+    open_database,
+    plan_reembed,
+    reembed,
+    schema_status,
+)
 from zapomni_ops.arguments import positive_int
 
 log = structlog.get_logger(__name__)

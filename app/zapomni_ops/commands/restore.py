@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from zapomni_core.settings import Settings
+from zapomni_core import Settings
 from zapomni_ops.backups import check_live, entry_summary, known_backups, restore_backup, undo_restore
 
 

@@ -20,9 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from zapomni_core import Settings, open_core
-from zapomni_core.progress import Progress
-from zapomni_core.transfer import ExportReport, ImportReport, TransferError
+from zapomni_core import ExportReport, ImportReport, Progress, Settings, TransferError, open_core
 
 # Failures of the output file itself, reported as such (others keep their traceback).
 _WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EISDIR, errno.EACCES, errno.EROFS}
