@@ -78,12 +78,7 @@ from zapomni_core.jobs import (
     JobStatusRequest,
     ListJobsRequest,
 )
-from zapomni_core.jobs.models import (
-    ACTIVE_STATES,
-    MAX_JOBS,
-    MAX_WAIT_S,
-    JobState,
-)
+from zapomni_core.jobs.requests import ACTIVE_STATES, MAX_JOBS, MAX_WAIT_S, JobState
 from zapomni_core.logs import (
     configure_logging,
 )

@@ -16,7 +16,7 @@ from zapomni_cli.inputs import read_text
 from zapomni_cli.main import build_parser, log_level
 from zapomni_core import Settings
 from zapomni_core.jobs import CancelJobResult, JobInfo, JobList, JobStatusRequest, ListJobsRequest
-from zapomni_core.jobs.models import JobProgress
+from zapomni_core.jobs.replies import JobProgress
 from zapomni_core.memories.replies import (
     AddMemoryResult,
     MemoryDetail,

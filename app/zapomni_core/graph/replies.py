@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from zapomni_core.code.replies import CodeNeighbours
-from zapomni_core.jobs.models import JobInfo
+from zapomni_core.jobs.replies import JobInfo
 
 
 class BuildGraphResult(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from zapomni_core.graph.extraction import RelationType
-from zapomni_core.jobs.models import MAX_WAIT_S, JobId
+from zapomni_core.jobs.requests import MAX_WAIT_S, JobId
 from zapomni_core.memories.requests import MAX_DELETE_IDS, MemoryId
 from zapomni_core.validation import ScopedRequest
 

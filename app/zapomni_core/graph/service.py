@@ -24,7 +24,7 @@ from zapomni_core.graph.replies import (
     RelationOut,
 )
 from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, GraphStatusRequest
-from zapomni_core.jobs.models import JobStatusRequest
+from zapomni_core.jobs.requests import JobStatusRequest
 from zapomni_core.jobs.service import JobService
 from zapomni_core.memories.replies import HitEntity, HitRelation
 from zapomni_core.workspaces.registry import Workspace, Workspaces

@@ -1,13 +1,7 @@
 """Durable background jobs: the runner, the job kinds, and what the job tools ask of them."""
 
-from zapomni_core.jobs.models import (
-    CancelJobRequest,
-    CancelJobResult,
-    JobInfo,
-    JobList,
-    JobStatusRequest,
-    ListJobsRequest,
-)
+from zapomni_core.jobs.replies import CancelJobResult, JobInfo, JobList
+from zapomni_core.jobs.requests import CancelJobRequest, JobStatusRequest, ListJobsRequest
 from zapomni_core.jobs.runner import JobRunner, JobSettings
 from zapomni_core.jobs.service import JobService
 

@@ -12,16 +12,8 @@ from zapomni_core.context import NO_CONTEXT, RequestContext
 from zapomni_core.disk import DiskGuard
 from zapomni_core.errors import NotFound
 from zapomni_core.faults import storage_boundary
-from zapomni_core.jobs.models import (
-    ACTIVE_STATES,
-    CancelJobRequest,
-    CancelJobResult,
-    JobInfo,
-    JobList,
-    JobProgress,
-    JobStatusRequest,
-    ListJobsRequest,
-)
+from zapomni_core.jobs.replies import CancelJobResult, JobInfo, JobList, JobProgress
+from zapomni_core.jobs.requests import ACTIVE_STATES, CancelJobRequest, JobStatusRequest, ListJobsRequest
 from zapomni_core.memories.indexing_job import KIND as INDEX_MEMORY
 from zapomni_core.memories.replies import iso
 from zapomni_core.progress import Progress
