@@ -115,9 +115,32 @@ _WRITE_FINISH = (
     f"{_DONE}"
 )
 
+# A memory of many chunks, written a slice of chunks at a time so that a job stopped half way resumes
+# after the last slice it wrote instead of extracting the whole memory again (see `begin_sliced_graph`).
+# `m.graph_chunks` counts the chunks (in idx order) whose evidence `m.graph_job` has written; it means
+# something only while the memory is pending and still that job's: an update or a rebuild clears
+# `graph_job`. `m.graph_stale`: the entities the old evidence mentioned, for the last step to drop.
+_SLICED = "AND m.graph_state IS NULL AND m.graph_job = $job_id AND m.graph_chunks = $start "
+_SLICED_BEGIN = (
+    f"{_FENCE}{_MEMORY}{_CHUNKS_CURRENT}{PURGE_EVIDENCE}"
+    "SET m.graph_state = null, m.graph_job = $job_id, m.graph_chunks = 0, "
+    "m.graph_stale = [k IN coalesce(m.graph_stale, []) + [e IN stale | e.key] WHERE k IS NOT NULL] RETURN m.id"
+)
+_SLICED_WRITE = (
+    f"{_FENCE}{_MEMORY}{_SLICED}{_CHUNKS_CURRENT}{_UPSERT_ENTITIES}{_CREATE_MENTIONS}{_CREATE_RELATIONS}"
+    f"{_SUPERSEDE}SET m.graph_chunks = $end RETURN m.id"
+)
+_SLICED_FINISH = (
+    f"{_FENCE}{_MEMORY}{_SLICED}AND m.chunk_count = $start "
+    "CALL { WITH m UNWIND coalesce(m.graph_stale, []) AS k MATCH (e:Entity {key: k}) "
+    "WHERE NOT ()-[:MENTIONS]->(e) DETACH DELETE e } "
+    f"SET m.graph_chunks = null, m.graph_stale = null, m.graph_state = 'done', m.graph_at = $now RETURN m.id"
+)
+
 _RESET = (
     f"{PURGE_EVIDENCE}{DROP_UNMENTIONED}WITH 1 AS one UNWIND $purge AS mid MATCH (m:Memory {{id: mid}}) "
-    "SET m.graph_state = null, m.graph_job = null, m.graph_at = null RETURN count(m)"
+    "SET m.graph_state = null, m.graph_job = null, m.graph_at = null, m.graph_chunks = null, m.graph_stale = null "
+    "RETURN count(m)"
 )
 
 _PENDING = "coalesce(m.status, 'indexed') = 'indexed' AND m.graph_state IS NULL"
@@ -260,6 +283,80 @@ class GraphStore:
             if not await self._client.query(_WRITE_RELATIONS, batch):
                 return False
         return bool(await self._client.query(_WRITE_FINISH, {**params, "stale": stale}))
+
+    # -- writing a large memory's graph in slices, resumably ------------------------------------------
+
+    async def sliced_progress(self, memory_id: str, job_id: str) -> int | None:
+        """How many of the memory's chunks (in order) `job_id` has written the evidence of, when an earlier
+        attempt of that job stopped half way through it; None when there is nothing to resume."""
+        rows = await self._client.ro_query(
+            "MATCH (m:Memory {id: $memory_id}) WHERE m.graph_state IS NULL AND m.graph_job = $job_id "
+            "RETURN m.graph_chunks",
+            {"memory_id": memory_id, "job_id": job_id},
+        )
+        return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    async def begin_sliced_graph(self, memory_id: str, job_id: str, owner: str, chunk_ids: Sequence[str]) -> bool:
+        """Start writing the memory's graph a slice of chunks at a time: its old evidence goes (the
+        entities only it mentioned are dropped by `finish_sliced_graph`), it stays pending, and
+        `job_id` owns its progress. False (nothing written) as for `write_memory_graph`.
+
+        Each `write_graph_slice` is one query that adds the evidence of the next chunks and advances
+        the progress with it, so a job stopped in between resumes after the last slice written
+        (`sliced_progress`) and no chunk's evidence is written twice. Until the last step, readers
+        see the graph of the chunks written so far; deleting the memory meanwhile removes it all,
+        as it removes any evidence."""
+        params = {
+            "job_id": job_id,
+            "owner": owner,
+            "memory_id": memory_id,
+            "purge": [memory_id],
+            "check": list(chunk_ids),
+            "chunk_count": len(chunk_ids),
+        }
+        return bool(await self._client.query(_SLICED_BEGIN, params))
+
+    async def write_graph_slice(
+        self,
+        memory_id: str,
+        job_id: str,
+        owner: str,
+        entities: Sequence[EntityRow],
+        mentions: Sequence[MentionRow],
+        relations: Sequence[RelationRow],
+        exclusive_types: Sequence[str],
+        *,
+        chunk_ids: Sequence[str],
+        start: int,
+        chunk_count: int,
+        now: float | None = None,
+    ) -> bool:
+        """Add the evidence of the memory's chunks `chunk_ids` (those at `start`, `start + 1`, ... of its
+        `chunk_count`) and advance its progress past them, in one query; False (nothing written) when
+        the job lost its claim, the memory changed or another slice was written from `start` already.
+        Rows are checked as by `write_memory_graph`."""
+        rows = _prepare(entities, mentions, relations, exclusive_types, chunk_ids)
+        params: dict[str, Any] = {
+            "job_id": job_id,
+            "owner": owner,
+            "memory_id": memory_id,
+            "check": rows.check,
+            "chunk_count": chunk_count,
+            "start": start,
+            "end": start + len(rows.check),
+            "groups": rows.groups,
+            "entities": rows.entities,
+            "mentions": rows.mentions,
+            "relations": rows.relations,
+            "now": time.time() if now is None else now,
+        }
+        return bool(await self._client.query(_SLICED_WRITE, params))
+
+    async def finish_sliced_graph(self, memory_id: str, job_id: str, owner: str, chunk_count: int) -> bool:
+        """Mark the memory done once every one of its `chunk_count` chunks was written, dropping the old
+        evidence's entities no chunk mentions any more; False (nothing written) otherwise."""
+        params = {"job_id": job_id, "owner": owner, "memory_id": memory_id, "start": chunk_count, "now": time.time()}
+        return bool(await self._client.query(_SLICED_FINISH, params))
 
     # -- which memories need processing --------------------------------------------------------------
 

@@ -112,12 +112,20 @@ class JobStore:
         return bool(rows)
 
     async def finish(
-        self, job_id: str, owner: str, *, state: str, done: int, counts_json: str, error: str | None = None
+        self,
+        job_id: str,
+        owner: str,
+        *,
+        state: str,
+        done: int,
+        counts_json: str,
+        error: str | None = None,
+        message: str | None = None,
     ) -> bool:
         rows = await self._client.query(
             # A completed job's total is what it did: a graph build counted the memories pending when it was
-            # queued, and another job may have processed some of them meanwhile.
-            f"{_MINE}SET j.state = $state, j.done = $done, j.counts = $counts, j.error = $error, j.message = null, "
+            # queued, and another job may have processed some of them meanwhile (its `message` says so).
+            f"{_MINE}SET j.state = $state, j.done = $done, j.counts = $counts, j.error = $error, j.message = $message, "
             "j.total = CASE WHEN $state = 'completed' THEN $done ELSE j.total END, "
             f"{_FINISH_FIELDS} {_MARK_MEMORY_FAILED}RETURN j.id",
             {
@@ -127,6 +135,7 @@ class JobStore:
                 "done": done,
                 "counts": counts_json,
                 "error": error,
+                "message": message,
                 "now": time.time(),
             },
         )

@@ -61,7 +61,8 @@ _SET_FIELDS = (
 _UPDATE = (
     f"MATCH (m:Memory {{id: $memory_id}}) {PURGE_EVIDENCE}{DROP_UNMENTIONED}WITH m "
     "MERGE (q:Sequence {id: 'chunks'}) SET q.value = coalesce(q.value, 0) + 1 WITH m, q.value AS seq "
-    f"SET {_SET_FIELDS}, m.chunk_count = $chunk_count, m.graph_state = null, m.graph_job = null, m.graph_at = null "
+    f"SET {_SET_FIELDS}, m.chunk_count = $chunk_count, m.graph_state = null, m.graph_job = null, m.graph_at = null, "
+    "m.graph_chunks = null, m.graph_stale = null "
     "WITH m, seq OPTIONAL MATCH (m)-[:HAS_CHUNK]->(old:Chunk) WHERE old.id IN $drop DETACH DELETE old "
     "WITH DISTINCT m, seq CREATE (:Change {seq: seq, removed: $drop, added: $added, at: $now}) "
     "WITH m OPTIONAL MATCH (s:Chunk {memory_id: $memory_id}) WHERE s.id IN $staged AND NOT (s)<-[:HAS_CHUNK]-() "

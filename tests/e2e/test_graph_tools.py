@@ -5,7 +5,9 @@ kill -9 mid-job."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -213,3 +215,121 @@ def test_a_server_killed_mid_build_leaves_the_job_to_the_next_which_finishes_it_
     # Each memory's evidence exactly once, however many attempts it took.
     assert len(works_for) == len(set(works_for)) == len(notes)
     assert any(job["kind"] == "build_graph" and job["attempts"] == 2 for job in jobs), jobs
+
+
+async def test_build_graph_says_when_another_job_already_did_or_does_the_work(data_dir: Path) -> None:
+    async with mcp_session(data_dir, ZAPOMNI_GRAPH_AUTO="true", ZAPOMNI_JOB_POLL_S="0.2") as session:
+        await add_notes(session)
+
+        async def build_jobs() -> dict[str, dict[str, Any]]:
+            jobs = (await call(session, "list_jobs", {}))["jobs"]
+            return {job["job_id"]: job for job in jobs if job["kind"] == "build_graph"}
+
+        # Right after the adds the automatic extraction is queued or running: build_graph points at it
+        # (or, if it already finished, says nothing is left) instead of queuing a job that will find nothing.
+        automatic = await build_jobs()
+        asked = await call(session, "build_graph", {})
+        assert set(await build_jobs()) == set(automatic), "build_graph queued a second job"
+        assert (asked["job_id"] in automatic or asked["job_id"] is None) and asked["note"], asked
+        await graph_settled(session)
+        # An automatic job queued while another ran may find its memories done: it says so, never a bare "0/0".
+        for job in (await build_jobs()).values():
+            assert job["state"] == "completed", job
+            if job["progress"]["done"] == 0:
+                assert "processed by another job" in job["message"], job
+
+        again = await session.call_tool("build_graph", {})
+        assert not again.is_error
+        nothing = again.structured_content
+        assert nothing["job_id"] is None and nothing["memories"] == 0
+        assert f"all {len(NOTES)} memories are processed already" in nothing["note"]
+        assert "No job queued" in again.content[0].text and "memory_ids" in again.content[0].text
+
+    # A job over every pending memory that finds them done by another job says so, rather than "0/0".
+    async with mcp_session(data_dir, ZAPOMNI_GRAPH_AUTO="false", ZAPOMNI_JOB_POLL_S="0.2") as session:
+        ids = await add_notes(session, [("Rosa Diaz works for Initech in Dayton.", None), ("Ohio is cold.", None)])
+        explicit = await call(session, "build_graph", {"memory_ids": ids})  # runs first: jobs go oldest first
+        whole = await call(session, "build_graph", {})
+        assert whole["job_id"] != explicit["job_id"] and whole["memories"] == 2 and whole["note"] is None
+        status = (await call(session, "graph_status", {"job_id": whole["job_id"], "wait_s": 50}))["job"]
+        assert status["state"] == "completed" and status["progress"]["done"] == 0, status
+        assert "the 2 memories pending when it was queued were processed by another job" in status["message"]
+        described = await session.call_tool("job_status", {"job_id": whole["job_id"]})
+        assert "processed by another job" in described.content[0].text
+
+
+def large_notes(chunks: int) -> str:
+    """A memory of about `chunks` chunks, every paragraph naming people, companies and places."""
+    people = ["Maria Garcia", "John Smith", "Aiko Tanaka", "Lars Eriksen", "Priya Patel", "Omar Haddad"]
+    companies = ["Siemens", "Acme Corp", "Globex", "Initech", "Umbrella Labs", "Stark Industries"]
+    cities = ["Berlin", "Lisbon", "Tokyo", "Oslo", "Mumbai", "Cairo", "Toronto"]
+    paragraphs = []
+    for i in range(chunks * 4):
+        person, company, city = people[i % 6], companies[(i // 6) % 6], cities[i % 7]
+        paragraphs.append(
+            f"In meeting {i}, {person} said that {company} opened an office in {city}. {person} works for "
+            f"{company} and lives in {city}; the team uses PostgreSQL and reviewed ticket ERR_{i:04d} together."
+        )
+    return "\n\n".join(paragraphs)
+
+
+async def test_a_large_memorys_extraction_resumes_after_a_server_stop_where_it_stopped(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    env = {"ZAPOMNI_GRAPH_AUTO": "false", "ZAPOMNI_JOB_POLL_S": "0.2"}
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    with first_log.open("w") as errlog:
+        async with mcp_session(data_dir, errlog=errlog, **env) as session:
+            added = await call(session, "add_memory", {"text": large_notes(96)})
+            indexed = await call(session, "job_status", {"job_id": added["job_id"], "wait_s": 50})
+            assert indexed["state"] == "completed", indexed
+            chunks = indexed["progress"]["total"]
+            assert chunks > 64, indexed
+            build = await call(session, "build_graph", {})
+            # Stop the server the way a client does (stdin closed) once a few slices of the memory are written.
+            deadline = asyncio.get_running_loop().time() + 120
+            while True:
+                running = await call(session, "job_status", {"job_id": build["job_id"]})
+                assert running["state"] in ("pending", "running"), f"the job ended before the stop: {running}"
+                reached = re.search(r"chunk (\d+)/(\d+)", running["message"] or "")
+                if reached and int(reached[1]) >= 32:
+                    break
+                assert asyncio.get_running_loop().time() < deadline, running
+                await asyncio.sleep(0.1)
+    assert wait_for(lambda: not server_pids(data_dir), 60)
+    assert '"event": "job.released"' in first_log.read_text()
+
+    with second_log.open("w") as errlog:
+        async with mcp_session(data_dir, errlog=errlog, **env) as session:
+            done = await call(session, "graph_status", {"job_id": build["job_id"], "wait_s": 50})
+            while done["job"]["state"] in ("pending", "running"):
+                done = await call(session, "graph_status", {"job_id": build["job_id"], "wait_s": 50})
+            assert done["job"]["state"] == "completed" and done["graph"]["memories_pending"] == 0, done
+            resumed = [json.loads(line) for line in second_log.read_text().splitlines() if "memory_resumed" in line]
+            assert resumed, "the second server started the memory over"
+            assert resumed[0]["chunks_done"] >= 32 and resumed[0]["chunks"] == chunks
+            async with graph_client(data_dir, "zapomni") as graph:
+                twice = await graph.query(
+                    "MATCH (c:Chunk)-[x:MENTIONS]->(e:Entity) WITH c, e, count(x) AS n WHERE n > 1 RETURN count(*)"
+                )
+                mentions = await graph.query("MATCH (:Chunk)-[x:MENTIONS]->(:Entity) RETURN count(x)")
+                leftovers = await graph.query(
+                    "MATCH (m:Memory) WHERE m.graph_chunks IS NOT NULL OR m.graph_stale IS NOT NULL RETURN count(m)"
+                )
+            assert twice[0][0] == 0 and leftovers[0][0] == 0
+            # The resumed graph is the one an uninterrupted build makes: rebuilding it changes no count.
+            relations = done["graph"]["relations"]
+            rebuild = await call(session, "build_graph", {"memory_ids": [added["memory_id"]]})
+            rebuilt = await call(session, "graph_status", {"job_id": rebuild["job_id"], "wait_s": 50})
+            while rebuilt["job"]["state"] in ("pending", "running"):
+                rebuilt = await call(session, "graph_status", {"job_id": rebuild["job_id"], "wait_s": 50})
+            assert rebuilt["graph"]["relations"] == relations
+            assert rebuilt["graph"]["entities"] == done["graph"]["entities"]
+            async with graph_client(data_dir, "zapomni") as graph:
+                again = await graph.query("MATCH (:Chunk)-[x:MENTIONS]->(:Entity) RETURN count(x)")
+            assert again[0][0] == mentions[0][0]
+
+            # Deleting it leaves nothing of its graph.
+            await call(session, "delete_memory", {"memory_ids": [added["memory_id"]]})
+            empty = await call(session, "graph_status", {})
+            assert empty["graph"]["entities"] == 0 and empty["graph"]["relations"] == 0

@@ -4,9 +4,13 @@ A memory's chunk graphs are resolved against the workspace's entities (`merge`) 
 writes (`memory_graph_rows`).
 
 Each memory's graph is written in one fenced write that also marks the memory processed, so a job
-that dies resumes with the memories still pending and none is processed twice. An extractor that
-cannot answer (the LLM unreachable) leaves the memory pending and records it as a failed item;
-items an extractor repaired or dropped are recorded too. Nothing is dropped silently.
+that dies resumes with the memories still pending and none is processed twice. A memory of more than
+`SLICE` chunks is extracted and written a slice of chunks at a time, each slice in one fenced write
+that records how far the memory got: a job stopped half way through a large memory (a server stopped
+by its client) resumes after the last slice written instead of starting the memory over, so a large
+memory gets done across short sessions. An extractor that cannot answer (the LLM unreachable) leaves
+the memory pending and records it as a failed item; items an extractor repaired or dropped are
+recorded too. Nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -48,11 +52,24 @@ MAX_UNAVAILABLE_IN_A_ROW = 3
 # Graph writes replay ~7x slower than they run when the database restarts from its append-only log after a
 # crash (measured: 400 writes, 11 s live, 73 s replayed): the job has the log compacted this often.
 COMPACT_EVERY = 200
+# Chunks of one large memory extracted and written per step: a second or two of spaCy (about 20 chunks/s
+# on 2 cores), so a stopped job loses at most that, and its progress shows within the memory.
+SLICE = 16
+
+
+@dataclass
+class _Tally:
+    """What one memory's extraction wrote."""
+
+    written: bool = False  # False: the memory changed or went meanwhile, nothing (more) was written
+    mentions: int = 0
+    relations: int = 0
+    problems: int = 0
 
 
 def build_job(memory_ids: Sequence[str] | None, total: int) -> JobRecord:
-    """A job over the given memories, or (None) over every memory not yet processed."""
-    args = {"memory_ids": list(memory_ids) if memory_ids is not None else None}
+    """A job over the given memories, or (None) over every memory not yet processed (`total` of them now)."""
+    args = {"memory_ids": list(memory_ids) if memory_ids is not None else None, "queued": total}
     return JobRecord(
         id=new_id(), kind=KIND, created_at=time.time(), args_json=json.dumps(args), unit="memories", total=total
     )
@@ -84,8 +101,12 @@ class BuildGraph:
                     skipped.add(memory_id)
                     continue
                 chunks = await run.stores.reads.chunks(memory_id)
+                progress = Progress(done, max(total, done), "memories", f"extracting ({self._extractor.name})")
                 try:
-                    graphs = await self._extractor.extract([chunk.text for chunk in chunks])
+                    if len(chunks) > SLICE:
+                        tally = await self._sliced(job, run, memory, chunks, index, progress)
+                    else:
+                        tally = await self._whole(job, run, memory, chunks, index)
                 except ExtractorUnavailable as exc:
                     await run.fail_item(f"memory {memory_id}", str(exc))
                     counts["failed"] += 1
@@ -101,44 +122,122 @@ class BuildGraph:
                         )
                     continue
                 failed_in_a_row = 0
-                rows = memory_graph_rows(memory, chunks, graphs, index)
-                if rows.problems:
-                    shown = "; ".join(rows.problems[:3])
-                    more = f" (+{len(rows.problems) - 3} more)" if len(rows.problems) > 3 else ""
-                    await run.fail_item(f"memory {memory_id}", f"{shown}{more}")
-                    counts["problems"] += len(rows.problems)
-                written = await graph.write_memory_graph(
-                    memory_id,
-                    job.id,
-                    run.owner,
-                    rows.entities,
-                    rows.mentions,
-                    rows.relations,
-                    exclusive_types=sorted(EXCLUSIVE_RELATIONS),
-                    chunk_ids=[chunk.id for chunk in chunks],  # unchanged since they were read, or nothing is written
-                )
-                if not written:
+                counts["problems"] += tally.problems
+                if not tally.written:
                     await run.report(run.progress)  # raises JobLost when the job is no longer ours
                     counts["changed"] += 1  # deleted or updated meanwhile; an update queued its own extraction
                     skipped.add(memory_id)
                     continue
-                index.commit(rows.entities)
                 done += 1
                 counts["memories"] += 1
-                counts["entities"] += len(rows.mentions)
-                counts["relations"] += len(rows.relations)
+                counts["entities"] += tally.mentions
+                counts["relations"] += tally.relations
                 await run.report(Progress(done, max(total, done), "memories", f"extracting ({self._extractor.name})"))
                 if counts["memories"] % COMPACT_EVERY == 0:
                     await rewrite_append_only_file(run.stores.client, wait_s=0)
         state = "completed_with_errors" if job.failed or counts["failed"] or counts["problems"] else "completed"
         log.info("graph.built", workspace=run.workspace.name, job_id=job.id, **counts)
-        return JobOutcome(state, done, counts)
+        return JobOutcome(state, done, counts, message=_done_elsewhere(job, explicit, done))
+
+    async def _whole(
+        self, job: JobRow, run: JobRun, memory: StoredMemory, chunks: Sequence[StoredChunk], index: EntityIndex
+    ) -> _Tally:
+        """A memory of a few chunks: extracted at once, written in one fenced write that marks it done."""
+        graphs = await self._extractor.extract([chunk.text for chunk in chunks])
+        rows = memory_graph_rows(memory, chunks, graphs, index)
+        await self._record_problems(run, memory.info.id, rows.problems)
+        written = await run.stores.graph.write_memory_graph(
+            memory.info.id,
+            job.id,
+            run.owner,
+            rows.entities,
+            rows.mentions,
+            rows.relations,
+            exclusive_types=sorted(EXCLUSIVE_RELATIONS),
+            chunk_ids=[chunk.id for chunk in chunks],  # unchanged since they were read, or nothing is written
+        )
+        if written:
+            index.commit(rows.entities)
+        return _Tally(written, len(rows.mentions), len(rows.relations), len(rows.problems))
+
+    async def _sliced(
+        self,
+        job: JobRow,
+        run: JobRun,
+        memory: StoredMemory,
+        chunks: Sequence[StoredChunk],
+        index: EntityIndex,
+        progress: Progress,
+    ) -> _Tally:
+        """A large memory, `SLICE` chunks a step, resuming after the last slice an earlier attempt of this
+        job wrote (the index was loaded from the graph, so it knows the entities those slices made)."""
+        graph = run.stores.graph
+        memory_id = memory.info.id
+        start = await graph.sliced_progress(memory_id, job.id)
+        if start is None or start > len(chunks):
+            if not await graph.begin_sliced_graph(memory_id, job.id, run.owner, [chunk.id for chunk in chunks]):
+                return _Tally()
+            start = 0
+        elif start:
+            log.info("graph.memory_resumed", job_id=job.id, memory_id=memory_id, chunks_done=start, chunks=len(chunks))
+        tally = _Tally()
+        for begin in range(start, len(chunks), SLICE):
+            piece = chunks[begin : begin + SLICE]
+            await run.report(
+                progress.with_message(f"{progress.message}: memory {memory_id}, chunk {begin}/{len(chunks)}")
+            )
+            graphs = await self._extractor.extract([chunk.text for chunk in piece])
+            rows = memory_graph_rows(memory, piece, graphs, index)
+            await self._record_problems(run, memory_id, rows.problems)
+            if not await graph.write_graph_slice(
+                memory_id,
+                job.id,
+                run.owner,
+                rows.entities,
+                rows.mentions,
+                rows.relations,
+                exclusive_types=sorted(EXCLUSIVE_RELATIONS),
+                chunk_ids=[chunk.id for chunk in piece],
+                start=begin,
+                chunk_count=len(chunks),
+            ):
+                return tally
+            index.commit(rows.entities)
+            tally.mentions += len(rows.mentions)
+            tally.relations += len(rows.relations)
+            tally.problems += len(rows.problems)
+        tally.written = await graph.finish_sliced_graph(memory_id, job.id, run.owner, len(chunks))
+        return tally
+
+    @staticmethod
+    async def _record_problems(run: JobRun, memory_id: str, problems: Sequence[str]) -> None:
+        if problems:
+            shown = "; ".join(problems[:3])
+            more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+            await run.fail_item(f"memory {memory_id}", f"{shown}{more}")
 
     async def _next(self, job: JobRow, run: JobRun, explicit: list[str] | None) -> list[str]:
         graph = run.stores.graph
         if explicit is None:
             return await graph.pending_memories(PAGE * 2)
         return await graph.unprocessed_by(job.id, explicit, PAGE * 2)
+
+
+def _done_elsewhere(job: JobRow, explicit: list[str] | None, done: int) -> str | None:
+    """Why a job over every pending memory did fewer than were pending when it was queued: another job
+    (the automatic extraction of new memories, or an earlier build_graph) took them, or they were deleted."""
+    queued = json.loads(job.args_json).get("queued")
+    if explicit is not None or not isinstance(queued, int) or done >= queued:
+        return None
+    if done == 0:
+        return (
+            f"nothing left to do: the {queued} memories pending when it was queued were processed by another "
+            "job meanwhile (the automatic extraction of new memories, or an earlier build_graph) or deleted"
+        )
+    return (
+        f"{queued - done} of the {queued} memories pending when it was queued were processed by another job "
+        "meanwhile (the automatic extraction of new memories, or an earlier build_graph) or deleted"
+    )
 
 
 # -- one memory's extracted chunk graphs, resolved against the workspace's entities, as the rows the store writes

@@ -9,10 +9,16 @@ from zapomni_core.jobs.replies import JobInfo
 
 
 class BuildGraphResult(BaseModel):
-    job_id: str = Field(description="Follow it with graph_status(job_id) or job_status(job_id).")
+    job_id: str | None = Field(
+        description="Follow it with graph_status(job_id) or job_status(job_id); an extraction already queued is "
+        "returned rather than a second one; null when no memory was left to process."
+    )
     workspace: str
-    memories: int = Field(description="Memories the job will process (those not yet processed, or the given ids).")
+    memories: int = Field(description="Memories the job will process: those not yet processed (now), or the given ids.")
     extractor: str = Field(description="spacy (NER and rules, no LLM) or ollama:<model>.")
+    note: str | None = Field(
+        None, description="Why no new job was queued (one already covers these memories, or none is pending)."
+    )
 
 
 class GraphCountsOut(BaseModel):

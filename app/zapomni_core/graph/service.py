@@ -28,7 +28,7 @@ from zapomni_core.jobs.requests import JobStatusRequest
 from zapomni_core.jobs.service import JobService
 from zapomni_core.memories.replies import HitEntity, HitRelation
 from zapomni_core.workspaces.registry import Workspace, Workspaces
-from zapomni_db import GraphStores, KnownEntity
+from zapomni_db import GraphStores, JobRow, KnownEntity
 
 log = structlog.get_logger(__name__)
 
@@ -73,20 +73,41 @@ class GraphService:
             if missing:
                 raise NotFound(f"memory_ids: no memory {', '.join(missing[:5])} in workspace {workspace.name!r}")
         total = len(ids) if ids is not None else await stores.graph.count_pending()
+        result = BuildGraphResult(job_id=None, workspace=workspace.name, memories=total, extractor=self.extractor)
+        if ids is None:
+            # What is really pending: a job over every pending memory already queued or running (the automatic
+            # extraction of new memories, usually) will do them all; a second would find nothing left.
+            active = await _whole_workspace_job(stores, states=("pending", "running"))
+            if active is not None:
+                log.info("graph.already_queued", workspace=workspace.name, job_id=active.id, memories=total)
+                return result.model_copy(
+                    update={
+                        "job_id": active.id,
+                        "note": f"no new job: job {active.id} ({active.state}) already extracts every memory not "
+                        f"yet processed ({total} now)",
+                    }
+                )
+            if total == 0:
+                processed = (await stores.graph.counts()).memories_done
+                return result.model_copy(
+                    update={
+                        "note": f"nothing to do: all {processed} memories are processed already (new memories are "
+                        "extracted as they are added when ZAPOMNI_GRAPH_AUTO is on); pass memory_ids to rebuild some"
+                    }
+                )
         job = build_job(ids, total)
         await stores.jobs.create(job)
         self._wake_jobs()
         log.info("graph.queued", workspace=workspace.name, job_id=job.id, memories=total)
-        return BuildGraphResult(job_id=job.id, workspace=workspace.name, memories=total, extractor=self.extractor)
+        return result.model_copy(update={"job_id": job.id})
 
     async def queue_new_memories(self, workspace: Workspace) -> None:
         """After an add: make sure a job will pick the new memory up (one waiting job per workspace is enough)."""
         if not self._auto:
             return
         stores = workspace.stores
-        for job in await stores.jobs.active():
-            if job.kind == KIND and job.state == "pending" and json.loads(job.args_json).get("memory_ids") is None:
-                return
+        if await _whole_workspace_job(stores, states=("pending",)) is not None:
+            return
         await stores.jobs.create(build_job(None, await stores.graph.count_pending()))
         self._wake_jobs()
 
@@ -213,3 +234,11 @@ class GraphService:
 
 def _refs(entities: Sequence[KnownEntity]) -> list[EntityRef]:
     return [EntityRef(name=e.name, type=e.type, aliases=list(e.aliases)) for e in entities]
+
+
+async def _whole_workspace_job(stores: GraphStores, states: Sequence[str]) -> JobRow | None:
+    """A build_graph job over every pending memory of the workspace, in one of `states`."""
+    for job in await stores.jobs.active():
+        if job.kind == KIND and job.state in states and json.loads(job.args_json).get("memory_ids") is None:
+            return job
+    return None

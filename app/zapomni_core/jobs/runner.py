@@ -58,6 +58,7 @@ class JobOutcome:
     done: int
     counts: Mapping[str, int]
     error: str | None = None
+    message: str | None = None  # what the finished job's status should say beside its counts
 
 
 class JobLost(ZapomniError):
@@ -254,6 +255,7 @@ class JobRunner:
                     done=outcome.done,
                     counts_json=json.dumps(dict(outcome.counts), sort_keys=True),
                     error=outcome.error,
+                    message=outcome.message,
                 )
             log.info(
                 "job.finished",

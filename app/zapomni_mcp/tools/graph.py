@@ -39,6 +39,11 @@ class BuildGraphTool(Tool[BuildGraphRequest, BuildGraphResult]):
         return await self.core.graph.build(arguments)
 
     def render(self, result: BuildGraphResult) -> str:
+        if result.job_id is None:
+            return f"No job queued in {result.workspace!r}: {result.note}."
+        if result.note is not None:
+            pending = f"{result.memories} memories pending in {result.workspace!r}"
+            return f"{pending}; {result.note}. Follow it with graph_status."
         return (
             f"Queued job {result.job_id}: {result.extractor} extraction of {result.memories} memories in "
             f"{result.workspace!r}. Follow it with graph_status."
