@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.abc
 import structlog
 
 from zapomni_core import RuntimeInfo, Settings, ZapomniError, open_core, package_version
@@ -35,38 +35,62 @@ def run(settings: Settings) -> int:
 
 async def serve(settings: Settings) -> None:
     log.info("server.config", **settings.masked())
-    async with open_core(settings) as (core, info):
-        server = build_server(core, build_registry(core), local=STDIO_IS_LOCAL)
-
-        def begin_shutdown() -> None:
-            core.begin_shutdown(settings.shutdown_grace_s)
-
-        async with anyio.create_task_group() as tasks:
-            # Listening for signals before saying "ready": a Ctrl-C right after the greeting must stop us.
-            await tasks.start(_stop_on_signal, tasks.cancel_scope, begin_shutdown)
-            announce(info)
-            async with stdio_transport(on_eof=begin_shutdown) as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
-            log.info("server.stopping", reason="stdin closed")
-            tasks.cancel_scope.cancel()
-        # In-flight writes finished (or were abandoned at the grace deadline) before the task
-        # group closed; leaving open_core closes the embedder and pool and releases the database.
+    # Signals are ours until the process ends, not only while serving: a client that finds the stop slow
+    # (the SDK waits 2 s after closing stdin, e.g. while spaCy is still loading for a job) signals the whole
+    # process group, and a SIGTERM landing in the teardown would kill us half way (and make `make -s run`
+    # report "make: *** [run] Terminated"). A signal while already stopping is noted; the stop goes on.
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        stop = _Stop()
+        async with anyio.create_task_group() as watch:
+            watch.start_soon(_stop_on_signals, signals, stop)
+            try:
+                await _serve(settings, stop)
+            finally:
+                watch.cancel_scope.cancel()
     log.info("server.stopped")
 
 
-async def _stop_on_signal(
-    scope: anyio.CancelScope,
-    begin_shutdown: Callable[[], None],
-    *,
-    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        task_status.started()
-        async for signum in signals:
-            log.info("server.stopping", reason=signal.Signals(signum).name)
-            begin_shutdown()
-            scope.cancel()
+class _Stop:
+    """What a signal stops: the start-up until the server runs, then the server (the engine winds down)."""
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()  # start-up, then serving
+        self.begin_shutdown: Callable[[], None] = lambda: None
+        self.requested = False
+
+    def __call__(self, reason: str) -> None:
+        if self.requested:
+            log.info("server.already_stopping", reason=reason)
             return
+        self.requested = True
+        log.info("server.stopping", reason=reason)
+        self.begin_shutdown()
+        self.scope.cancel()
+
+
+async def _serve(settings: Settings, stop: _Stop) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        with stop.scope:
+            core, info = await stack.enter_async_context(open_core(settings))
+        if stop.requested:  # a signal during start-up: the engine winds down as it leaves the stack
+            return
+        server = build_server(core, build_registry(core), local=STDIO_IS_LOCAL)
+        stop.begin_shutdown = lambda: core.begin_shutdown(settings.shutdown_grace_s)
+        async with anyio.create_task_group() as tasks:
+            stop.scope = tasks.cancel_scope
+            if stop.requested:
+                return
+            announce(info)
+            async with stdio_transport(on_eof=stop.begin_shutdown) as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            stop("stdin closed")
+        # In-flight writes finished (or were abandoned at the grace deadline) before the task
+        # group closed; leaving open_core closes the embedder and pool and releases the database.
+
+
+async def _stop_on_signals(signals: AsyncIterator[int], stop: _Stop) -> None:
+    async for signum in signals:
+        stop(signal.Signals(signum).name)
 
 
 def server_command() -> str:

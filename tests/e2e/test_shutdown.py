@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import RawServer, mcp_session
+from tests.e2e.conftest import ZAPOMNI, RawServer, mcp_session, server_env
 from tests.helpers import server_pids, wait_for
 from zapomni_core import Settings, open_core
 from zapomni_core.memories.requests import MAX_TEXT_BYTES
@@ -18,6 +22,7 @@ from zapomni_core.memories.requests import MAX_TEXT_BYTES
 pytestmark = pytest.mark.anyio
 # These tests are about a write being indexed inside its request (texts below the background
 # threshold are); long texts make the timing easy, so the threshold is lifted for them.
+REPO = Path(__file__).resolve().parents[2]
 INDEX_IN_REQUEST = {"ZAPOMNI_BACKGROUND_ADD_BYTES": str(MAX_TEXT_BYTES + 1)}
 
 
@@ -134,3 +139,61 @@ async def test_a_cancelled_add_stores_nothing_and_its_retry_stores_one(data_dir:
     replies = [json.loads(line) for line in server.stdout_lines]
     assert 2 not in {reply.get("id") for reply in replies}  # a cancelled request gets no answer
     assert await stored_memories(data_dir) == 1
+
+
+def make_run_project(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the Makefile whose runtime counts as installed (`VENV`'s stamp), its `zapomni` this venv's."""
+    project, venv = tmp_path / "project", tmp_path / "venv"
+    project.mkdir()
+    (venv / "bin").mkdir(parents=True)
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        shutil.copy(REPO / name, project / name)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / "bin" / "zapomni").symlink_to(Path(ZAPOMNI))
+    env = {key: value for key, value in os.environ.items() if key not in {"MAKEFLAGS", "MAKELEVEL", "MFLAGS"}}
+    dry = subprocess.run(
+        ["make", "-n", "-C", str(project), f"VENV={venv}", "install"], env=env, capture_output=True, text=True
+    )
+    digest = dry.stdout.split(".installed-runtime-")[1].split()[0]
+    (venv / f".installed-runtime-{digest}").touch()
+    return project, venv
+
+
+def test_make_run_stopped_as_a_client_stops_it_leaves_no_make_error(data_dir: Path, tmp_path: Path) -> None:
+    """A client's stop: stdin closed, then (the SDK after 2 s, others at once) SIGTERM to the process group.
+    The signal reaches make and the server; one landing while the server already stops must not kill it
+    half way, or make reports `make: *** [Makefile: run] Terminated` on the client's stderr."""
+    project, venv = make_run_project(tmp_path)
+    stderr_path = tmp_path / "stderr.log"
+    env = server_env(data_dir)
+    with stderr_path.open("w") as stderr:
+        make = subprocess.Popen(
+            ["make", "-s", "-C", str(project), f"VENV={venv}", "run"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+            text=True,
+            start_new_session=True,  # as the SDK starts a server: a process group of its own
+        )
+        try:
+            assert make.stdin is not None and make.stdout is not None
+            make.stdin.write(
+                json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+                + "\n"
+            )  # fmt: skip
+            make.stdin.flush()
+            assert json.loads(make.stdout.readline())["id"] == 1
+            make.stdin.close()
+            assert wait_for(lambda: "server.stopping" in stderr_path.read_text(), 60)
+            os.killpg(make.pid, signal.SIGTERM)
+            make.wait(timeout=60)
+        finally:
+            if make.poll() is None:
+                os.killpg(make.pid, signal.SIGKILL)
+                make.wait()
+    text = stderr_path.read_text()
+    assert "make: ***" not in text, text[-2000:]
+    assert '"event": "server.stopped"' in text
+    assert wait_for(lambda: not server_pids(data_dir), 60)
