@@ -128,10 +128,13 @@ def resolve_backup(settings: Settings, reference: str, *, directory: Path | None
         if not complete:
             raise BackupFailed(f"there is no complete backup in {root}")
         return complete[-1]
-    for candidate in (Path(reference).expanduser(), root / reference):
+    # A path is looked for as given, a name in the backup directory too (an absolute path is the same place).
+    candidates = list(dict.fromkeys((Path(reference).expanduser(), root / reference)))
+    for candidate in candidates:
         if candidate.is_dir():
             return candidate
-    raise BackupFailed(f"no backup at {reference} or {root / reference}; `zapomni restore --list` shows them")
+    looked = " nor at ".join(str(candidate) for candidate in candidates)
+    raise BackupFailed(f"no backup at {looked}; `zapomni restore --list` shows them")
 
 
 def known_backups(settings: Settings, *, directory: Path | None = None) -> list[BackupEntry]:

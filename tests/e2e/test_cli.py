@@ -34,6 +34,8 @@ from zapomni_db.embedded import EmbeddedPaths
 def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
     # No LOG_LEVEL: what a person gets by default. COLUMNS=80: the narrowest terminal we design for.
     env = {"ZAPOMNI_DATA_DIR": str(data_dir), "PATH": os.environ.get("PATH", ""), "COLUMNS": "80"}
+    if "PYTHONPATH" in os.environ:  # the tree under test (a worktree), not the one the editable install names
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     env.update(extra)
     return env
 
@@ -171,7 +173,7 @@ def test_workspaces(data_dir: Path) -> None:
     assert counts["w"] == (1, 1) and counts.get("default", (0, 0)) == (0, 0) and listing["default"] == "default"
 
     assert "--confirm" in refused(data_dir, "delete_workspace", "w")
-    assert "--confirm must repeat the workspace name exactly ('w')" in refused(
+    assert "--confirm: must repeat the workspace name exactly ('w', got 'default')" in refused(
         data_dir, "delete_workspace", "w", "--confirm", "default"
     )
     deleted = ok(data_dir, "delete_workspace", "w", "--confirm", "w").stdout
@@ -375,3 +377,13 @@ def test_a_memory_whose_indexing_failed_shows_it(data_dir: Path) -> None:
         assert re.search(r"^failed\s+1 item$", shown, re.MULTILINE), shown
         listed = run("list_jobs", "--state", "failed")
         assert listed.splitlines()[2].split()[:2] == [info.job_id[:8], "failed"] and "embedding chunks 0-" in listed
+
+
+def test_restore_of_a_missing_backup_says_where_it_looked_once_per_place(data_dir: Path, tmp_path: Path) -> None:
+    absent = tmp_path / "none"
+    message = refused(data_dir, "restore", str(absent), code=1).strip()
+    assert message.count(str(absent)) == 1, message  # an absolute path is one place, named once
+    assert f"no backup at {absent};" in message and "zapomni restore --list" in message
+    named = refused(data_dir, "restore", "nightly", code=1)
+    # A bare name: as a path from here, and in the backup directory.
+    assert "no backup at nightly nor at " in named and str(Path("backups") / "nightly") in named, named

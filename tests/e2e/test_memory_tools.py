@@ -170,7 +170,10 @@ async def test_workspaces_are_isolated_in_every_tool(data_dir: Path) -> None:
         assert bad_name.is_error and "workspace" in bad_name.content[0].text
 
         refused = await session.call_tool("delete_workspace", {"name": "falcon", "confirm": "falco"})
-        assert refused.is_error and "confirm" in refused.content[0].text
+        assert refused.is_error
+        # The field and what it must be, not "- arguments:".
+        assert "- confirm: must repeat the workspace name exactly ('falcon', got 'falco')" in refused.content[0].text
+        assert "- arguments:" not in refused.content[0].text
         dropped = await call(session, "delete_workspace", {"name": "falcon", "confirm": "falcon"})
         assert (dropped["deleted_memories"], dropped["deleted_chunks"]) == (2, 2)
         assert [w["name"] for w in (await call(session, "list_workspaces"))["workspaces"]] == ["default"]

@@ -61,7 +61,7 @@ def refusal(model: type, data: dict[str, Any], labels: dict[str, str] | None = N
         ),
         (ListMemoriesRequest, {"limit": 101}, "--limit: must be at most 100 (got 101)"),
         (UpdateMemoryRequest, {"memory_id": "nope", "text": "a"}, "ID: not a memory id (got 'nope')"),
-        (DeleteWorkspaceRequest, {"name": "w", "confirm": "x"}, "--confirm must repeat the workspace name exactly"),
+        (DeleteWorkspaceRequest, {"name": "w", "confirm": "x"}, "--confirm: must repeat the workspace name exactly"),
         (JobStatusRequest, {"job_id": "nope"}, "JOB_ID: not a job id (got 'nope')"),
         (JobStatusRequest, {"job_id": MEMORY_ID, "wait_s": -1}, "--wait: must be at least 0 (got -1)"),
         (ListJobsRequest, {"limit": 0}, "--limit: must be at least 1 (got 0)"),

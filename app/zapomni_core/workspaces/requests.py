@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from zapomni_core.validation import ScopedRequest, StrictModel, WorkspaceName
 
@@ -15,8 +15,11 @@ class DeleteWorkspaceRequest(StrictModel):
     name: WorkspaceName
     confirm: str = Field(description="The workspace's name again, to confirm: everything in it is deleted.")
 
-    @model_validator(mode="after")
-    def _confirmed(self) -> DeleteWorkspaceRequest:
-        if self.confirm != self.name:
-            raise ValueError(f"confirm must repeat the workspace name exactly ({self.name!r}); nothing was deleted")
-        return self
+    # On the field, not the model: the error then names `confirm` (a model-wide rule is reported as "arguments").
+    @field_validator("confirm")
+    @classmethod
+    def _confirmed(cls, confirm: str, info: ValidationInfo) -> str:
+        name = info.data.get("name")
+        if name is not None and confirm != name:
+            raise ValueError(f"must repeat the workspace name exactly ({name!r}, got {confirm!r}); nothing was deleted")
+        return confirm
