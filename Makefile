@@ -22,7 +22,7 @@ else
 OP := $(COMPOSE) exec -T zapomni /app/ops/docker-entrypoint.sh
 endif
 
-.PHONY: help install run test test-appliance lint bench dist clean up down logs ps backup restore migrate export import health up-local down-local
+.PHONY: help install run test test-appliance lint bench bench-appliance dist clean up down logs ps backup restore migrate export import health up-local down-local
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -81,7 +81,10 @@ lint: $(TEST_STAMP)  ## static checks (ruff); adds the test and bench tools
 	$(BIN)/ruff check app tests bench healthchecks/probe ops/image-smoke.py
 	$(BIN)/ruff format --check app tests bench healthchecks/probe ops/image-smoke.py
 
-bench: $(BENCH_STAMP)  ## run the benchmarks (~75 min on 2 cores), results in bench/results/; adds the bench tools
+# Every figure the README quotes comes from a file one of these writes (tests/static/test_readme_figures.py).
+bench: $(BENCH_STAMP)  ## run the benchmarks (~85 min on 2 cores), results in bench/results/; adds the bench tools
+	$(BIN)/python -m bench.install_size
+	$(BIN)/python -m bench.cold_start
 	$(BIN)/python -m bench.quality
 	$(BIN)/python -m bench.relevance
 	$(BIN)/python -m bench.conversations
@@ -97,6 +100,11 @@ bench: $(BENCH_STAMP)  ## run the benchmarks (~75 min on 2 cores), results in be
 	$(BIN)/python -m bench.document_formats
 	$(BIN)/python -m bench.document_ingestion
 	$(BIN)/python -m bench.code_index
+	$(BIN)/python -m bench.graph_large_memory
+
+# The appliance's figures (bench/results/appliance.md), on the stack `make test-appliance` built and left ready.
+bench-appliance: test-appliance  ## measure the appliance under podman (image, builds, starts, backup, restore)
+	CONTAINERS_CONF=$(CURDIR)/ops/podman/containers.conf $(BIN)/python -m bench.appliance
 
 # The wheel and sdist for `pipx install`/`uv tool install`, built offline by the pinned setuptools in .venv.
 dist: | $(BIN)/python  ## build the wheel and sdist into dist/; installs only the pinned setuptools

@@ -356,3 +356,36 @@ def test_document_ingestion_bench_reports_pages_per_second_and_the_extraction_sh
     assert 0 < report["total"]["extraction_share"] < 1
     assert report["reingest"]["all_unchanged"]
     assert "pages/s" in out.read_text()
+
+
+def test_cold_start_bench_times_both_stores_and_reads_the_server_log(tmp_path: Path) -> None:
+    done = run_module(
+        "bench.cold_start", "--starts", "1", "--chunks", "60",
+        "--output", str(tmp_path / "cold.md"), "--json", str(tmp_path / "cold.json"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "cold.json").read_text())
+    assert report["store"]["chunks"] == 60
+    for store in (report["fresh"], report["store"]):
+        assert store["tools_list_ms"]["median"] > store["startup_ms"]["median"] > 0
+        assert store["workspace_open_ms"]["median"] > 0
+    assert "tools/list answered" in (tmp_path / "cold.md").read_text()
+
+
+def test_install_size_bench_measures_the_runtime_closure(tmp_path: Path) -> None:
+    done = run_module("bench.install_size", "--output", str(tmp_path / "size.md"), "--json", str(tmp_path / "s.json"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "s.json").read_text())
+    assert 0 < report["graph_extraction_mb"] < report["runtime_mb"] < report["runtime_with_bytecode_mb"]
+    assert "onnxruntime" in report["largest"] and "pytest" not in report["largest"]
+
+
+def test_graph_large_memory_bench_resumes_a_stopped_build(tmp_path: Path) -> None:
+    done = run_module(
+        "bench.graph_large_memory", "--kilobytes", "64",
+        "--output", str(tmp_path / "g.md"), "--json", str(tmp_path / "g.json"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "g.json").read_text())
+    assert report["chunks"] > 32 and report["build_s"] > 0
+    assert report["chunks"] // 2 <= report["resumed_from_chunk"] < report["chunks"]
