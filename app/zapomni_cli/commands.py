@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ class Prepared:
 
     request: BaseModel | None
     labels: dict[str, str] = field(default_factory=dict)
-    extra: list[BaseModel] = field(default_factory=list)  # a command of several requests (one per PATH)
+    extra: Sequence[BaseModel] = field(default_factory=list)  # a command of several requests (one per PATH)
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,9 @@ class Command:
     show: Callable[[BaseModel, argparse.Namespace, Console], None] | None = None
 
 
-def add_command(commands: argparse._SubParsersAction, common: argparse.ArgumentParser, command: Command) -> None:
+def add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser, command: Command
+) -> None:
     """The subcommand (and its aliases) of one tool, with --workspace when scoped and --json."""
     parser = commands.add_parser(
         command.name,

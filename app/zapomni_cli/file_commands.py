@@ -40,7 +40,7 @@ from zapomni_core import (
 POLL_S = 0.25
 
 
-def register(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     for command in COMMANDS:
         add_command(commands, common, command)
 
@@ -157,6 +157,7 @@ async def _walks_execute(core: ZapomniCore, prepared: Prepared, args: argparse.N
         if isinstance(request, IngestPathRequest):
             queued = await core.files.ingest(request)
         else:
+            assert isinstance(request, IndexCodebaseRequest)  # what _index_prepare gives
             queued = await core.files.index_codebase(request)
         finished.append(await follow(core, queued))
     workspace = finished[0].workspace

@@ -37,7 +37,7 @@ from zapomni_core import (
 PROGRESS_EVERY_S = 1.0
 
 
-def register(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     for command in COMMANDS:
         add_command(commands, common, command)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
@@ -90,8 +90,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _serve(settings)
     if hasattr(args, "memory_command"):
         return commands.run(args, settings)
+    # An operator command's parser sets `run` (zapomni_ops.cli).
+    run: Callable[[argparse.Namespace, Settings], int] = args.run
     try:
-        return args.run(args, settings)
+        return run(args, settings)
     except ZapomniError as exc:
         print(f"zapomni {args.command}: {exc}", file=sys.stderr)
         return 1

@@ -36,7 +36,7 @@ from zapomni_core import (
 )
 
 
-def register(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     for command in COMMANDS:
         add_command(commands, common, command)
 

@@ -7,8 +7,9 @@ of its own beyond shutdown, which spans the services.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from zapomni_core.code.service import CodeService
 from zapomni_core.disk import DiskGuard
@@ -35,7 +36,7 @@ class ZapomniCore:
     embedder: CachedEmbedder
     disk: DiskGuard  # free space on the data directory's disk
     # (workspace, job id) -> run that job in this process now; False when another worker has it.
-    run_job_here: Callable[[str, str], Awaitable[bool]]
+    run_job_here: Callable[[str, str], Coroutine[Any, Any, bool]]  # a coroutine: the CLI runs it as a task
 
     @property
     def writes_committed(self) -> int:

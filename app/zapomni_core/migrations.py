@@ -25,7 +25,8 @@ from zapomni_db import (
     migrate,
     wait_for_indexes,
 )
-from zapomni_db.schema import Migration, current_version, migrations, stored_vector_dimension, vector_index_dimension
+from zapomni_db.schema import Migration as Migration  # re-exported: `zapomni migrate` lists them
+from zapomni_db.schema import current_version, migrations, stored_vector_dimension, vector_index_dimension
 
 # Listing migrations does not depend on the index dimension; this stands in when none is known.
 _ANY_DIMENSION = 1

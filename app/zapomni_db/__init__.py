@@ -41,13 +41,15 @@ from zapomni_db.records.graph import (
     RelationFact,
     RelationRow,
 )
-from zapomni_db.records.jobs import JobRecord, JobRow
+from zapomni_db.records.jobs import JobRecord, JobRow, JobState
 from zapomni_db.records.maintenance import Counts, EmbedderClaim, ReembedState
 from zapomni_db.records.memories import (
     ChunkPlace,
     ChunkRow,
     MemoryInfo,
+    MemoryKind,
     MemoryRecord,
+    MemoryStatus,
     PageKey,
     SearchFilter,
     StoredChunk,
@@ -85,12 +87,15 @@ __all__ = [
     "IndexChanges",
     "JobRecord",
     "JobRow",
+    "JobState",
     "JobStore",
     "KnownEntity",
     "Maintenance",
     "MemoryInfo",
+    "MemoryKind",
     "MemoryReads",
     "MemoryRecord",
+    "MemoryStatus",
     "MemoryWrites",
     "MentionRow",
     "MentionedEntity",

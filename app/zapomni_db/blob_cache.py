@@ -25,7 +25,9 @@ class BlobCache:
 
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         with driver_errors(self._timeout_s):
-            return list(await self._redis.mget([self._prefix + key for key in keys]))
+            blobs = await self._redis.mget([self._prefix + key for key in keys])
+        # redis-py types replies for clients that decode too; this one does not, so a str never comes.
+        return [blob if isinstance(blob, bytes) else None for blob in blobs]
 
     async def put_many(self, items: dict[str, bytes], *, ttl_s: int, max_entries: int) -> None:
         """Store `items` for `ttl_s`, then evict the least recently written past `max_entries`."""
@@ -40,7 +42,10 @@ class BlobCache:
             if size > max_entries:
                 evicted = await self._redis.zpopmin(self._lru_index, size - max_entries)
                 if evicted:
-                    await self._redis.delete(*[self._prefix + key.decode() for key, _score in evicted])
+                    # redis-py types zpopmin's reply for every protocol and decoding; this client (RESP2,
+                    # bytes) gets (member, score) tuples.
+                    stale = [self._prefix + key.decode() for key, _score in evicted]  # type: ignore[str-unpack,union-attr]
+                    await self._redis.delete(*stale)
 
     async def aclose(self) -> None:
         await self._redis.aclose()

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from zapomni_db.connection import Connection, is_write_command
 from zapomni_db.errors import GraphMissing, QueryFailed
 
 Row = list[Any]
 _EMPTY_GRAPH = "empty key"
+
+
+# The part of falkordb's AsyncGraph and QueryResult used here (falkordb ships no types).
+class _QueryResult(Protocol):
+    result_set: list[Row]
+
+
+class _Graph(Protocol):
+    async def query(self, q: str, params: dict[str, Any] | None = None) -> _QueryResult: ...
+
+    async def ro_query(self, q: str, params: dict[str, Any] | None = None) -> _QueryResult: ...
 
 
 class GraphClient:
@@ -25,7 +36,7 @@ class GraphClient:
     def __init__(self, connection: Connection, graph_name: str) -> None:
         self.connection = connection
         self.graph_name = graph_name
-        self._graph = connection.falkordb.select_graph(graph_name)
+        self._graph: _Graph = connection.falkordb.select_graph(graph_name)
 
     async def query(self, cypher: str, params: dict[str, Any] | None = None, *, create: bool = False) -> list[Row]:
         """Run a read-write query and return its rows (a write is sent again only if it never arrived).

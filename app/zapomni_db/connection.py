@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis.asyncio as aioredis
 import structlog
@@ -78,7 +78,15 @@ class _Attempt:
 _ATTEMPT: ContextVar[_Attempt | None] = ContextVar("zapomni_db_attempt", default=None)
 
 
-class _Tracked:
+if TYPE_CHECKING:
+    # For the checker, the mixin's super() is the connection it is mixed into; at run time it has no base
+    # of its own, so the connection classes below keep redis-py's MRO (and slots) as they were.
+    from redis.asyncio.connection import AbstractConnection as _TrackedBase
+else:
+    _TrackedBase = object
+
+
+class _Tracked(_TrackedBase):
     """Marks the current attempt as sent once a command has been handed to the socket in full.
 
     The handshake of a new connection (HELLO, CLIENT SETINFO) does not count: it changes nothing,
@@ -90,12 +98,12 @@ class _Tracked:
     async def on_connect_check_health(self, check_health: bool = True) -> None:
         self._handshaking = True
         try:
-            await super().on_connect_check_health(check_health)  # type: ignore[misc]
+            await super().on_connect_check_health(check_health)
         finally:
             self._handshaking = False
 
-    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        await super().send_packed_command(command, check_health)  # type: ignore[misc]
+    async def send_packed_command(self, command: bytes | str | Iterable[bytes], check_health: bool = True) -> None:
+        await super().send_packed_command(command, check_health)
         attempt = _ATTEMPT.get()
         if attempt is not None and not self._handshaking:
             attempt.sent = True

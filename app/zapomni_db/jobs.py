@@ -8,6 +8,7 @@ cancelled) changes nothing. A job about one memory names it in `memory_id`.
 
 from __future__ import annotations
 
+import builtins
 import time
 from collections.abc import Sequence
 
@@ -52,7 +53,8 @@ class JobStore:
         rows = await self._client.ro_query("MATCH (j:Job) RETURN j.state, count(j)")
         return {state: int(n) for state, n in rows}
 
-    async def active(self, limit: int = 20) -> list[JobRow]:
+    # builtins.list: in this class's scope `list` is the method above.
+    async def active(self, limit: int = 20) -> builtins.list[JobRow]:
         """Pending and running jobs, oldest first: what a worker may claim."""
         rows = await self._client.ro_query(
             f"MATCH (j:Job) WHERE j.state IN $active RETURN {JobRow.PROJECTION} ORDER BY j.created_at LIMIT $limit",
@@ -168,7 +170,7 @@ class JobStore:
         )
         return JobRow.from_row(rows[0]) if rows else None
 
-    async def cancel_for_memories(self, memory_ids: Sequence[str], reason: str) -> list[str]:
+    async def cancel_for_memories(self, memory_ids: Sequence[str], reason: str) -> builtins.list[str]:
         """Cancel the active jobs about these memories (they were deleted); return the jobs' ids."""
         rows = await self._client.query(
             "UNWIND $ids AS mid MATCH (j:Job {memory_id: mid}) WHERE j.state IN $active "

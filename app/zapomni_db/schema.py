@@ -268,7 +268,7 @@ async def _vector_index_short(client: GraphClient) -> bool:
     if not rows or rows[0][0] is None:
         return False
     probe, chunks = rows[0]
-    k = min(chunks, _PROBE_K)
+    k = min(int(chunks), _PROBE_K)
     # The vector goes back as a parameter: FalkorDB rejects a property as the procedure's argument.
     try:
         found = await client.ro_query(
@@ -278,7 +278,7 @@ async def _vector_index_short(client: GraphClient) -> bool:
     except QueryFailed as exc:  # the index is being (re)built, e.g. by another process's repair
         log.info("db.vector_index.check_skipped", reason=str(exc))
         return False
-    return found[0][0] < k
+    return int(found[0][0]) < k
 
 
 async def rewrite_append_only_file(client: GraphClient, *, wait_s: float) -> bool:

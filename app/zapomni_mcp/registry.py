@@ -75,4 +75,5 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
             return [inline(item) for item in node]
         return node
 
-    return inline(schema)
+    inlined: dict[str, Any] = inline(schema)  # a dict in, a dict out
+    return inlined

@@ -178,7 +178,8 @@ async def stdio_transport(
     tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 ]:
     # The SDK writes stdout; lines are read and parsed here, where the raw line is still at hand
-    # (a bad id or a refused line's id can only be found in it).
+    # (a bad id or a refused line's id can only be found in it). The SDK annotates stdin as
+    # anyio.AsyncFile[str] but only iterates its lines, which _NoLines does (it has none).
     async with stdio_server(stdin=_NoLines()) as (_, write_stream):  # type: ignore[arg-type]
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 

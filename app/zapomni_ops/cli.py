@@ -14,7 +14,7 @@ import importlib
 COMMAND_MODULES = ("doctor", "health_server", "backup", "restore", "migrate", "transfer")
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"zapomni_ops.commands.{name}")
         module.add_parser(commands)

@@ -111,7 +111,10 @@ def _in_named_class(member: Node) -> bool:
 def _class(node: Node, source: bytes) -> Def | None:
     declaration, span = node, node
     if node.type == "variable_declarator":  # const Foo = class extends Base {}
-        declaration, span = node.child_by_field_name("value"), _declaration(node)
+        value = node.child_by_field_name("value")
+        if value is None:  # the query captures a declarator only with its class value
+            return None
+        declaration, span = value, _declaration(node)
     name, body = node.child_by_field_name("name"), declaration.child_by_field_name("body")
     if name is None or body is None:
         return None
@@ -208,7 +211,7 @@ def _import(node: Node) -> Import:
 def _require(declarator: Node) -> Import | None:
     call = declarator.child_by_field_name("value")
     function = call.child_by_field_name("function") if call is not None else None
-    if function is None or text(function) != "require":
+    if call is None or function is None or text(function) != "require":
         return None
     arguments = call.child_by_field_name("arguments")
     module = _string(arguments.named_children[0]) if arguments is not None else ""

@@ -26,25 +26,25 @@ _BY_EXTENSION = {ext: language for language, exts in LANGUAGES.items() for ext i
 def _loader(grammar: str) -> Callable[[], object]:
     # Imported lazily so a process that never indexes Rust never loads the Rust grammar.
     if grammar == "python":
-        import tree_sitter_python as module
+        import tree_sitter_python
 
-        return module.language
+        return tree_sitter_python.language
     if grammar == "javascript":
-        import tree_sitter_javascript as module
+        import tree_sitter_javascript
 
-        return module.language
+        return tree_sitter_javascript.language
     if grammar in ("typescript", "tsx"):
-        import tree_sitter_typescript as module
+        import tree_sitter_typescript
 
-        return module.language_tsx if grammar == "tsx" else module.language_typescript
+        return tree_sitter_typescript.language_tsx if grammar == "tsx" else tree_sitter_typescript.language_typescript
     if grammar == "go":
-        import tree_sitter_go as module
+        import tree_sitter_go
 
-        return module.language
+        return tree_sitter_go.language
     if grammar == "rust":
-        import tree_sitter_rust as module
+        import tree_sitter_rust
 
-        return module.language
+        return tree_sitter_rust.language
     raise ValueError(f"no tree-sitter grammar for {grammar!r}")
 
 

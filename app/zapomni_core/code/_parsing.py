@@ -74,7 +74,7 @@ def _support(language: str) -> LanguageSupport:
     if language not in _SUPPORT_MODULES:
         raise ValueError(f"unsupported language {language!r}; known: {', '.join(LANGUAGES)}")
     # Imported on demand: the language modules import this one for Def and the helpers below.
-    return importlib.import_module(f"{__package__}.{_SUPPORT_MODULES[language]}")  # type: ignore[return-value]
+    return importlib.import_module(f"{__package__}.{_SUPPORT_MODULES[language]}")
 
 
 def parse_source(path: str, source: bytes, language: str) -> ParsedFile:
@@ -332,8 +332,8 @@ def callee_text(node: Node, grammar: CalleeGrammar) -> str | None:
         return None if head is None else f"{head}{separator}{text(member)}"
     if kind in grammar.call_types:
         function = node.child_by_field_name(grammar.call_field)
-        inner = callee_text(function, grammar) if function is not None else None
-        return None if inner is None else f"{inner}()"
+        called = callee_text(function, grammar) if function is not None else None
+        return None if called is None else f"{called}()"
     written = collapse(text(node))
     return written if len(written) <= _CALLEE_MAX else written[: _CALLEE_MAX - 1] + "…"
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Literal, Protocol
+
+# Where embeddings are cached: Redis (REDIS_URL) or this process's memory.
+CacheBackend = Literal["redis", "memory"]
 
 
 class Embedder(Protocol):

@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 import structlog
 
-from zapomni_core.embedders.base import Embedder
+from zapomni_core.embedders.base import CacheBackend, Embedder
 from zapomni_db import DatabaseError
 from zapomni_db.blob_cache import BlobCache
 
@@ -37,11 +37,13 @@ def _pack(vector: list[float]) -> bytes:
 
 
 def _unpack(blob: bytes) -> list[float]:
-    return np.frombuffer(blob, dtype=np.float32).tolist()
+    # numpy types tolist() by the array's shape, and frombuffer's shape is unknown to it: 1-D here.
+    vector: list[float] = np.frombuffer(blob, dtype=np.float32).tolist()
+    return vector
 
 
 class EmbeddingCache(Protocol):
-    backend: str
+    backend: CacheBackend
 
     async def get_many(self, keys: Sequence[str]) -> list[bytes | None]: ...
 
@@ -53,7 +55,7 @@ class EmbeddingCache(Protocol):
 class MemoryCache:
     """A bounded in-process LRU."""
 
-    backend = "memory"
+    backend: CacheBackend = "memory"
 
     def __init__(self, max_entries: int) -> None:
         self._max = max_entries
@@ -84,7 +86,7 @@ class MemoryCache:
 class RedisCache:
     """Redis with a TTL per entry and a size bound; falls back to `fallback` whenever Redis fails."""
 
-    backend = "redis"
+    backend: CacheBackend = "redis"
 
     def __init__(self, url: str, *, ttl_s: int, max_entries: int, fallback: MemoryCache) -> None:
         self._redis = BlobCache(url, prefix=_KEY_PREFIX, lru_index=_LRU_INDEX, timeout_s=0.5)

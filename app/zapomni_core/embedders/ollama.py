@@ -105,11 +105,13 @@ class OllamaEmbedder:
         raise EmbedderUnavailable(failure)
 
     @staticmethod
-    def _parse(body: dict, expected: int) -> list[list[float]]:
+    def _parse(body: dict[str, object], expected: int) -> list[list[float]]:
         vectors = body.get("embeddings")
         if not isinstance(vectors, list) or len(vectors) != expected:
             raise EmbedderUnavailable("Ollama returned a malformed /api/embed response")
         array = np.asarray(vectors, dtype=np.float32)
         # Ollama already normalises; normalising again is cheap insurance for other servers.
         array /= np.clip(np.linalg.norm(array, axis=1, keepdims=True), 1e-12, None)
-        return array.tolist()
+        # numpy types tolist() by the array's shape, which it does not know here: 2-D, checked above.
+        rows: list[list[float]] = array.tolist()
+        return rows

@@ -37,7 +37,8 @@ def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     counts = np.clip(weights.sum(axis=1), 1e-9, None)
     pooled = summed / counts
     norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-    return pooled / norms
+    unit: np.ndarray = pooled / norms  # numpy's stubs type array arithmetic as Any
+    return unit
 
 
 def _length(encoding: Encoding) -> int:
@@ -100,7 +101,9 @@ class OnnxMiniLMEmbedder:
         return out
 
     def _embed_query_sync(self, text: str) -> list[float]:
-        return self._run([self._tokenizer.encode(text)])[0].tolist()
+        # numpy types tolist() by the array's shape, which it does not know here: a row is 1-D.
+        vector: list[float] = self._run([self._tokenizer.encode(text)])[0].tolist()
+        return vector
 
     def _run(self, encodings: list[Encoding]) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)

@@ -6,9 +6,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+WalkKind = Literal["ingest_path", "index_codebase"]
+
 
 class WalkQueued(BaseModel):
     job_id: str = Field(description="Follow it with job_status(job_id) (wait_s waits for the end).")
     workspace: str
-    kind: Literal["ingest_path", "index_codebase"]
+    kind: WalkKind
     path: str = Field(description="The resolved file or directory that will be read.")

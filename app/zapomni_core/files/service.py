@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import structlog
 
 from zapomni_core.faults import storage_boundary
-from zapomni_core.files.replies import WalkQueued
+from zapomni_core.files.replies import WalkKind, WalkQueued
 from zapomni_core.files.requests import IndexCodebaseRequest, IngestPathRequest
 from zapomni_core.files.sync import FileWalk, WalkArgs, walk_job
 from zapomni_core.workspaces.registry import Workspaces
@@ -39,14 +39,14 @@ class FileService:
 
     async def _queue(
         self,
-        kind: str,
+        kind: WalkKind,
         workspace_name: str | None,
         path: str,
         include: list[str] | None,
         exclude: list[str] | None,
         *,
         tags: list[str] | None = None,
-        languages: list[str] | None = None,
+        languages: Sequence[str] | None = None,
     ) -> WalkQueued:
         plan = self._walk.plan(path)  # refused paths are refused now, with nothing queued
         workspace = await self._workspaces.get(workspace_name, create=True)
@@ -62,4 +62,4 @@ class FileService:
         await workspace.stores.jobs.create(job)
         self._wake_jobs()
         log.info("files.queued", workspace=workspace.name, job_id=job.id, kind=kind, path=args.path)
-        return WalkQueued(job_id=job.id, workspace=workspace.name, kind=kind, path=args.path)  # type: ignore[arg-type]
+        return WalkQueued(job_id=job.id, workspace=workspace.name, kind=kind, path=args.path)

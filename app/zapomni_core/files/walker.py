@@ -234,8 +234,8 @@ class _IgnoreLevel:
 
 @dataclass(frozen=True)
 class _Filters:
-    include: pathspec.PathSpec | None
-    exclude: pathspec.PathSpec | None
+    include: pathspec.PathSpec[pathspec.Pattern] | None
+    exclude: pathspec.PathSpec[pathspec.Pattern] | None
     suffixes: frozenset[str] | None
 
     def drops_dir(self, levels: tuple[_IgnoreLevel, ...], rel: str) -> bool:
@@ -253,7 +253,7 @@ class _Filters:
         return self.suffixes is not None and _suffix(rel) not in self.suffixes
 
 
-def _glob_spec(patterns: Sequence[str]) -> pathspec.PathSpec | None:
+def _glob_spec(patterns: Sequence[str]) -> pathspec.PathSpec[pathspec.Pattern] | None:
     # gitwildmatch rather than fnmatch: "*.md" must match at any depth and "docs/**" a whole subtree,
     # which is exactly how users already write .gitignore lines.
     cleaned = [p.strip() for p in patterns if p.strip()]

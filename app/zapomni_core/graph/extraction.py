@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 
 # Entity types. spaCy's labels are kept where they exist (GPE/LOC/FAC fold into PLACE); CONCEPT is a
 # noun-phrase concept, IDENTIFIER a code identifier (`ERR_CONN_RESET`, `foo.bar()`).
@@ -30,7 +30,7 @@ EntityType = Literal[
     "IDENTIFIER",
     "OTHER",
 ]
-ENTITY_TYPES: tuple[str, ...] = EntityType.__args__  # type: ignore[attr-defined]
+ENTITY_TYPES: tuple[str, ...] = get_args(EntityType)
 
 # Relation types: a documented set, plus OTHER (with the free-text predicate) and CO_OCCURS (no typed
 # evidence: the two entities were only mentioned in the same chunk).
@@ -53,7 +53,7 @@ RelationType = Literal[
     "OTHER",
     "CO_OCCURS",
 ]
-RELATION_TYPES: tuple[str, ...] = RelationType.__args__  # type: ignore[attr-defined]
+RELATION_TYPES: tuple[str, ...] = get_args(RelationType)
 
 # A subject holds one of these at a time: a newer fact with another object supersedes the older one
 # ("Maria lives in Berlin", later "Maria moved to Lisbon").

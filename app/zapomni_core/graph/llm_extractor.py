@@ -338,10 +338,10 @@ def _relation_type(value: Any, predicate: str) -> tuple[str, str, str | None]:
         found = _RELATION_ALIASES[key]
         return found, predicate or raw.lower(), f"type {_quote(raw)} read as {found}"
     from_predicate = _key(predicate)
-    found = from_predicate if from_predicate in LLM_RELATION_TYPES else _RELATION_ALIASES.get(from_predicate)
+    read = from_predicate if from_predicate in LLM_RELATION_TYPES else _RELATION_ALIASES.get(from_predicate)
     what = "type missing" if not raw else f"unknown type {_quote(raw)}"
-    if found and found != "OTHER":
-        return found, predicate, f"{what}, read from the predicate as {found}"
+    if read and read != "OTHER":
+        return read, predicate, f"{what}, read from the predicate as {read}"
     if not predicate and raw:
         predicate = raw.replace("_", " ").lower()  # the unknown type is the only wording there is
     return "OTHER", predicate or "OTHER", f"{what}, kept as OTHER"

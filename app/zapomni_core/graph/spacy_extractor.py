@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -144,19 +144,17 @@ class SpacyExtractor:
 
     def _graph(self, tally: _Tally) -> ChunkGraph:
         names: dict[str, str] = {}  # case-folded name -> the first form seen
-        votes: dict[str, Counter[str]] = {}
+        votes: dict[str, defaultdict[str, float]] = {}  # case-folded name -> type -> summed confidence
         counts: Counter[str] = Counter()
         confidence: dict[str, float] = {}
         for spot in tally.spots:
             key = spot.name.casefold()
             names.setdefault(key, spot.name)
-            votes.setdefault(key, Counter())[spot.type] += spot.confidence  # a sure rule outvotes a weak label
+            votes.setdefault(key, defaultdict(float))[spot.type] += spot.confidence  # a sure rule outvotes a weak label
             counts[key] += 1
             confidence[key] = max(confidence.get(key, 0.0), spot.confidence)
         mentions = tuple(
-            Mention(
-                name=names[key], type=votes[key].most_common(1)[0][0], confidence=confidence[key], count=counts[key]
-            )
+            Mention(name=names[key], type=_most_voted(votes[key]), confidence=confidence[key], count=counts[key])
             for key in names
         )
         return ChunkGraph(
@@ -190,6 +188,11 @@ class SpacyExtractor:
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
+
+
+def _most_voted(votes: dict[str, float]) -> str:
+    # The first type to reach the highest total: what Counter.most_common(1) picks (max keeps the first).
+    return max(votes.items(), key=lambda item: item[1])[0]
 
 
 def split_text(text: str, limit: int = MAX_PIECE_CHARS) -> list[str]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field
 
 from zapomni_core.validation import UUID_PATTERN, ScopedRequest, StrictModel
+from zapomni_db import JobState as JobState  # re-exported: the states are stored by the job store
 
-JobState = Literal["pending", "running", "completed", "completed_with_errors", "failed", "cancelled"]
 ACTIVE_STATES: tuple[JobState, ...] = ("pending", "running")
 # Under the 60 s after which MCP clients give up on a request by default.
 MAX_WAIT_S = 50

@@ -103,7 +103,7 @@ def job_info(job: JobRow, workspace: str, paused: str | None = None) -> JobInfo:
         job_id=job.id,
         workspace=workspace,
         kind=job.kind,
-        state=job.state,  # type: ignore[arg-type]
+        state=job.state,
         memory_id=job.memory_id,
         progress=JobProgress(done=job.done, total=job.total, unit=job.unit),
         message=(_paused(paused) if job.state in ACTIVE_STATES else None) or job.message,

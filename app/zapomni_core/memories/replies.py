@@ -8,12 +8,11 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field
 
-from zapomni_core.memories.requests import MemoryKind, MetadataValue
+from zapomni_core.memories.requests import MetadataValue
 from zapomni_core.search import Ranked
-from zapomni_db import MemoryInfo, StoredMemory
+from zapomni_db import MemoryInfo, MemoryKind, MemoryStatus, StoredMemory
 
 PREVIEW_CHARS = 200
-MemoryStatus = Literal["indexed", "indexing", "failed"]
 
 
 class MemoryFields(BaseModel):

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from zapomni_core.search.types import SearchMode
 from zapomni_core.validation import UUID_PATTERN, ScopedRequest, StrictModel, parse_iso8601
-from zapomni_db import SearchFilter
+from zapomni_db import MemoryKind, SearchFilter
 
 MAX_TEXT_BYTES = 10 * 1024 * 1024
 MAX_METADATA_BYTES = 10 * 1024
@@ -23,8 +23,6 @@ Tag = Annotated[str, Field(min_length=1, max_length=100)]
 MemoryId = Annotated[
     str, Field(pattern=UUID_PATTERN, description="A memory's id, as add_memory returned it (a lowercase UUID).")
 ]
-# note: added by an agent; document / code: a file read by ingest_path / index_codebase (`source` is its path).
-MemoryKind = Literal["note", "document", "code"]
 # Flat metadata values: FalkorDB properties hold primitives only.
 MetadataValue = str | int | float | bool
 

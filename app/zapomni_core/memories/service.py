@@ -194,7 +194,7 @@ class MemoryService:
             chunks_created=0,
             deduplicated=True,
             text_preview=replies.preview(existing.text),
-            status=info.status,  # type: ignore[arg-type]
+            status=info.status,
             job_id=info.job_id if info.status != "indexed" else None,
         )
 

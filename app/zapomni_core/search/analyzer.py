@@ -39,7 +39,8 @@ class Analyzer:
 
     def terms(self, text: str) -> list[str]:
         words = [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
-        return self._stemmer.stemWords(words)
+        stems: list[str] = self._stemmer.stemWords(words)  # PyStemmer ships no types
+        return stems
 
     def count(self, text: str) -> TermCounts:
         terms = self.terms(text)

@@ -263,4 +263,5 @@ class SyncedBm25Index:
 def _windowed(values: np.ndarray, before: np.ndarray) -> np.ndarray:
     """Each position's value plus those of the positions `before` it (-1: none)."""
     padded = np.append(values, np.zeros(1, dtype=values.dtype))  # index -1 reads the trailing 0
-    return values + padded[before].sum(axis=0)
+    windowed: np.ndarray = values + padded[before].sum(axis=0)  # numpy's stubs type array arithmetic as Any
+    return windowed

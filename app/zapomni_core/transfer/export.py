@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import IO, Any
 
 import numpy as np
 import structlog
@@ -49,7 +49,7 @@ class ExportReport:
 async def export_memories(
     sources: list[ExportSource],
     embedder: EmbedderInfo,
-    out: TextIO,
+    out: IO[str],
     progress: ProgressFn | None = None,
     *,
     graph_name: str,
@@ -128,7 +128,7 @@ async def export_memories(
     )
 
 
-async def _write_graph(graph: GraphStore, workspace: str, written: dict[str, str], out: TextIO) -> tuple[int, int]:
+async def _write_graph(graph: GraphStore, workspace: str, written: dict[str, str], out: IO[str]) -> tuple[int, int]:
     """A workspace's entity lines, then its relation lines, restricted to the chunks written.
 
     The graph may change while the export runs (a job processing a memory, an update, a delete):
@@ -212,7 +212,7 @@ def _chunk_groups(page: list[StoredMemory]) -> Iterator[list[StoredMemory]]:
 
 
 async def _write_large_memory(
-    reads: MemoryReads, memory: StoredMemory, prefix: str, chunk_ids: dict[str, str], out: TextIO
+    reads: MemoryReads, memory: StoredMemory, prefix: str, chunk_ids: dict[str, str], out: IO[str]
 ) -> int:
     """One memory line written a page of chunks at a time, so its vectors never sit in RAM together."""
     out.write(prefix)

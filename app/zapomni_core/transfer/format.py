@@ -11,8 +11,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from zapomni_core.errors import ZapomniError
-from zapomni_core.memories.requests import MemoryKind, MetadataValue
+from zapomni_core.memories.requests import MetadataValue
 from zapomni_core.validation import DEFAULT_WORKSPACE, WorkspaceName, parse_iso8601
+from zapomni_db import MemoryKind
 
 # 2 added `workspace` to memory lines; a version 1 file is read as all in the default workspace.
 # 3 added the knowledge graph: entity and relation lines, `graph_state` on memory lines, and their

@@ -472,13 +472,13 @@ class _Writer:
         self._graph_chunks: dict[str, dict[str, str]] = {}
         self._graph_memories: dict[str, dict[str, bool]] = {}
         self._entity_keys: dict[str, set[str]] = {}
-        self._buffer: list[EntityLine] | list[RelationLine] = []
+        self._buffer: list[EntityLine | RelationLine] = []  # one kind and one workspace at a time
         self._buffered_rows = 0
 
     async def graph_line(self, line: EntityLine | RelationLine) -> None:
         if self._buffer and (type(self._buffer[0]) is not type(line) or self._buffer[0].workspace != line.workspace):
             await self._flush_graph()
-        self._buffer.append(line)  # type: ignore[arg-type]
+        self._buffer.append(line)
         self._buffered_rows += 1 + (len(line.mentions) if isinstance(line, EntityLine) else 0)
         if self._buffered_rows >= IMPORT_GRAPH_ROWS:
             await self._flush_graph()

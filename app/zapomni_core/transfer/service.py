@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import BinaryIO, TextIO
+from typing import IO, BinaryIO
 
 from zapomni_core.disk import DiskGuard
 from zapomni_core.embedders import CachedEmbedder
@@ -37,7 +37,7 @@ class TransferService:
         self._graph_name = graph_name
         self.writes_committed = 0
 
-    async def export_to(self, out: TextIO, progress: ProgressFn | None = None) -> ExportReport:
+    async def export_to(self, out: IO[str], progress: ProgressFn | None = None) -> ExportReport:
         """Write every memory of every workspace to `out` as portable JSONL (docs/export-format.md)."""
         embedder = EmbedderInfo(self._embedder.name, self._embedder.dimension)
         sources = [ExportSource(name, self._workspaces.stores(name)) for name in await self._workspaces.names()]

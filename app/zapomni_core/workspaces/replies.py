@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
+
+from zapomni_core.embedders.base import CacheBackend
 
 
 class WorkspaceInfo(BaseModel):
@@ -35,7 +35,7 @@ class Stats(BaseModel):
     embedding_dimension: int
     avg_query_latency_ms: float | None = Field(description="Mean search latency in this process; null before any.")
     cache_hit_rate: float | None = Field(description="Embedding cache hits / lookups in this process; null before any.")
-    cache_backend: Literal["redis", "memory"] = Field(description="Where embeddings are cached.")
+    cache_backend: CacheBackend = Field(description="Where embeddings are cached.")
     jobs: dict[str, int] = Field(
         default_factory=dict,
         description="This workspace's background jobs by state (pending, running, completed, completed_with_errors, "

@@ -30,14 +30,14 @@ def file_digest(path: Path) -> tuple[int, str]:
         return _digest(handle)
 
 
-def private_file(path: Path, mode: str = "wb") -> BinaryIO:
+def private_file(path: Path) -> BinaryIO:
     """`path` opened for writing (created or truncated) as this user's only, 0600 whatever the umask.
 
     A backup holds every memory: a copied or archived backup tree keeps its files' modes.
     """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(fd, 0o600)  # an existing file keeps its mode on O_CREAT
-    return os.fdopen(fd, mode)
+    return os.fdopen(fd, "wb")
 
 
 def copy_open_file(source: BinaryIO, target: Path) -> tuple[int, str]:

@@ -154,6 +154,7 @@ class RelationEvidence(RelationRow):
     name of the entity at the other end.
     """
 
+    memory_id: str  # a stored edge always has one: the store writes it with the edge
     subject_name: str
     object_name: str
     chunk_text: str | None = None

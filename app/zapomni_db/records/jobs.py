@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+JobState = Literal["pending", "running", "completed", "completed_with_errors", "failed", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class JobRow:
 
     id: str
     kind: str
-    state: str
+    state: JobState
     memory_id: str | None
     args_json: str
     done: int

@@ -4,7 +4,12 @@ fields are declared once, in `MemoryInfo`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+# "indexed" (searchable), or for a large add indexed by a job: "indexing", then "indexed" or "failed".
+MemoryStatus = Literal["indexed", "indexing", "failed"]
+# note: added by an agent; document / code: a file read by ingest_path / index_codebase (`source` is its path).
+MemoryKind = Literal["note", "document", "code"]
 
 
 @dataclass(frozen=True)
@@ -79,10 +84,9 @@ class MemoryInfo:
     created_at: float
     updated_at: float
     chunk_count: int
-    # "indexed" (searchable), or for a large add indexed by a job: "indexing", then "indexed" or "failed".
-    status: str = "indexed"
+    status: MemoryStatus = "indexed"
     job_id: str | None = None
-    kind: str = "note"
+    kind: MemoryKind = "note"
 
     # The Cypher projection that `from_row` reads, for a memory bound to `m`.
     PROJECTION = (

@@ -15,7 +15,7 @@ from zapomni_ops.arguments import positive_int
 from zapomni_ops.backups import make_backup
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "backup",
         help="snapshot the database into a verified backup",

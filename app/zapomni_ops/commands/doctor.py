@@ -40,7 +40,7 @@ class Diagnosis:
     note: str | None = None  # printed under the table; the JSON carries it in the falkordb detail
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "doctor",
         help="run the readiness checks and print them (exit 0 when ready)",

@@ -8,7 +8,7 @@ from zapomni_core import Settings
 from zapomni_ops.arguments import port
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "health-server",
         help="serve GET /healthz (liveness) and GET /readyz (readiness) over HTTP",

@@ -46,7 +46,7 @@ log = structlog.get_logger(__name__)
 _LOG_EVERY_S = 5.0
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser("migrate", help="schema migrations and re-embedding with another embedder")
     actions = parser.add_subparsers(dest="action", required=True)
 

@@ -13,7 +13,7 @@ from zapomni_core import Settings
 from zapomni_ops.backups import check_live, entry_summary, known_backups, restore_backup, undo_restore
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "restore",
         help="restore a backup over the database (stop the database first), or --list backups",

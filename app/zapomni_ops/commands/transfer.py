@@ -18,7 +18,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import IO, BinaryIO
 
 from zapomni_core import ExportReport, ImportReport, Progress, Settings, TransferError, open_core
 
@@ -28,7 +28,7 @@ _WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EISDI
 PROGRESS_EVERY_S = 2.0
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export = commands.add_parser(
         "export",
         help="write every memory to a portable JSONL file",
@@ -60,9 +60,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     if args.output == "-":
         # The export is UTF-8 whatever the locale says stdout is.
-        out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n")
+        stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n")
         try:
-            report = asyncio.run(_export(settings, out))
+            report = asyncio.run(_export(settings, stdout))
         except BrokenPipeError:
             # The reader went away (`zapomni export | head`): what it got has no end line, so no import
             # takes it. Whatever is still buffered goes to /dev/null instead of failing again at exit.
@@ -70,7 +70,7 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
             print("zapomni export: the output was closed before the export finished", file=sys.stderr)
             return 1
         finally:
-            out.detach()  # leave sys.stdout usable (and open)
+            stdout.detach()  # leave sys.stdout usable (and open)
         where = "stdout"
     else:
         target = Path(args.output)
@@ -124,7 +124,7 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _export(settings: Settings, out: TextIO) -> ExportReport:
+async def _export(settings: Settings, out: IO[str]) -> ExportReport:
     async with open_core(settings, background_jobs=False) as (core, _info):
         return await core.transfer.export_to(out, _Progress("export"))
 
