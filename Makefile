@@ -77,9 +77,11 @@ test-appliance: $(APPLIANCE_STAMP)  ## build the image and run the whole compose
 	CONTAINERS_CONF=$(CURDIR)/ops/podman/containers.conf tests/containers/standins/build
 	CONTAINERS_CONF=$(CURDIR)/ops/podman/containers.conf $(BIN)/python -m pytest -v -p no:cacheprovider tests/containers
 
-lint: $(TEST_STAMP)  ## static checks (ruff); adds the test and bench tools
+# mypy reads its packages and flags from pyproject.toml ([tool.mypy]): app/ is checked, tests and bench are not.
+lint: $(TEST_STAMP)  ## static checks (ruff, mypy); adds the test and bench tools
 	$(BIN)/ruff check app tests bench healthchecks/probe ops/image-smoke.py
 	$(BIN)/ruff format --check app tests bench healthchecks/probe ops/image-smoke.py
+	$(BIN)/mypy
 
 # Every figure the README quotes comes from a file one of these writes (tests/static/test_readme_figures.py).
 bench: $(BENCH_STAMP)  ## run the benchmarks (~85 min on 2 cores), results in bench/results/; adds the bench tools
@@ -116,7 +118,7 @@ dist: | $(BIN)/python  ## build the wheel and sdist into dist/; installs only th
 	@ls dist/*
 
 clean:  ## remove the virtualenv, dist/ and caches (never your data)
-	rm -rf $(VENV) .pytest_cache build dist *.egg-info app/*.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache build dist *.egg-info app/*.egg-info
 
 # --- the appliance ------------------------------------------------------------------------------
 
