@@ -27,10 +27,20 @@ def run(settings: Settings) -> int:
         asyncio.run(serve(settings))
     except KeyboardInterrupt:
         pass
-    except ZapomniError as exc:
-        print(f"zapomni serve: {exc}", file=sys.stderr)
+    except (ZapomniError, BaseExceptionGroup) as exc:
+        error = _zapomni_error(exc)
+        if error is None:
+            raise
+        print(f"zapomni serve: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _zapomni_error(exc: BaseException) -> ZapomniError | None:
+    """The ZapomniError that ended the server, out of the task groups it crossed (the signal watch's)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, ZapomniError) else None
 
 
 async def serve(settings: Settings) -> None:
