@@ -1,4 +1,5 @@
-"""What the benchmarks share: the BEIR SciFact data, ranking metrics, timing, progress bars, MCP calls.
+"""What the benchmarks share: the BEIR SciFact data, timing, progress bars, MCP calls (metrics: bench.metrics,
+LoCoMo: bench.locomo).
 
 Nothing here imports the application, so a broken `app/` cannot break data loading.
 """
@@ -8,14 +9,12 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import math
 import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -80,18 +79,6 @@ def progress(total: int, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="text", file=sys.stderr)
 
 
-def ndcg_at_10(ranked: Sequence[str], relevant: dict[str, int]) -> float:
-    """nDCG@10 as trec_eval/BEIR compute it: linear graded gain, log2(rank + 1) discount."""
-    dcg = sum(relevant.get(doc, 0) / math.log2(rank + 2) for rank, doc in enumerate(ranked[:10]))
-    ideal = sorted(relevant.values(), reverse=True)[:10]
-    idcg = sum(gain / math.log2(rank + 2) for rank, gain in enumerate(ideal))
-    return dcg / idcg if idcg > 0 else 0.0
-
-
-def mean_ndcg(rankings: Sequence[Sequence[str]], query_ids: Sequence[str], qrels: dict[str, dict[str, int]]) -> float:
-    return float(np.mean([ndcg_at_10(r, qrels[q]) for r, q in zip(rankings, query_ids, strict=True)]))
-
-
 def summary_ms(samples_ms: Sequence[float], quantiles: Sequence[float] = (0.50, 0.95, 0.99)) -> dict[str, float]:
     """Nearest-rank percentiles (p50, p95, ...) and the mean of millisecond samples, rounded to 0.01."""
     ordered = sorted(samples_ms)
@@ -134,25 +121,3 @@ def in_scratch_dir(prefix: str, work: Callable[[Path], Awaitable[T]]) -> T:
         return asyncio.run(work(workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-# -- LoCoMo (../shared/data/locomo-dev) ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Question:
-    text: str
-    evidence: frozenset[str]  # dia_ids, as given (a few malformed ones can never be found)
-    category: int
-
-
-def session_date(text: str | None) -> str | None:
-    """'1:56 pm on 8 May, 2023' -> '2023-05-08T13:56:00' (None when absent or unreadable)."""
-    if not text:
-        return None
-    for pattern in ("%I:%M %p on %d %B, %Y", "%d %B %Y", "%d %B, %Y"):
-        try:
-            return datetime.strptime(text.strip(), pattern).isoformat()
-        except ValueError:
-            continue
-    return None

@@ -59,15 +59,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import re
 import shutil
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -76,23 +74,12 @@ import numpy as np
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from bench.common import (
-    DATA_DIR,
-    REPO_ROOT,
-    Question,
-    call,
-    in_scratch_dir,
-    load_scifact,
-    mean_ndcg,
-    session_date,
-    summary_ms,
-    write_results,
-)
+from bench.common import DATA_DIR, REPO_ROOT, call, in_scratch_dir, load_scifact, summary_ms, write_results
+from bench.locomo import CATEGORIES, LOCOMO, Conversation, Question, Turn, load_locomo
+from bench.metrics import evidence_recall, mean_ndcg
 
 RESULTS = REPO_ROOT / "bench" / "results"
-LOCOMO = (REPO_ROOT / ".." / "shared" / "data" / "locomo-dev" / "locomo-dev.json").resolve()
 ZAPOMNI = shutil.which("zapomni", path=str(Path(sys.executable).parent)) or "zapomni"
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 GROUPS = ("all", "1", "2", "3", "4")  # the keys of a figures table
 MODES = ("hybrid", "vector", "keyword")
 LIMIT = 10
@@ -109,53 +96,6 @@ SCALE_CONCURRENCY = 4  # add_memory calls in flight on the one session (one thre
 SCALE_ENV = {"ZAPOMNI_CACHE_MAX_ENTRIES": "0"}  # every search embeds its query
 
 
-# -- data --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Turn:
-    dia_id: str
-    session: int
-    speaker: str
-    text: str  # the turn's text, with " [shares a photo: caption]" when it shares one
-    date: str | None  # the session's date and time, ISO 8601
-
-
-@dataclass(frozen=True)
-class Conversation:
-    sample_id: str
-    turns: list[Turn]
-    questions: list[Question]
-
-    def limited(self, turns: int | None, questions: int | None) -> Conversation:
-        """The first `turns` turns (with only the questions whose evidence lies within them), then the
-        first `questions` questions."""
-        kept_turns = self.turns if turns is None else self.turns[:turns]
-        known = {t.dia_id for t in kept_turns}
-        kept = [q for q in self.questions if turns is None or q.evidence <= known]
-        return replace(self, turns=kept_turns, questions=kept if questions is None else kept[:questions])
-
-
-def load_locomo(path: Path) -> list[Conversation]:
-    conversations = []
-    for sample in json.loads(path.read_text(encoding="utf-8")):
-        chat = sample["conversation"]
-        numbers = sorted(int(m[1]) for key in chat if (m := re.fullmatch(r"session_(\d+)", key)))
-        turns = []
-        for n in numbers:
-            date = session_date(chat.get(f"session_{n}_date_time"))
-            for turn in chat[f"session_{n}"]:
-                photo = f" [shares a photo: {turn['blip_caption']}]" if turn.get("blip_caption") else ""
-                turns.append(Turn(str(turn["dia_id"]), n, str(turn["speaker"]), f"{turn['text']}{photo}", date))
-        questions = [
-            Question(str(qa["question"]), frozenset(str(e) for e in qa["evidence"]), int(qa["category"]))
-            for qa in sample["qa"]
-            if qa.get("category") in CATEGORIES and qa.get("evidence")
-        ]
-        conversations.append(Conversation(str(sample.get("sample_id", len(conversations))), turns, questions))
-    return conversations
-
-
 # -- storage variants --------------------------------------------------------------------------------
 
 
@@ -170,7 +110,7 @@ class Variant:
     server_env: tuple[tuple[str, str], ...] = ()  # settings this variant's server runs with
 
     def text(self, turn: Turn) -> str:
-        return f"{turn.speaker}: {turn.text}" if self.speaker_prefix else turn.text
+        return turn.line if self.speaker_prefix else turn.text
 
     def metadata(self, turn: Turn, sample_id: str) -> dict[str, str]:
         out = {}
@@ -273,8 +213,7 @@ class Scores:
 
 
 def recall(ranking: Ranking, evidence: frozenset[str], k: int) -> float:
-    found = {key for keys in ranking[:k] for key in keys}
-    return len(found & evidence) / len(evidence)
+    return evidence_recall((key for keys in ranking[:k] for key in keys), evidence)
 
 
 def keyed(memory_ids: Sequence[str], to_keys: dict[str, list[str]]) -> Ranking:
@@ -346,7 +285,7 @@ async def run_variant(conversation: Conversation, variant: Variant, data_dir: Pa
 
 
 def run_bm25s(conversation: Conversation, into: Scores) -> None:
-    texts = [f"{t.speaker}: {t.text}" for t in conversation.turns]
+    texts = [t.line for t in conversation.turns]
     rankings = bm25s_rankings(texts, [q.text for q in conversation.questions], LIMIT)
     for question, row in zip(conversation.questions, rankings, strict=True):
         into.add(question, [[conversation.turns[i].dia_id] for i in row])

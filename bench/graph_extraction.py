@@ -37,7 +37,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -48,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import DATA_DIR, load_scifact
+from bench.locomo import LOCOMO, load_locomo
 from zapomni_core.embedders.tokens import TokenCounter
 from zapomni_core.graph.extraction import ChunkGraph, Extractor
 from zapomni_core.graph.llm_extractor import OllamaExtractor
@@ -59,9 +59,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 LABELS = Path(__file__).resolve().parent / "data" / "graph_sentences.jsonl"
 DOCS = 120
 ROUNDS = 4
-LOCOMO = (
-    Path(__file__).resolve().parent.parent / ".." / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
-).resolve()
 COST_TURNS = 200  # LoCoMo turns in the cost sample
 STAND_IN_MODEL = "llama3.1:8b"  # the appliance's model name; the fake answers for any configured name
 STAND_IN_LABEL = "Ollama stand-in (OllamaExtractor -> FakeOllama over HTTP; our overhead only)"
@@ -216,13 +213,7 @@ def locomo_turns(path: Path, count: int) -> list[str]:
     """Evenly spaced turns of the LoCoMo development half as `speaker: text` (empty when the file is absent)."""
     if not path.is_file() or count <= 0:
         return []
-    turns = [
-        f"{turn['speaker']}: {turn['text']}"
-        for sample in json.loads(path.read_text(encoding="utf-8"))
-        for key, session in sample["conversation"].items()
-        if re.fullmatch(r"session_\d+", key) and isinstance(session, list)
-        for turn in session
-    ]
+    turns = [f"{turn.speaker}: {turn.said}" for conversation in load_locomo(path) for turn in conversation.turns]
     return turns[:: max(1, len(turns) // count)][:count]
 
 

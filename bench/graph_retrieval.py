@@ -43,7 +43,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -56,7 +55,9 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import DATA_DIR, Question, SciFact, load_scifact, mean_ndcg, session_date, summary_ms
+from bench.common import DATA_DIR, SciFact, load_scifact, summary_ms
+from bench.locomo import CATEGORIES, LOCOMO, Conversation, Question, load_locomo
+from bench.metrics import evidence_recall, mean_ndcg, recall_at_100
 from bench.relevance import MemoisedLeg, default_workspace
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.graph.requests import BuildGraphRequest, GraphStatusRequest
@@ -68,8 +69,6 @@ from zapomni_db.graph_neighbours import GraphNeighbours
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-LOCOMO = (ROOT / ".." / "shared" / "data" / "locomo-dev" / "locomo-dev.json").resolve()
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 CONCURRENCY = 4
 LIMIT = 10
 SCIFACT_RRF_K = 10  # bench/quality.py's choice on the train claims (bench/results/quality.json)
@@ -95,40 +94,6 @@ NO_HARM = 0.005
 
 
 # -- data --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Turn:
-    dia_id: str
-    text: str
-    date: str | None  # ISO 8601, the session's date and time
-
-
-@dataclass(frozen=True)
-class Conversation:
-    sample_id: str
-    turns: list[Turn]
-    questions: list[Question]
-
-
-def load_locomo(path: Path) -> list[Conversation]:
-    conversations = []
-    for sample in json.loads(path.read_text(encoding="utf-8")):
-        chat = sample["conversation"]
-        turns = []
-        for key, session in chat.items():
-            if re.fullmatch(r"session_\d+", key) and isinstance(session, list):
-                date = session_date(chat.get(f"{key}_date_time"))
-                for turn in session:
-                    photo = f" [shares a photo: {turn['blip_caption']}]" if turn.get("blip_caption") else ""
-                    turns.append(Turn(str(turn["dia_id"]), f"{turn['speaker']}: {turn['text']}{photo}", date))
-        questions = [
-            Question(str(qa["question"]), frozenset(str(e) for e in qa["evidence"]), int(qa["category"]))
-            for qa in sample["qa"]
-            if qa.get("category") in CATEGORIES and qa.get("evidence")
-        ]
-        conversations.append(Conversation(str(sample.get("sample_id", len(conversations))), turns, questions))
-    return conversations
 
 
 def scifact_sample(data: SciFact, docs: int | None) -> tuple[list[str], list[str]]:
@@ -250,7 +215,7 @@ class Scored:
 
 
 def recall(ranking: Sequence[str], evidence: frozenset[str], k: int) -> float:
-    return len(set(ranking[:k]) & evidence) / len(evidence)
+    return evidence_recall(ranking[:k], evidence)
 
 
 async def ask(core: ZapomniCore, question: Question, to_turn: dict[str, str]) -> tuple[list[str], int]:
@@ -271,7 +236,7 @@ async def locomo_run(
             LOG_LEVEL="WARNING",
         )
         async with open_core(settings) as (core, _info):
-            items = [(t.dia_id, t.text, t.date) for t in conversation.turns]
+            items = [(t.dia_id, t.line, t.date) for t in conversation.turns]
             to_turn, ingest_s = await ingest(core, items, conversation.sample_id)
             build = await build_graph(core, conversation.sample_id)
             builds.append(
@@ -322,16 +287,6 @@ def locomo_figures(scored: Scored) -> dict[str, dict[str, dict[str, float]]]:
 
 
 # -- SciFact -----------------------------------------------------------------------------------------
-
-
-def recall_at_100(
-    rankings: Sequence[Sequence[str]], query_ids: Sequence[str], qrels: dict[str, dict[str, int]]
-) -> float:
-    scores = []
-    for ranked, qid in zip(rankings, query_ids, strict=True):
-        relevant = {d for d, grade in qrels[qid].items() if grade > 0}
-        scores.append(len(relevant & set(ranked[:100])) / len(relevant))
-    return float(np.mean(scores))
 
 
 async def scifact_run(

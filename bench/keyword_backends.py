@@ -61,7 +61,8 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make `bench.` importable like under `python -m`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import SciFact, load_scifact, mean_ndcg
+from bench.common import SciFact, load_scifact
+from bench.metrics import mean_ndcg
 from bench.vector_ef_runtime import percentile_ms
 from zapomni_core.logs import configure_logging
 from zapomni_db import DatabaseTarget, GraphClient, connect

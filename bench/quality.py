@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import DATA_DIR, SciFact, load_scifact, mean_ndcg, progress, read_jsonl, read_qrels
+from bench.common import DATA_DIR, SciFact, load_scifact, progress, read_jsonl, read_qrels
+from bench.metrics import mean_ndcg, recall_at_100
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
@@ -52,17 +53,6 @@ class Quality:
     chosen_rrf_k: int = 60
     test_queries: int = 0
     date: str = field(default_factory=lambda: f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
-
-
-def recall_at_100(
-    rankings: Sequence[Sequence[str]], query_ids: Sequence[str], qrels: dict[str, dict[str, int]]
-) -> float:
-    """BEIR Recall@100: per query, the share of relevant documents in the top 100."""
-    scores = []
-    for ranked, qid in zip(rankings, query_ids, strict=True):
-        relevant = {d for d, grade in qrels[qid].items() if grade > 0}
-        scores.append(len(relevant & set(ranked[:100])) / len(relevant))
-    return float(np.mean(scores))
 
 
 def train_queries(data_dir: Path) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:

@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -39,8 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import DATA_DIR, REPO_ROOT, load_scifact, mean_ndcg
-from bench.quality import ingest, query_splits, recall_at_100
+from bench.common import DATA_DIR, load_scifact
+from bench.locomo import LOCOMO, Conversation, load_locomo
+from bench.metrics import evidence_recall, mean_ndcg, recall_at_100
+from bench.quality import ingest, query_splits
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import SearchRequest
@@ -55,8 +56,6 @@ SWEPT_MODES = ("hybrid", "vector")  # keyword mode keeps every hit whatever the 
 FLOORS = tuple(round(0.025 * i, 3) for i in range(17))  # 0.0 ... 0.40
 LIMITS = (100, 10)
 TOLERANCE = 0.001  # train nDCG@10 a floor may cost, per mode
-LOCOMO = (REPO_ROOT / ".." / "shared" / "data" / "locomo-dev" / "locomo-dev.json").resolve()
-LOCOMO_CATEGORIES = (1, 2, 3, 4)
 CROSS_CLAIMS = 200  # SciFact train claims asked of each LoCoMo conversation
 
 
@@ -223,58 +222,34 @@ def unrelated_figures(runs: Sequence[dict[float, dict[str, Run]]]) -> dict[float
     return out
 
 
-@dataclass(frozen=True)
-class Conversation:
-    turns: list[tuple[str, str]]  # (dia_id, "speaker: text")
-    questions: list[tuple[str, set[str]]]  # (question, evidence dia_ids)
-
-
-def load_locomo(path: Path) -> list[Conversation]:
-    conversations = []
-    for sample in json.loads(path.read_text(encoding="utf-8")):
-        turns = []
-        for key, session in sample["conversation"].items():
-            if re.fullmatch(r"session_\d+", key) and isinstance(session, list):
-                for turn in session:
-                    photo = f" [shares a photo: {turn['blip_caption']}]" if turn.get("blip_caption") else ""
-                    turns.append((str(turn["dia_id"]), f"{turn['speaker']}: {turn['text']}{photo}"))
-        questions = [
-            (str(qa["question"]), {str(e) for e in qa["evidence"]})
-            for qa in sample["qa"]
-            if qa.get("category") in LOCOMO_CATEGORIES and qa.get("evidence")
-        ]
-        conversations.append(Conversation(turns, questions))
-    return conversations
-
-
 async def locomo_sweep(
     conversations: Sequence[Conversation], claims: Sequence[str], workdir: Path
 ) -> tuple[dict[float, dict[str, dict[str, float]]], dict[float, dict[str, dict[str, float]]]]:
     """Per floor and mode: evidence recall@5/@10 (limit 10) over every conversation's questions, and
     what is kept of the unrelated results when the SciFact `claims` are asked of each conversation."""
-    found: dict[float, dict[str, list[tuple[list[str], set[str]]]]] = {}
+    found: dict[float, dict[str, list[tuple[list[str], frozenset[str]]]]] = {}
     cross: list[dict[float, dict[str, Run]]] = []
     for number, conversation in enumerate(conversations):
         settings = Settings(
             ZAPOMNI_DATA_DIR=workdir / f"locomo-{number}", ZAPOMNI_APPENDFSYNC="everysec", LOG_LEVEL="WARNING"
         )
         async with open_core(settings) as (core, _info):
-            ids, texts = zip(*conversation.turns, strict=True)
-            to_turn, _seconds = await ingest(core, list(ids), list(texts))
+            ids, texts = [t.dia_id for t in conversation.turns], [t.line for t in conversation.turns]
+            to_turn, _seconds = await ingest(core, ids, texts)
             legs = (await default_workspace(core)).search.retrievers  # the same legs under every pipeline
             memo = [MemoisedLeg(leg) for leg in legs]
-            questions = [q for q, _ in conversation.questions]
+            questions = [q.text for q in conversation.questions]
             for floor, by_mode in (await sweep_floors(core, memo, settings, questions, 10, to_turn)).items():
                 for mode, run_ in by_mode.items():
-                    pairs = zip(run_.rankings, (e for _, e in conversation.questions), strict=True)
+                    pairs = zip(run_.rankings, (q.evidence for q in conversation.questions), strict=True)
                     found.setdefault(floor, {}).setdefault(mode, []).extend(pairs)
             cross.append(await sweep_floors(core, memo, settings, claims, 10, to_turn))
     sweep: dict[float, dict[str, dict[str, float]]] = {}
     for floor, by_mode in found.items():
         for mode, pairs in by_mode.items():
             sweep.setdefault(floor, {})[mode] = {
-                "recall5": round(float(np.mean([len(set(r[:5]) & e) / len(e) for r, e in pairs])), 4),
-                "recall10": round(float(np.mean([len(set(r[:10]) & e) / len(e) for r, e in pairs])), 4),
+                "recall5": round(float(np.mean([evidence_recall(r[:5], e) for r, e in pairs])), 4),
+                "recall10": round(float(np.mean([evidence_recall(r[:10], e) for r, e in pairs])), 4),
                 "mean_results_limit10": round(float(np.mean([len(r) for r, _ in pairs])), 2),
                 "share_nonempty": round(float(np.mean([bool(r) for r, _ in pairs])), 4),
             }

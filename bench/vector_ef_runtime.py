@@ -42,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import DATA_DIR, SciFact, load_scifact, mean_ndcg, progress
+from bench.common import DATA_DIR, SciFact, load_scifact, progress
+from bench.metrics import mean_ndcg
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
 from zapomni_db import DatabaseTarget, GraphClient, connect
