@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import shutil
 import socket
 import subprocess
@@ -10,10 +12,63 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from structlog.testing import capture_logs
+
+from zapomni_core import RuntimeInfo, Settings, ZapomniCore
+from zapomni_core import open_core as open_engine
 
 if TYPE_CHECKING:
+    from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
     from zapomni_db import GraphClient
+
+
+# -- one ONNX model for the whole run ----------------------------------------------------------------
+
+_model: OnnxMiniLMEmbedder | None = None
+
+
+def shared_model() -> OnnxMiniLMEmbedder:
+    """The suite's one ONNX embedder (loading it costs most of a second; hundreds of engines use it).
+
+    Stateless between calls: it keeps no cache (each engine has its own) and serves any event loop.
+    """
+    global _model
+    if _model is None:
+        from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
+
+        _model = OnnxMiniLMEmbedder()
+    return _model
+
+
+def close_shared_model() -> None:
+    global _model
+    if _model is not None:
+        asyncio.run(_model.aclose())
+        _model = None
+
+
+def _default_onnx(settings: Settings) -> bool:
+    """The settings would build exactly the shared model (any other choice builds its own, errors included)."""
+    defaults = Settings.model_fields
+    return (
+        settings.embedder == "onnx"
+        and settings.embedding_model is None
+        and settings.embedding_batch_size == defaults["embedding_batch_size"].default
+        and settings.embedding_threads == defaults["embedding_threads"].default
+    )
+
+
+@asynccontextmanager
+async def open_core(
+    settings: Settings, *, background_jobs: bool = True
+) -> AsyncIterator[tuple[ZapomniCore, RuntimeInfo]]:
+    """`zapomni_core.open_core`, on the shared ONNX model when the settings name the default one."""
+    model = shared_model() if _default_onnx(settings) else None
+    async with open_engine(settings, background_jobs=background_jobs, model=model) as opened:
+        yield opened
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
@@ -23,6 +78,26 @@ def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:
             return True
         time.sleep(0.1)
     return condition()
+
+
+async def until(condition: Callable[[], bool], timeout_s: float = 60.0, what: str = "the condition") -> None:
+    """Wait in the event loop until `condition()` holds; fail naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout_s} s for {what}"
+        await asyncio.sleep(0.05)
+
+
+@contextmanager
+def logged_events() -> Iterator[list[dict[str, Any]]]:
+    """Every structlog event this process logs meanwhile, at any level (whatever an earlier test configured)."""
+    saved = structlog.get_config()
+    with capture_logs() as events:
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+        try:
+            yield events
+        finally:
+            structlog.configure(wrapper_class=saved["wrapper_class"])
 
 
 def free_port() -> int:

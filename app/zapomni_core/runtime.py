@@ -75,12 +75,14 @@ def chunker_for(embedder: Embedder, settings: Settings) -> Chunker:
 
 @asynccontextmanager
 async def open_core(
-    settings: Settings, *, background_jobs: bool = True
+    settings: Settings, *, background_jobs: bool = True, model: Embedder | None = None
 ) -> AsyncIterator[tuple[ZapomniCore, RuntimeInfo]]:
     """Yield a ready engine; on exit drain writes, close the embedder and pool, release the database.
 
     `background_jobs`: run a job worker, and answer large adds before indexing them (the server).
     A short-lived command (the CLI) passes False: it indexes every add itself before it returns.
+    `model`: an embedder already built, which stays the caller's to close (the test suite loads the ONNX
+    model once for hundreds of engines); None builds the one the settings name.
     """
     started = time.perf_counter()
     async with AsyncExitStack() as stack:
@@ -90,8 +92,11 @@ async def open_core(
             reembed_state = await Maintenance(database.client).reembed_state()
         if reembed_state is not None:
             raise ConfigurationError(in_progress_message(reembed_state))
-        embedder = CachedEmbedder(await build_embedder(settings), build_cache(settings))
-        stack.push_async_callback(embedder.aclose)
+        if model is None:
+            model = await build_embedder(settings)
+            stack.push_async_callback(model.aclose)
+        embedder = CachedEmbedder(model, build_cache(settings))
+        stack.push_async_callback(embedder.cache.aclose)
         analyzer = Analyzer()
 
         def search_for(stores: GraphStores, keyword_index: SyncedBm25Index) -> SearchPipeline:

@@ -18,8 +18,7 @@ import pytest
 import redis
 
 from tests.appliance.harness import OPS, Appliance, alive
-from tests.helpers import wait_for
-from zapomni_core import open_core
+from tests.helpers import open_core, wait_for
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 
 PROGRAMS = {"falkordb", "redis", "health"}

@@ -12,8 +12,8 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.conftest import RawServer, call, mcp_session
 from tests.helpers import graph_client, server_pids, wait_for
+from tests.processes import RawServer, call, mcp_session
 from zapomni_db.embedded import EmbeddedPaths
 
 pytestmark = pytest.mark.anyio

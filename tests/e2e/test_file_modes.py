@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import ZAPOMNI, call, mcp_session, server_env
+from tests.processes import ZAPOMNI, call, mcp_session, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

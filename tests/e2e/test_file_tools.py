@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import call, mcp_session
 from tests.e2e.test_cli import zapomni
+from tests.processes import call, mcp_session
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = pytest.mark.anyio
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "code"
 

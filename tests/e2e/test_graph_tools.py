@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
-from tests.e2e.conftest import RawServer, call, mcp_session, raw_call
 from tests.fakes.ollama_server import FakeOllama, slow
 from tests.helpers import graph_client, server_pids, wait_for
+from tests.processes import RawServer, call, mcp_session, raw_call
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import ClientSession
 
-from tests.e2e.conftest import call, mcp_session
+from tests.processes import call, mcp_session
 
 pytestmark = pytest.mark.anyio
 

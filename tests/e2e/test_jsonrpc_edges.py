@@ -1,6 +1,6 @@
 """JSON-RPC edge cases sent as raw lines to a real `zapomni serve`: each gets the answer the spec asks for.
 
-The official client never sends these, so the server is driven line by line (tests/e2e/conftest.RawServer).
+The official client never sends these, so the server is driven line by line (tests/processes.RawServer).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import mcp_types as types
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from tests.e2e.conftest import RawServer
+from tests.processes import RawServer
 
 
 def still_serving(server: RawServer, request_id: int) -> None:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
-from tests.e2e.conftest import RawServer, call, mcp_session, raw_call
 from tests.helpers import chunk_node_count, server_pids, wait_for
+from tests.processes import RawServer, call, mcp_session, raw_call
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = pytest.mark.anyio
 
 
 def document(topic: str, kilobytes: int) -> str:

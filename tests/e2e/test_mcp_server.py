@@ -11,7 +11,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.e2e.conftest import call, mcp_session, server_env
+from tests.processes import call, mcp_session, server_env
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
-from tests.e2e.conftest import call, mcp_session
+from tests.processes import call, mcp_session
 
 pytestmark = pytest.mark.anyio
 

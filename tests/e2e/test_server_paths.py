@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import mcp_session
+from tests.processes import mcp_session
 from zapomni_core.disk import DiskGuard
 from zapomni_core.files.walker import plan_walk
 from zapomni_mcp.errors import REDACTED_PATH, failure_message

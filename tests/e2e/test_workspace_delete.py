@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.e2e.conftest import call, mcp_session
+from tests.processes import call, mcp_session
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 

@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,8 +23,9 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import graph_client
-from zapomni_core import Settings, ZapomniCore, open_core
+from tests.helpers import graph_client, open_core
+from tests.processes import ZAPOMNI, child_env
+from zapomni_core import Settings, ZapomniCore
 from zapomni_core.graph.requests import GetRelatedRequest, GraphStatusRequest
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_db import EmbeddedDatabase
@@ -44,7 +44,6 @@ from zapomni_db.schema import current_version
 from zapomni_db.server import direct_client
 from zapomni_ops.backups import BackupFailed, check_live, make_backup, restore_backup, undo_restore
 
-ZAPOMNI = shutil.which("zapomni", path=str(Path(sys.executable).parent)) or "zapomni"
 MEMORIES = 2_000
 SUBJECTS = ["The red shipment", "A blue container", "Our green tractor", "The amber lamp", "A silver bicycle",
             "The wooden crate", "An iron anchor", "The paper lantern"]  # fmt: skip
@@ -449,7 +448,7 @@ async def test_a_backup_taken_while_memories_are_added_describes_its_own_snapsho
 
 
 def zapomni(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"ZAPOMNI_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING", "PATH": os.environ.get("PATH", "")}
+    env = child_env(ZAPOMNI_DATA_DIR=str(data_dir), LOG_LEVEL="WARNING")
     return subprocess.run([ZAPOMNI, *args], capture_output=True, text=True, env=env, timeout=120)
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import graph_client
-from zapomni_core import Settings, ZapomniCore, open_core
+from tests.helpers import graph_client, open_core
+from zapomni_core import Settings, ZapomniCore
 from zapomni_core.code.requests import FindSymbolRequest, SymbolRequest
 from zapomni_core.errors import NotFound
 from zapomni_core.files.requests import IndexCodebaseRequest

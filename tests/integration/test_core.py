@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import graph_client
-from zapomni_core import Settings, ZapomniCore, open_core
+from tests.helpers import graph_client, open_core
+from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import MAX_TEXT_BYTES, AddMemoryRequest, SearchRequest
 from zapomni_db import SchemaSettings, migrate
 from zapomni_db.memories import WRITE_BATCH

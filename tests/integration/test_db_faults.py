@@ -7,23 +7,19 @@ down: a call made while it is down provably never reached it.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import wait_for
+from tests.processes import FalkorDB
 from zapomni_core.disk import DiskGuard
 from zapomni_core.errors import DatabaseInterrupted, StorageUnavailable
 from zapomni_core.faults import INTERRUPTED, UNAVAILABLE, user_error
 from zapomni_db import DatabaseTarget, DatabaseUnavailable, GraphClient, WriteInterrupted, connect
 from zapomni_db.embedded import EmbeddedPaths
 from zapomni_db.keeper import MAX_RESTART_DELAY_S, restart_delay, server_command
-from zapomni_db.server import direct_client, falkordb_command, is_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -31,44 +27,21 @@ pytestmark = pytest.mark.anyio
 SLOW_WRITE = "UNWIND range(1, 3000000) AS i CREATE (:Bulk {i: i})"
 
 
-class KillableServer:
+def killable(db_dir: Path) -> FalkorDB:
     """redis-server + FalkorDB on a unix socket, logging with appendfsync always, as the keeper runs it."""
-
-    def __init__(self, db_dir: Path) -> None:
-        self.db_dir = db_dir
-        self.socket = db_dir / "s.sock"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        command = falkordb_command(self.db_dir, unix_socket=self.socket, appendfsync="always")
-        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        client = direct_client(unix_socket=self.socket)
-        try:
-            assert wait_for(lambda: is_ready(client), 30), "the server did not start"
-        finally:
-            client.close()
-
-    def kill(self) -> None:
-        assert self.process is not None
-        os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=60)
+    return FalkorDB(db_dir, unix_socket=db_dir / "s.sock", appendfsync="always")
 
 
 @pytest.fixture
-def server(data_dir: Path) -> Iterator[KillableServer]:
-    process = KillableServer(data_dir)
+def server(data_dir: Path) -> Iterator[FalkorDB]:
+    process = killable(data_dir)
     process.start()
     yield process
-    process.stop()
+    process.terminate()
 
 
 @asynccontextmanager
-async def graph(server: KillableServer) -> AsyncIterator[GraphClient]:
+async def graph(server: FalkorDB) -> AsyncIterator[GraphClient]:
     connection = connect(DatabaseTarget("test", "g", socket=server.socket), max_connections=4)
     try:
         client = GraphClient(connection, "g")
@@ -78,12 +51,12 @@ async def graph(server: KillableServer) -> AsyncIterator[GraphClient]:
         await connection.close()
 
 
-async def restart_after(server: KillableServer, delay_s: float) -> None:
+async def restart_after(server: FalkorDB, delay_s: float) -> None:
     await asyncio.sleep(delay_s)
     await asyncio.to_thread(server.start)
 
 
-async def test_the_driver_never_resends_a_command_by_itself(server: KillableServer) -> None:
+async def test_the_driver_never_resends_a_command_by_itself(server: FalkorDB) -> None:
     # redis-py's own retry would re-send a write whose reply was lost: a second copy of it.
     async with graph(server) as client:
         made = client.connection.pool.make_connection()
@@ -92,7 +65,7 @@ async def test_the_driver_never_resends_a_command_by_itself(server: KillableServ
         assert await client.ping()  # and the FalkorDB client built on the pool still works
 
 
-async def test_a_write_sent_while_the_server_is_down_is_sent_once_it_is_back(server: KillableServer) -> None:
+async def test_a_write_sent_while_the_server_is_down_is_sent_once_it_is_back(server: FalkorDB) -> None:
     async with graph(server) as client:
         await client.query("CREATE (:N {i: 0})")
         server.kill()
@@ -104,7 +77,7 @@ async def test_a_write_sent_while_the_server_is_down_is_sent_once_it_is_back(ser
         assert await client.ro_query("MATCH (n:N) RETURN n.i ORDER BY n.i") == [[0], [1]]
 
 
-async def test_a_read_made_while_the_server_is_down_answers_once_it_is_back(server: KillableServer) -> None:
+async def test_a_read_made_while_the_server_is_down_answers_once_it_is_back(server: FalkorDB) -> None:
     async with graph(server) as client:
         await client.query("CREATE (:N {i: 7})")
         server.kill()
@@ -113,7 +86,7 @@ async def test_a_read_made_while_the_server_is_down_answers_once_it_is_back(serv
         await restarting
 
 
-async def test_a_write_in_flight_when_the_server_dies_is_reported_not_resent(server: KillableServer) -> None:
+async def test_a_write_in_flight_when_the_server_dies_is_reported_not_resent(server: FalkorDB) -> None:
     async with graph(server) as client:
         await client.query("CREATE (:N)")
         writing = asyncio.create_task(client.query(SLOW_WRITE))
@@ -132,7 +105,7 @@ async def test_a_write_in_flight_when_the_server_dies_is_reported_not_resent(ser
 
 
 async def test_a_call_fails_clearly_when_the_server_stays_down(data_dir: Path) -> None:
-    server = KillableServer(data_dir)
+    server = killable(data_dir)
     server.start()
     connection = connect(DatabaseTarget("test", "g", socket=server.socket), recovery_timeout_s=1.0)
     try:

@@ -13,8 +13,8 @@ import redis
 from structlog.testing import capture_logs
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.helpers import wait_for
-from zapomni_core import Settings, open_core
+from tests.helpers import open_core, wait_for
+from zapomni_core import Settings
 from zapomni_core.embedders import CachedEmbedder, MemoryCache, RedisCache
 from zapomni_core.embedders.ollama import OllamaEmbedder
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder

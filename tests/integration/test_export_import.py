@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -17,8 +15,9 @@ from typing import Any
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.helpers import graph_client
-from zapomni_core import Settings, ZapomniCore, open_core
+from tests.helpers import graph_client, open_core
+from tests.processes import ZAPOMNI, child_env
+from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.progress import Progress
 from zapomni_core.transfer import TransferError, export, importer
@@ -26,7 +25,6 @@ from zapomni_core.transfer.format import EXPORTING, IMPORTING, VALIDATING
 
 pytestmark = pytest.mark.anyio
 
-ZAPOMNI = shutil.which("zapomni", path=str(Path(sys.executable).parent)) or "zapomni"
 
 SUBJECTS = [
     "the postgres replica", "the billing service", "the Kubernetes ingress", "the payment gateway",
@@ -408,7 +406,7 @@ async def test_another_embedder_re_embeds_and_chunks_again(
 
 
 def zapomni(data_dir: Path, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
-    env = {"ZAPOMNI_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING", "PATH": os.environ.get("PATH", "")}
+    env = child_env(ZAPOMNI_DATA_DIR=str(data_dir), LOG_LEVEL="WARNING")
     return subprocess.run([ZAPOMNI, *args], capture_output=True, env=env, timeout=120, **kwargs)
 
 
@@ -428,7 +426,7 @@ async def test_the_command_line_exports_and_imports(source: Source, data_dir: Pa
         assert (counts["imported"], counts["skipped"], counts["re_embedded"]) == (source.memories, 0, False)
 
         # stdout to stdin through a pipe: the import spools what it cannot read twice.
-        env = {"ZAPOMNI_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING", "PATH": os.environ.get("PATH", "")}
+        env = child_env(ZAPOMNI_DATA_DIR=str(data_dir), LOG_LEVEL="WARNING")
         with subprocess.Popen(
             [ZAPOMNI, "export"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         ) as producer:

@@ -15,8 +15,8 @@ import pytest
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
-from tests.helpers import graph_client
-from zapomni_core import Settings, ZapomniCore, open_core
+from tests.helpers import graph_client, open_core
+from zapomni_core import Settings, ZapomniCore
 from zapomni_core.errors import InvalidRequest
 from zapomni_core.files.requests import IngestPathRequest
 from zapomni_core.jobs import JobInfo, JobStatusRequest

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from zapomni_core import Settings, ZapomniCore, open_core
+from tests.helpers import open_core
+from zapomni_core import Settings, ZapomniCore
 from zapomni_core.graph.building import memory_graph_rows
 from zapomni_core.graph.extraction import EXCLUSIVE_RELATIONS, ChunkGraph, Mention, Relation
 from zapomni_core.graph.merge import EntityIndex

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
-from zapomni_core import Settings, ZapomniCore, open_core
+from tests.helpers import open_core
+from zapomni_core import Settings, ZapomniCore
 from zapomni_core.database import open_database
 from zapomni_core.embedders import build_embedder
 from zapomni_core.memories.requests import AddMemoryRequest

@@ -7,27 +7,20 @@ health server and the doctor as subprocesses, and FakeOllama (a real HTTP server
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import shutil
-import signal
 import socket
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from tests.fakes.ollama_server import FakeOllama
 from tests.helpers import free_port, graph_client, server_pids, wait_for
+from tests.processes import ZAPOMNI, FalkorDB, HealthServer, child_env
 from zapomni_core.health import (
     DatabaseProbe,
     DatabaseTarget,
@@ -39,177 +32,55 @@ from zapomni_core.health import (
     sanitise,
 )
 from zapomni_core.settings import Settings
-from zapomni_db import GraphClient, SchemaSettings, connect, migrate
+from zapomni_db import SchemaSettings, migrate
 from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths
-from zapomni_db.server import falkordb_command, is_ready
 
 pytestmark = pytest.mark.anyio
 
 PASSWORD = "h3alth-pass"
 REPO = Path(__file__).resolve().parents[2]
 PROBE = REPO / "healthchecks" / "probe"
-ZAPOMNI = shutil.which("zapomni", path=str(Path(sys.executable).parent)) or "zapomni"
 BODY_KEYS = {"status", "checks", "failing"}
 CHECK_KEYS = {"name", "ok", "latency_ms", "detail"}
+StartHealth = Callable[[dict[str, str]], HealthServer]  # the health_server fixture
 
 
-# -- a real FalkorDB ---------------------------------------------------------------------------
-
-
-class FalkorServer:
-    """A password-protected FalkorDB on 127.0.0.1 that a test can stop, restart and slow down."""
-
-    def __init__(self, db_dir: Path) -> None:
-        self.db_dir = db_dir
-        self.port = free_port()
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def start(self, key_load_delay_us: int = 0) -> None:
-        command = falkordb_command(
-            self.db_dir, port=self.port, password=PASSWORD, appendfsync="everysec", log_file=self.db_dir / "redis.log"
-        )
-        if key_load_delay_us:
-            # Reload from the RDB (the AOF replays commands, which no load delay slows), one key at a
-            # time, answering LOADING in between instead of holding clients until the load is done.
-            command += ["--appendonly", "no", "--key-load-delay", str(key_load_delay_us)]
-            command += ["--loading-process-events-interval-bytes", "1024"]
-        self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-
-    def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, password=PASSWORD, socket_timeout=2, retry=Retry(NoBackoff(), 0))
-
-    def ready(self) -> bool:
-        client = self.client()
-        try:
-            return is_ready(client)
-        finally:
-            client.close()
-
-    def loading(self) -> bool:
-        try:
-            self.client().ping()
-        except redis.exceptions.BusyLoadingError:
-            return True
-        except (redis.ConnectionError, redis.TimeoutError):
-            return False
-        return False
-
-    def stop(self) -> None:
-        """SHUTDOWN SAVE, and wait until the process is gone."""
-        assert self._process is not None
-        with contextlib.suppress(redis.ConnectionError):  # the server hangs up: that is the answer
-            self.client().shutdown(save=True)
-        self._process.wait(timeout=60)
-
-    def kill(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()
-            self._process.wait()
-
-    def migrate(self, graph: str = "zapomni") -> None:
-        async def run() -> None:
-            target = DatabaseTarget("test server", graph, host="127.0.0.1", port=self.port, password=PASSWORD)
-            connection = connect(target)
-            try:
-                await migrate(GraphClient(connection, graph), SchemaSettings(dimension=384))
-            finally:
-                await connection.close()
-
-        asyncio.run(run())
+# -- a real FalkorDB and the health server ---------------------------------------------------
 
 
 @pytest.fixture
-def falkordb(data_dir: Path) -> Iterator[FalkorServer]:
+def falkordb(data_dir: Path) -> Iterator[FalkorDB]:
+    """A password-protected FalkorDB on 127.0.0.1 that a test can stop, restart and slow down."""
     db_dir = data_dir / "server-db"
     db_dir.mkdir()
-    server = FalkorServer(db_dir)
-    server.start()
+    server = FalkorDB(db_dir, password=PASSWORD, log_file=db_dir / "redis.log")
     try:
-        assert wait_for(server.ready), "FalkorDB did not start"
+        server.start()
         yield server
     finally:
         server.kill()
 
 
-def server_env(falkordb: FalkorServer, data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", str(data_dir)),
-        "ZAPOMNI_DATA_DIR": str(data_dir),
-        "ZAPOMNI_DB_MODE": "server",
-        "FALKORDB_HOST": "127.0.0.1",
-        "FALKORDB_PORT": str(falkordb.port),
-        "FALKORDB_PASSWORD": PASSWORD,
-        "LOG_LEVEL": "INFO",
-    }
-    env.update(extra)
-    return env
+def server_env(falkordb: FalkorDB, data_dir: Path, **extra: str) -> dict[str, str]:
+    return child_env(
+        HOME=os.environ.get("HOME", str(data_dir)),
+        ZAPOMNI_DATA_DIR=str(data_dir),
+        ZAPOMNI_DB_MODE="server",
+        FALKORDB_HOST="127.0.0.1",
+        FALKORDB_PORT=str(falkordb.port),
+        FALKORDB_PASSWORD=PASSWORD,
+        LOG_LEVEL="INFO",
+        **extra,
+    )
 
 
-# -- the health server as a subprocess ---------------------------------------------------------
-
-
-class HealthServer:
-    def __init__(self, env: dict[str, str], stderr_path: Path) -> None:
-        self.port = free_port()
-        self.env = env
-        self.stderr_path = stderr_path
-        self._stderr = stderr_path.open("w")
-        self.process = subprocess.Popen(
-            [ZAPOMNI, "health-server", "--port", str(self.port)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=env,
-        )
-        assert wait_for(self._alive, timeout_s=60), f"the health server did not start: {self.stderr()}"
-
-    def _alive(self) -> bool:
-        assert self.process.poll() is None, f"the health server exited: {self.stderr()}"
-        try:
-            return self.get("/healthz")[0] == 200
-        except httpx.TransportError:
-            return False
-
-    def get(self, path: str) -> tuple[int, Any]:
-        response = httpx.get(f"http://127.0.0.1:{self.port}{path}", timeout=10)
-        return response.status_code, response.json()
-
-    def readyz(self) -> tuple[int, dict[str, Any]]:
-        return self.get("/readyz")
-
-    def wait_status(self, status: int, timeout_s: float = 30.0) -> dict[str, Any]:
-        last: list[Any] = []
-
-        def reached() -> bool:
-            last[:] = self.readyz()
-            return last[0] == status
-
-        assert wait_for(reached, timeout_s=timeout_s), f"/readyz never answered {status}; last: {last}"
-        return last[1]
-
-    def probe(self) -> subprocess.CompletedProcess[str]:
-        env = {"PATH": os.environ.get("PATH", ""), "ZAPOMNI_HEALTH_PORT": str(self.port)}
-        return subprocess.run([str(PROBE)], env=env, capture_output=True, text=True, timeout=30)
-
-    def terminate(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(timeout=30)
-        self._stderr.close()
-        return code
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self._stderr.close()
-
-    def stderr(self) -> str:
-        return self.stderr_path.read_text()  # written by the child only
+def probe(server: HealthServer) -> subprocess.CompletedProcess[str]:
+    env = child_env(ZAPOMNI_HEALTH_PORT=str(server.port))
+    return subprocess.run([str(PROBE)], env=env, capture_output=True, text=True, timeout=30)
 
 
 @pytest.fixture
-def health_server(tmp_path: Path) -> Iterator[Any]:
+def health_server(tmp_path: Path) -> Iterator[StartHealth]:
     servers: list[HealthServer] = []
 
     def start(env: dict[str, str]) -> HealthServer:
@@ -239,7 +110,7 @@ def assert_shape(body: dict[str, Any]) -> None:
 
 
 def test_ready_then_not_ready_while_the_database_is_down_then_ready_again(
-    falkordb: FalkorServer, data_dir: Path, health_server: Any
+    falkordb: FalkorDB, data_dir: Path, health_server: StartHealth
 ) -> None:
     falkordb.migrate()
     server: HealthServer = health_server(server_env(falkordb, data_dir))
@@ -257,7 +128,7 @@ def test_ready_then_not_ready_while_the_database_is_down_then_ready_again(
     assert check(body, "schema")["detail"] == f"schema version {latest}, expected {latest}"
     assert "onnx:all-MiniLM-L6-v2" in check(body, "embedder")["detail"]
     assert server.get("/healthz") == (200, {"status": "alive"})
-    ready_probe = server.probe()
+    ready_probe = probe(server)
     assert ready_probe.returncode == 0, ready_probe.stdout
     assert json.loads(ready_probe.stdout)["status"] == "ready"
 
@@ -269,7 +140,7 @@ def test_ready_then_not_ready_while_the_database_is_down_then_ready_again(
     assert "unreachable" in check(body, "falkordb")["detail"]
     assert check(body, "schema")["detail"] == "not checked: falkordb is not ready"
     assert server.get("/healthz") == (200, {"status": "alive"}), "liveness must not look at dependencies"
-    down_probe = server.probe()
+    down_probe = probe(server)
     assert down_probe.returncode == 1
     assert "falkordb" in json.loads(down_probe.stdout)["failing"]
 
@@ -289,7 +160,7 @@ def test_ready_then_not_ready_while_the_database_is_down_then_ready_again(
 
 
 def test_a_loading_database_is_not_ready_until_it_has_loaded(
-    falkordb: FalkorServer, data_dir: Path, health_server: Any
+    falkordb: FalkorDB, data_dir: Path, health_server: StartHealth
 ) -> None:
     falkordb.migrate()
     client = falkordb.client()
@@ -316,7 +187,7 @@ def test_a_loading_database_is_not_ready_until_it_has_loaded(
 
 
 def test_a_graph_behind_the_latest_schema_is_not_ready_until_migrated(
-    falkordb: FalkorServer, data_dir: Path, health_server: Any
+    falkordb: FalkorDB, data_dir: Path, health_server: StartHealth
 ) -> None:
     server: HealthServer = health_server(server_env(falkordb, data_dir, GRAPH_NAME="never_migrated"))
     status, body = server.readyz()
@@ -330,7 +201,7 @@ def test_a_graph_behind_the_latest_schema_is_not_ready_until_migrated(
 
 
 def test_ollama_is_ready_with_both_models_and_names_a_missing_one(
-    falkordb: FalkorServer, data_dir: Path, health_server: Any
+    falkordb: FalkorDB, data_dir: Path, health_server: StartHealth
 ) -> None:
     falkordb.migrate()
     with FakeOllama(models=["nomic-embed-text", "llama3.1:8b"]) as ollama:
@@ -357,7 +228,9 @@ def test_ollama_is_ready_with_both_models_and_names_a_missing_one(
         assert "nomic-embed-text" not in detail
 
 
-def test_an_unreachable_redis_cache_is_not_ready(falkordb: FalkorServer, data_dir: Path, health_server: Any) -> None:
+def test_an_unreachable_redis_cache_is_not_ready(
+    falkordb: FalkorDB, data_dir: Path, health_server: StartHealth
+) -> None:
     falkordb.migrate()
     closed_port = free_port()
     url = f"redis://:cache-secret@127.0.0.1:{closed_port}/0"
@@ -376,7 +249,7 @@ def test_a_taken_port_fails_at_once(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        env = {"PATH": os.environ.get("PATH", ""), "ZAPOMNI_DATA_DIR": str(tmp_path), "ZAPOMNI_HEALTH_PORT": str(port)}
+        env = child_env(ZAPOMNI_DATA_DIR=str(tmp_path), ZAPOMNI_HEALTH_PORT=str(port))
         result = subprocess.run([ZAPOMNI, "health-server"], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert json.loads(result.stderr.splitlines()[-1])["event"] == "health.server.bind_failed"
@@ -390,7 +263,7 @@ def doctor(env: dict[str, str], *args: str) -> tuple[int, str]:
     return result.returncode, result.stdout
 
 
-def test_doctor_exit_codes_and_json_shape(falkordb: FalkorServer, data_dir: Path, health_server: Any) -> None:
+def test_doctor_exit_codes_and_json_shape(falkordb: FalkorDB, data_dir: Path, health_server: StartHealth) -> None:
     falkordb.migrate()
     env = server_env(falkordb, data_dir)
 

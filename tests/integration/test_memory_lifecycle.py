@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from zapomni_core import Settings, ZapomniCore, open_core
+from tests.helpers import open_core
+from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import (
     AddMemoryRequest,
     DeleteMemoryRequest,

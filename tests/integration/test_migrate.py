@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ZAPOMNI, server_env
-from zapomni_core import Settings, open_core
+from tests.helpers import open_core
+from tests.processes import ZAPOMNI, server_env
+from zapomni_core import Settings
 from zapomni_core.database import open_database
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest

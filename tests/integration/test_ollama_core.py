@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
-from zapomni_core import ConfigurationError, Settings, open_core
+from tests.helpers import open_core
+from zapomni_core import ConfigurationError, Settings
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 
 pytestmark = pytest.mark.anyio

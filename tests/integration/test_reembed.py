@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import ZAPOMNI, server_env
 from tests.fakes.ollama_server import FakeOllama, embed_text
-from tests.helpers import wait_for
-from zapomni_core import ConfigurationError, EmbedderUnavailable, Settings, open_core
+from tests.helpers import open_core, wait_for
+from tests.processes import ZAPOMNI, server_env
+from zapomni_core import ConfigurationError, EmbedderUnavailable, Settings
 from zapomni_core.database import open_database
 from zapomni_core.embedders import build_embedder
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest

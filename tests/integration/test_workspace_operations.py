@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
+from tests.helpers import open_core
 from tests.integration.test_reembed import ollama_settings, run_reembed
-from zapomni_core import Settings, open_core
+from zapomni_core import Settings
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.workspaces.requests import DeleteWorkspaceRequest, StatsRequest
 from zapomni_ops.backups import make_backup, restore_backup
