@@ -8,15 +8,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import ZAPOMNI, RawServer, mcp_session, server_env
-from tests.helpers import server_pids, wait_for
-from zapomni_core import Settings, open_core
+from tests.helpers import open_core, server_pids, wait_for
+from tests.processes import ZAPOMNI, RawServer, mcp_session, server_env
+from zapomni_core import Settings
 from zapomni_core.memories.requests import MAX_TEXT_BYTES
 
 pytestmark = pytest.mark.anyio
@@ -27,12 +26,20 @@ INDEX_IN_REQUEST = {"ZAPOMNI_BACKGROUND_ADD_BYTES": str(MAX_TEXT_BYTES + 1)}
 
 
 def add_call(request_id: int, text: str) -> dict[str, Any]:
+    """An add that asks for progress: the server reports each embedding slice (64 chunks) as it ends."""
     return {
         "jsonrpc": "2.0",
         "id": request_id,
         "method": "tools/call",
-        "params": {"name": "add_memory", "arguments": {"text": text}},
+        "params": {"name": "add_memory", "arguments": {"text": text}, "_meta": {"progressToken": request_id}},
     }
+
+
+def wait_embedding(server: RawServer, request_id: int) -> None:
+    """Until the add has embedded its first slice and has more to embed: it is in flight, not yet written."""
+    progress = server.receive_until(lambda message: message.get("method") == "notifications/progress")
+    assert progress["params"]["progressToken"] == request_id
+    assert 0 < progress["params"]["progress"] < progress["params"]["total"], progress
 
 
 async def stored_memories(data_dir: Path) -> int:
@@ -57,9 +64,9 @@ async def test_a_signal_lets_the_write_in_flight_finish(data_dir: Path, tmp_path
     server = RawServer(data_dir, tmp_path / "stderr.log", extra_env=INDEX_IN_REQUEST)
     try:
         server.initialize()
-        server.send(add_call(2, long_text(60)))  # a few seconds of embedding
-        time.sleep(1.0)
-        server.process.send_signal(signum)
+        server.send(add_call(2, long_text(100)))  # two embedding slices
+        wait_embedding(server, 2)
+        server.send_signal(signum)
         assert server.wait() == 0
     finally:
         server.kill()
@@ -86,9 +93,9 @@ async def test_a_write_still_embedding_after_the_grace_period_is_dropped_whole(
     server = RawServer(data_dir, tmp_path / "stderr.log", extra_env=no_grace)
     try:
         server.initialize()
-        server.send(add_call(2, long_text(200)))  # several embedding slices
-        time.sleep(1.0)
-        server.process.send_signal(signal.SIGTERM)
+        server.send(add_call(2, long_text(200)))  # four slices: the grace ends while the second embeds
+        wait_embedding(server, 2)
+        server.send_signal(signal.SIGTERM)
         assert server.wait() == 0
     finally:
         server.kill()
@@ -120,17 +127,19 @@ async def test_a_killed_server_loses_no_acknowledged_write(data_dir: Path) -> No
 async def test_a_cancelled_add_stores_nothing_and_its_retry_stores_one(data_dir: Path, tmp_path: Path) -> None:
     """notifications/cancelled stops an add still embedding; the client's retry then stores it once."""
     server = RawServer(data_dir, tmp_path / "stderr.log", extra_env=INDEX_IN_REQUEST)
-    text = long_text(80)  # two embedding slices: seconds of work before the database write
+    text = long_text(100)  # two embedding slices: seconds of work before the database write
     try:
         server.initialize()
         server.send(add_call(2, text))
-        time.sleep(1.0)
+        wait_embedding(server, 2)
         server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
-        assert wait_for(lambda: '"request.cancelled"' in (tmp_path / "stderr.log").read_text(), timeout_s=60)
-        retry = server.request(3, "tools/call", add_call(3, text)["params"])
-        assert retry["id"] == 3 and retry["result"]["isError"] is False
+        assert wait_for(lambda: '"request.cancelled"' in server.stderr(), timeout_s=60)
+        server.send(add_call(3, text))
+        retry = server.receive_until(lambda message: message.get("id") == 3)  # past progress reports
+        assert retry["result"]["isError"] is False
         assert retry["result"]["structuredContent"]["deduplicated"] is False  # the cancelled add left nothing
-        again = server.request(4, "tools/call", add_call(4, text)["params"])
+        server.send(add_call(4, text))
+        again = server.receive_until(lambda message: message.get("id") == 4)
         assert again["result"]["structuredContent"]["deduplicated"] is True
         server.close_stdin()
         assert server.wait() == 0

@@ -7,12 +7,13 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.helpers import chunk_node_count, fill_disk, mounted_tmpfs
-from zapomni_core import Settings, ZapomniCore, open_core
+from tests.helpers import chunk_node_count, fill_disk, logged_events, mounted_tmpfs, open_core, until
+from zapomni_core import Settings, ZapomniCore
 from zapomni_core.context import RequestContext
 from zapomni_core.errors import Conflict
 from zapomni_core.jobs import CancelJobRequest, JobInfo, JobStatusRequest, ListJobsRequest
@@ -69,6 +70,15 @@ async def wait_started(core: ZapomniCore, job_id: str) -> JobInfo:
             return info
         await asyncio.sleep(0.05)
     raise AssertionError("the job never started")
+
+
+# What the worker logs when it lets go of a job, whichever way the job ended.
+LET_GO = {"job.finished", "job.lost", "job.failed", "job.released"}
+
+
+async def worker_let_go(events: list[dict[str, Any]], job_id: str) -> None:
+    """Until the worker has stopped working on `job_id`: past this, nothing more of it can be written."""
+    await until(lambda: any(e["event"] in LET_GO and e.get("job_id") == job_id for e in events), what="the worker")
 
 
 async def test_a_large_add_answers_at_once_and_becomes_searchable_when_its_job_completes(data_dir: Path) -> None:
@@ -130,34 +140,36 @@ async def test_job_status_sends_progress_while_it_waits(data_dir: Path) -> None:
 
 
 async def test_deleting_a_memory_mid_indexing_cancels_its_job_and_leaves_nothing(data_dir: Path) -> None:
-    async with job_core(data_dir) as core:
-        added = await core.memories.add(AddMemoryRequest(text=long_text("puffin", 300)))
-        assert added.job_id is not None
-        started = await wait_started(core, added.job_id)
-        assert started.state == "running" and 0 < started.progress.done < (started.progress.total or 0)
+    with logged_events() as events:
+        async with job_core(data_dir) as core:
+            added = await core.memories.add(AddMemoryRequest(text=long_text("puffin", 300)))
+            assert added.job_id is not None
+            started = await wait_started(core, added.job_id)
+            assert started.state == "running" and 0 < started.progress.done < (started.progress.total or 0)
 
-        deleted = await core.memories.delete(DeleteMemoryRequest(memory_ids=[added.memory_id]))
-        assert deleted.memory_ids == [added.memory_id]
-        info = await wait_job(core, added.job_id)
-        assert (info.state, info.error) == ("cancelled", "the memory was deleted")
-        await asyncio.sleep(1.5)  # the worker finishes the slice it was embedding, and writes nothing
-        assert await chunk_node_count(data_dir) == 0
-        assert (await core.memories.search(SearchRequest(query="puffin sightings"))).count == 0
-        assert (await core.workspaces.stats()).total_memories == 0
+            deleted = await core.memories.delete(DeleteMemoryRequest(memory_ids=[added.memory_id]))
+            assert deleted.memory_ids == [added.memory_id]
+            info = await wait_job(core, added.job_id)
+            assert (info.state, info.error) == ("cancelled", "the memory was deleted")
+            await worker_let_go(events, added.job_id)  # it finished the slice it was embedding, and wrote nothing
+            assert await chunk_node_count(data_dir) == 0
+            assert (await core.memories.search(SearchRequest(query="puffin sightings"))).count == 0
+            assert (await core.workspaces.stats()).total_memories == 0
 
 
 async def test_cancel_job_withdraws_the_add(data_dir: Path) -> None:
-    async with job_core(data_dir) as core:
-        added = await core.memories.add(AddMemoryRequest(text=long_text("walrus", 300)))
-        assert added.job_id is not None
-        await wait_started(core, added.job_id)
-        result = await core.jobs.cancel(CancelJobRequest(job_id=added.job_id))
-        assert result.cancelled and result.memory_deleted and result.job.state == "cancelled"
-        await asyncio.sleep(1.5)
-        assert await chunk_node_count(data_dir) == 0
-        assert (await core.memories.page(ListMemoriesRequest())).count == 0
-        again = await core.jobs.cancel(CancelJobRequest(job_id=added.job_id))
-        assert not again.cancelled and not again.memory_deleted and again.job.state == "cancelled"
+    with logged_events() as events:
+        async with job_core(data_dir) as core:
+            added = await core.memories.add(AddMemoryRequest(text=long_text("walrus", 300)))
+            assert added.job_id is not None
+            await wait_started(core, added.job_id)
+            result = await core.jobs.cancel(CancelJobRequest(job_id=added.job_id))
+            assert result.cancelled and result.memory_deleted and result.job.state == "cancelled"
+            await worker_let_go(events, added.job_id)
+            assert await chunk_node_count(data_dir) == 0
+            assert (await core.memories.page(ListMemoriesRequest())).count == 0
+            again = await core.jobs.cancel(CancelJobRequest(job_id=added.job_id))
+            assert not again.cancelled and not again.memory_deleted and again.job.state == "cancelled"
 
 
 async def test_an_embedder_failure_fails_the_job_visibly_and_adding_again_retries(data_dir: Path) -> None:
@@ -188,7 +200,7 @@ async def test_an_embedder_failure_fails_the_job_visibly_and_adding_again_retrie
 
 
 async def test_a_job_pauses_on_a_full_disk_and_resumes_when_space_is_freed() -> None:
-    with mounted_tmpfs("96m") as disk:
+    with mounted_tmpfs("96m") as disk, logged_events() as events:
         async with job_core(disk, ZAPOMNI_MIN_FREE_MB=16) as core:
             added = await core.memories.add(AddMemoryRequest(text=long_text("plover", 700)))
             assert added.job_id is not None
@@ -202,7 +214,12 @@ async def test_a_job_pauses_on_a_full_disk_and_resumes_when_space_is_freed() -> 
                     assert paused.state == "running", paused
                     await asyncio.sleep(0.05)
                 assert paused.message and "ZAPOMNI_MIN_FREE_MB" in paused.message and str(disk) in paused.message
-                await asyncio.sleep(2.0)
+                # The worker looks again (every 5 s), is refused again, and has stored nothing meanwhile.
+                refused = [e for e in events if e["event"] == "job.waiting_for_disk"]
+                await until(
+                    lambda: sum(e["event"] == "job.waiting_for_disk" for e in events) > len(refused),
+                    what="a second look at the disk",
+                )
                 still = await core.jobs.status(JobStatusRequest(job_id=added.job_id))
                 assert (still.state, still.progress.done) == ("running", paused.progress.done), "nothing done unstored"
                 assert (await core.memories.search(SearchRequest(query="anything"))).count == 0  # reads go on
