@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import all_chunk_ids
-from zapomni_core import Settings, ZapomniCore, open_core
+from tests.helpers import all_chunk_ids, open_core
+from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 
 pytestmark = pytest.mark.anyio
@@ -21,6 +25,7 @@ PARAPHRASED = {
     "Our quarterly revenue grew four percent compared with last year.": "company income increased",
     "Use kubectl rollout undo to revert a bad deployment.": "how can I roll back a release?",
 }
+PINNED = "The pod was OOMKilled after the memory limit was reached."  # found by both legs
 
 
 async def rank_of(core: ZapomniCore, query: str, memory_id: str, mode: str) -> int | None:
@@ -28,36 +33,54 @@ async def rank_of(core: ZapomniCore, query: str, memory_id: str, mode: str) -> i
     return next((i for i, hit in enumerate(results, start=1) if hit.memory_id == memory_id), None)
 
 
-@pytest.fixture
-async def store(core: ZapomniCore) -> dict[str, str]:
-    ids = {}
-    for text in [*ERROR_CODES, *CVES, *TICKETS, *PARAPHRASED]:
-        ids[text] = (await core.memories.add(AddMemoryRequest(text=text))).memory_id
-    return ids
+@dataclass(frozen=True)
+class Store:
+    core: ZapomniCore
+    ids: dict[str, str]  # memory id by text
 
 
-async def test_exact_identifiers_need_the_keyword_leg(core: ZapomniCore, store: dict[str, str]) -> None:
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module-wide, so the module's store below lives in one event loop
+
+
+@pytest.fixture(scope="module")
+async def store() -> AsyncIterator[Store]:
+    """The 64 memories, added once for the tests that only search them (the others get their own core)."""
+    data_dir = Path(tempfile.mkdtemp(prefix="zt-", dir="/tmp"))
+    try:
+        async with open_core(Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
+            ids = {}
+            for text in [*ERROR_CODES, *CVES, *TICKETS, *PARAPHRASED, PINNED]:
+                ids[text] = (await core.memories.add(AddMemoryRequest(text=text))).memory_id
+            yield Store(core, ids)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+async def test_exact_identifiers_need_the_keyword_leg(store: Store) -> None:
+    core = store.core
     cases = {"E1053": ERROR_CODES[13], "CVE-2024-3017": CVES[7], "OPS-4111": TICKETS[11], "error E1047": ERROR_CODES[7]}
     vector_hits = 0
     for query, text in cases.items():
-        assert await rank_of(core, query, store[text], "keyword") == 1, query
-        assert await rank_of(core, query, store[text], "hybrid") == 1, query
-        vector_hits += await rank_of(core, query, store[text], "vector") == 1
+        assert await rank_of(core, query, store.ids[text], "keyword") == 1, query
+        assert await rank_of(core, query, store.ids[text], "hybrid") == 1, query
+        vector_hits += await rank_of(core, query, store.ids[text], "vector") == 1
     assert vector_hits < len(cases), "vector search alone should not pin every identifier"
 
 
-async def test_paraphrases_need_the_vector_leg(core: ZapomniCore, store: dict[str, str]) -> None:
+async def test_paraphrases_need_the_vector_leg(store: Store) -> None:
     for text, query in PARAPHRASED.items():
-        assert await rank_of(core, query, store[text], "keyword") is None, query
-        assert await rank_of(core, query, store[text], "vector") == 1, query
-        assert await rank_of(core, query, store[text], "hybrid") == 1, query
+        assert await rank_of(store.core, query, store.ids[text], "keyword") is None, query
+        assert await rank_of(store.core, query, store.ids[text], "vector") == 1, query
+        assert await rank_of(store.core, query, store.ids[text], "hybrid") == 1, query
 
 
-async def test_results_say_which_legs_found_them(core: ZapomniCore, store: dict[str, str]) -> None:
-    pinned = await core.memories.add(AddMemoryRequest(text="The pod was OOMKilled after the memory limit was reached."))
+async def test_results_say_which_legs_found_them(store: Store) -> None:
+    core = store.core
     results = (await core.memories.search(SearchRequest(query="pod OOMKilled memory limit", limit=5))).results
     top = results[0]
-    assert top.memory_id == pinned.memory_id
+    assert top.memory_id == store.ids[PINNED]
     assert top.matched_by == ["keyword", "vector"]
     assert top.rank_score > 1 / 61  # more than a first place in one leg alone can earn
     assert [r.rank_score for r in results] == sorted((r.rank_score for r in results), reverse=True)
