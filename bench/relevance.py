@@ -261,7 +261,7 @@ async def run(data_dir: Path, limit_docs: int | None, workdir: Path, locomo: Pat
     test_ids, test_texts, tr_ids, tr_texts, train_qrels = query_splits(data_dir, data)
 
     conversations = load_locomo(locomo) if locomo is not None and locomo.is_file() else []
-    locomo_questions = [q for conversation in conversations for q, _ in conversation.questions]
+    locomo_questions = [q.text for conversation in conversations for q in conversation.questions]
     settings = Settings(ZAPOMNI_DATA_DIR=workdir / "scifact", ZAPOMNI_APPENDFSYNC="everysec", LOG_LEVEL="WARNING")
     report = Report(
         documents=len(data.doc_ids),

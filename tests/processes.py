@@ -32,24 +32,24 @@ from tests.helpers import free_port, wait_for
 ZAPOMNI = shutil.which("zapomni", path=str(Path(sys.executable).parent)) or "zapomni"
 
 
-def child_env(**extra: str) -> dict[str, str]:
+def child_env(base: dict[str, str] | None = None, **extra: str) -> dict[str, str]:
     """A clean environment for a child: PATH, and PYTHONPATH when the tests run a tree other than the
-    installed one (a git worktree), so the child runs the code under test."""
+    installed one (a git worktree), so the child runs the code under test; then `base`, then `extra`
+    (each may override what comes before it)."""
     env = {"PATH": os.environ.get("PATH", "")}
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    env.update(extra)
-    return env
+    return env | (base or {}) | extra
 
 
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     """`zapomni serve` (or any command) on the embedded database in `data_dir`."""
-    return child_env(
-        ZAPOMNI_DATA_DIR=str(data_dir),
-        LOG_LEVEL="INFO",
-        ZAPOMNI_GRAPH_AUTO=os.environ.get("ZAPOMNI_GRAPH_AUTO", "false"),  # see tests/conftest.py
-        **extra,
-    )
+    defaults = {
+        "ZAPOMNI_DATA_DIR": str(data_dir),
+        "LOG_LEVEL": "INFO",
+        "ZAPOMNI_GRAPH_AUTO": os.environ.get("ZAPOMNI_GRAPH_AUTO", "false"),  # see tests/conftest.py
+    }
+    return child_env(defaults, **extra)
 
 
 class Child:

@@ -34,7 +34,7 @@ from zapomni_db.embedded import EmbeddedPaths
 
 def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
     # No LOG_LEVEL: what a person gets by default. COLUMNS=80: the narrowest terminal we design for.
-    return child_env(ZAPOMNI_DATA_DIR=str(data_dir), COLUMNS="80", **extra)
+    return child_env({"ZAPOMNI_DATA_DIR": str(data_dir), "COLUMNS": "80"}, **extra)
 
 
 def zapomni(data_dir: Path, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:

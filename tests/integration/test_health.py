@@ -62,16 +62,16 @@ def falkordb(data_dir: Path) -> Iterator[FalkorDB]:
 
 
 def server_env(falkordb: FalkorDB, data_dir: Path, **extra: str) -> dict[str, str]:
-    return child_env(
-        HOME=os.environ.get("HOME", str(data_dir)),
-        ZAPOMNI_DATA_DIR=str(data_dir),
-        ZAPOMNI_DB_MODE="server",
-        FALKORDB_HOST="127.0.0.1",
-        FALKORDB_PORT=str(falkordb.port),
-        FALKORDB_PASSWORD=PASSWORD,
-        LOG_LEVEL="INFO",
-        **extra,
-    )
+    server = {
+        "HOME": os.environ.get("HOME", str(data_dir)),
+        "ZAPOMNI_DATA_DIR": str(data_dir),
+        "ZAPOMNI_DB_MODE": "server",
+        "FALKORDB_HOST": "127.0.0.1",
+        "FALKORDB_PORT": str(falkordb.port),
+        "FALKORDB_PASSWORD": PASSWORD,
+        "LOG_LEVEL": "INFO",
+    }
+    return child_env(server, **extra)
 
 
 def probe(server: HealthServer) -> subprocess.CompletedProcess[str]:
