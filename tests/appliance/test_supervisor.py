@@ -26,7 +26,8 @@ PROGRAMS = {"falkordb", "redis", "health"}
 
 def test_up_local_runs_everything_under_supervisord_until_ready(appliance: Appliance) -> None:
     print(f"\nup-local to ready: {appliance.up_s:.1f} s")
-    assert appliance.status() == dict.fromkeys(PROGRAMS, "RUNNING")
+    # Ready is the health endpoint answering; supervisord calls a program RUNNING only after its startsecs.
+    assert wait_for(lambda: appliance.status() == dict.fromkeys(PROGRAMS, "RUNNING"), 30), appliance.status()
     status, body = appliance.readyz()
     assert status == 200, body
     assert {check["name"] for check in body["checks"]} >= {"falkordb", "schema", "redis", "embedder"}

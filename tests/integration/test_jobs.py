@@ -135,7 +135,9 @@ async def test_job_status_sends_progress_while_it_waits(data_dir: Path) -> None:
     assert info.state == "completed"
     assert len(seen) >= 2 and all(p.unit == "chunks" for p in seen)
     done = [p.done for p in seen]
-    assert done == sorted(done) and done[-1] < info.counts["chunks"]  # reported while it ran, never backwards
+    # Reported while it ran (a count between none and all), never backwards; the last report may come once
+    # every chunk is staged and before the job publishes them.
+    assert done == sorted(done) and any(0 < d < info.counts["chunks"] for d in done)
     assert {p.total for p in seen if p.done} == {info.counts["chunks"]}
 
 
