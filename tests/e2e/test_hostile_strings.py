@@ -166,8 +166,10 @@ def _try_tool(portal: BlockingPortal, session: ClientSession, tool: str, known_i
 def test_any_string_in_any_tool_answers_success_or_a_clear_error(data_dir: Path, tmp_path: Path) -> None:
     roots = tmp_path / "roots"  # empty: a walk that is allowed finds nothing, so no job adds memories later
     roots.mkdir()
-    session_cm = mcp_session(data_dir, ZAPOMNI_ALLOWED_ROOTS=str(roots))
-    with start_blocking_portal() as portal, portal.wrap_async_context_manager(session_cm) as session:
+    # The server's log stays in the test's tmp_path (pytest keeps the last runs'): an internal error's trace is there.
+    server_log = (tmp_path / "server.log").open("w")
+    session_cm = mcp_session(data_dir, server_log, ZAPOMNI_ALLOWED_ROOTS=str(roots))
+    with server_log, start_blocking_portal() as portal, portal.wrap_async_context_manager(session_cm) as session:
         known = portal.call(call, session, "add_memory", {"text": "A memory some hostile calls name."})["memory_id"]
         # The deleting tools last, so that the calls naming the stored memory find it.
         order = sorted(TOOL_CALLS, key=lambda tool: (tool.startswith("delete_"), tool))
