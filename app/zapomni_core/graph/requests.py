@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from zapomni_core.graph.extraction import RelationType
-from zapomni_core.jobs.requests import MAX_WAIT_S, JobId
+from zapomni_core.jobs.requests import JobId, WaitSeconds
 from zapomni_core.memories.requests import MAX_DELETE_IDS, MemoryId
 from zapomni_core.validation import ScopedRequest
 
@@ -26,13 +26,7 @@ class BuildGraphRequest(ScopedRequest):
 
 class GraphStatusRequest(ScopedRequest):
     job_id: JobId | None = Field(None, description="A build_graph job to report on; by default the latest one.")
-    wait_s: int = Field(
-        0,
-        ge=0,
-        le=MAX_WAIT_S,
-        description=f"Wait up to this many seconds (0-{MAX_WAIT_S}) for the job to end, sending progress "
-        "notifications meanwhile when the request carries a progressToken.",
-    )
+    wait_s: WaitSeconds = 0
 
 
 class GetRelatedRequest(ScopedRequest):

@@ -15,17 +15,21 @@ MAX_WAIT_S = 50
 MAX_JOBS = 100
 
 JobId = Annotated[str, Field(pattern=UUID_PATTERN, description="A job's id, as the call that queued it returned it.")]
-
-
-class JobStatusRequest(StrictModel):
-    job_id: JobId
-    wait_s: int = Field(
-        0,
+# How long job_status and graph_status may hold a request open for a job to end.
+WaitSeconds = Annotated[
+    int,
+    Field(
         ge=0,
         le=MAX_WAIT_S,
         description=f"Wait up to this many seconds (0-{MAX_WAIT_S}) for the job to end, sending progress "
         "notifications meanwhile when the request carries a progressToken; 0 answers at once.",
-    )
+    ),
+]
+
+
+class JobStatusRequest(StrictModel):
+    job_id: JobId
+    wait_s: WaitSeconds = 0
 
 
 class ListJobsRequest(ScopedRequest):
