@@ -88,8 +88,11 @@ class RedisCache:
 
     backend: CacheBackend = "redis"
 
-    def __init__(self, url: str, *, ttl_s: int, max_entries: int, fallback: MemoryCache) -> None:
-        self._redis = BlobCache(url, prefix=_KEY_PREFIX, lru_index=_LRU_INDEX, timeout_s=0.5)
+    def __init__(
+        self, url: str, *, ttl_s: int, max_entries: int, fallback: MemoryCache, timeout_s: float = 0.5
+    ) -> None:
+        # Short by default: a slow Redis costs an embedding, never a request waiting on the cache.
+        self._redis = BlobCache(url, prefix=_KEY_PREFIX, lru_index=_LRU_INDEX, timeout_s=timeout_s)
         self._ttl_s = ttl_s
         self._max = max_entries
         self._fallback = fallback
