@@ -6,6 +6,7 @@ requests, so every adapter enforces one set of constraints.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -46,10 +47,27 @@ def unstorable(value: str) -> str | None:
     return None
 
 
-def _unstorable_strings(data: Any, loc: tuple[str | int, ...]) -> list[InitErrorDetails]:
+# FalkorDB stores integers as signed 64-bit; a larger one would be refused or wrapped by the database.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def unstorable_number(value: int | float) -> str | None:
+    """Why a number cannot be stored, or None: NaN and the infinities have no JSON form to give back."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must be a finite number (not NaN or Infinity)"
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        return "must be an integer between -2^63 and 2^63-1 (the database stores 64-bit integers)"
+    return None
+
+
+def _unstorable_values(data: Any, loc: tuple[str | int, ...]) -> list[InitErrorDetails]:
     problems: list[InitErrorDetails] = []
     if isinstance(data, str):
         reason = unstorable(data)
+        if reason is not None:
+            problems.append(_problem(reason, loc, data))
+    elif isinstance(data, int | float):
+        reason = unstorable_number(data)
         if reason is not None:
             problems.append(_problem(reason, loc, data))
     elif isinstance(data, dict):
@@ -59,14 +77,14 @@ def _unstorable_strings(data: Any, loc: tuple[str | int, ...]) -> list[InitError
             if key_reason is not None:
                 problems.append(_problem(f"keys {key_reason}", loc, key))
                 continue
-            problems += _unstorable_strings(value, (*loc, key))
+            problems += _unstorable_values(value, (*loc, key))
     elif isinstance(data, list | tuple):
         for index, value in enumerate(data):
-            problems += _unstorable_strings(value, (*loc, index))
+            problems += _unstorable_values(value, (*loc, index))
     return problems
 
 
-def _problem(reason: str, loc: tuple[str | int, ...], value: str) -> InitErrorDetails:
+def _problem(reason: str, loc: tuple[str | int, ...], value: object) -> InitErrorDetails:
     return InitErrorDetails(type=PydanticCustomError("string_unstorable", reason), loc=loc, input=value)
 
 
@@ -76,9 +94,9 @@ class StrictModel(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _storable_strings(cls, data: Any) -> Any:
-        """Every string anywhere in a request (nested values and keys too) obeys `unstorable`'s rule."""
-        problems = _unstorable_strings(data, ())
+    def _storable_values(cls, data: Any) -> Any:
+        """Every string and number anywhere in a request (nested values and keys too) can be stored and given back."""
+        problems = _unstorable_values(data, ())
         if problems:
             raise ValidationError.from_exception_data(cls.__name__, problems)
         return data

@@ -57,6 +57,27 @@ def test_a_lone_surrogate_is_refused_with_the_requests_id(raw_server: Any) -> No
     assert stats["result"]["structuredContent"]["total_memories"] == 0  # nothing was stored
 
 
+def test_numbers_the_database_cannot_give_back_are_refused_naming_the_field(raw_server: Any) -> None:
+    server: RawServer = raw_server()
+    server.initialize()
+    # Python's and pydantic's JSON readers take NaN and Infinity; 2**64 is valid JSON but no 64-bit integer.
+    for request_id, (key, raw) in enumerate(
+        [("score", "NaN"), ("score", "Infinity"), ("score", "-Infinity"), ("count", str(2**64))], start=20
+    ):
+        params = f'{{"name": "add_memory", "arguments": {{"text": "a number", "metadata": {{"{key}": {raw}}}}}}}'
+        server.send_line(f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", "params": {params}}}')
+        reply = server.receive()
+        assert reply["id"] == request_id and reply["result"]["isError"], reply
+        message = reply["result"]["content"][0]["text"]
+        assert f"- metadata.{key}: must be " in message and ("finite" in message or "64-bit" in message), message
+    stats = server.request(30, "tools/call", {"name": "get_stats", "arguments": {}})
+    assert stats["result"]["structuredContent"]["total_memories"] == 0  # nothing was stored
+    edge = server.request(
+        31, "tools/call", {"name": "add_memory", "arguments": {"text": "n", "metadata": {"n": 2**63 - 1}}}
+    )
+    assert not edge["result"].get("isError"), edge  # the largest 64-bit integer is stored
+
+
 def test_initialize_answers_a_version_it_speaks_and_only_once(raw_server: Any) -> None:
     server: RawServer = raw_server()
     first = server.request(
