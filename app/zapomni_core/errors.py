@@ -37,13 +37,17 @@ from os import PathLike
 class ZapomniError(Exception):
     """Base class. `str(exc)` is written for the user: actionable, no paths or hosts unless configured.
 
-    `paths`: the server paths the message names (data directory, allowed roots, where a path resolves),
-    so that an adapter can leave them out for a client on another machine (zapomni_mcp.errors).
+    `paths`: the server paths the message names (data directory, allowed roots, where a path resolves);
+    `hosts`: the addresses of services behind the server (OLLAMA_HOST). An adapter leaves both out for a
+    client on another machine (zapomni_mcp.errors).
     """
 
-    def __init__(self, message: str = "", *, paths: Iterable[str | PathLike[str]] = ()) -> None:
+    def __init__(
+        self, message: str = "", *, paths: Iterable[str | PathLike[str]] = (), hosts: Iterable[str] = ()
+    ) -> None:
         super().__init__(message)
         self.paths = tuple(str(path) for path in paths if str(path))
+        self.hosts = tuple(host for host in hosts if host)
 
 
 class EmbedderUnavailable(ZapomniError):

@@ -18,6 +18,7 @@ from zapomni_core import ZapomniError
 log = structlog.get_logger(__name__)
 
 REDACTED_PATH = "<server path>"
+REDACTED_HOST = "<server host>"
 
 _UNION_MEMBERS = {"str", "int", "float", "bool"}
 _FLAT_VALUE = "must be a string, number or boolean (nested objects and lists are not allowed in metadata)"
@@ -82,4 +83,6 @@ def public_message(exc: ZapomniError, *, local: bool) -> str:
     # Longest first: a root must not cut into the longer path inside it. "/" alone names nothing.
     for path in sorted({p for p in exc.paths if len(p) > 1}, key=len, reverse=True):
         text = text.replace(path, REDACTED_PATH)
+    for host in exc.hosts:
+        text = text.replace(host, REDACTED_HOST)
     return text

@@ -1,4 +1,4 @@
-"""Server paths in error replies: shown to a local client (stdio), left out for a remote one.
+"""Server paths and hosts in error replies: shown to a local client (stdio), left out for a remote one.
 
 The stdio server is the local case, driven through the official client; the remote case goes through
 the same mapping the server uses (`zapomni_mcp.errors.failure_message`) with `local=False`, as the
@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import free_port
 from tests.processes import mcp_session
 from zapomni_core.disk import DiskGuard
+from zapomni_core.embedders.ollama import OllamaEmbedder
 from zapomni_core.files.walker import plan_walk
-from zapomni_mcp.errors import REDACTED_PATH, failure_message
+from zapomni_mcp.errors import REDACTED_HOST, REDACTED_PATH, failure_message
 
 pytestmark = pytest.mark.anyio
 
@@ -71,3 +73,15 @@ async def test_a_remote_client_is_told_the_same_without_the_paths(data_dir: Path
         plan_walk("no-such-dir", [tmp_path])
     remote = failure_message("ingest_path", missing.value, "r3", local=False)
     assert os.getcwd() not in remote and "does not exist" in remote, remote
+
+
+async def test_a_remote_client_is_not_told_where_ollama_runs() -> None:
+    host = f"http://127.0.0.1:{free_port()}"  # nothing listens there: the embedder cannot reach it
+    embedder = OllamaEmbedder(host=host, model="nomic-embed-text", retries=0)
+    with pytest.raises(Exception) as unreachable:
+        await embedder.start()
+    await embedder.aclose()
+    local = failure_message("add_memory", unreachable.value, "r4", local=True)
+    remote = failure_message("add_memory", unreachable.value, "r4", local=False)
+    assert f"cannot reach Ollama at OLLAMA_HOST={host}" in local, local
+    assert host not in remote and f"cannot reach Ollama at OLLAMA_HOST={REDACTED_HOST}" in remote, remote

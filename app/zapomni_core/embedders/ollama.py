@@ -92,7 +92,8 @@ class OllamaEmbedder:
                 if response.status_code == 404:
                     raise EmbedderUnavailable(
                         f"Ollama at OLLAMA_HOST={self._host} does not have the model {self._model!r}: "
-                        f"run `ollama pull {self._model}`"
+                        f"run `ollama pull {self._model}`",
+                        hosts=(self._host,),
                     )
                 if response.status_code < 500:
                     response.raise_for_status()
@@ -102,7 +103,7 @@ class OllamaEmbedder:
                 delay = self._backoff_s * 2**attempt
                 log.warning("ollama.retry", attempt=attempt + 1, delay_s=delay, reason=failure)
                 await asyncio.sleep(delay)
-        raise EmbedderUnavailable(failure)
+        raise EmbedderUnavailable(failure, hosts=(self._host,))
 
     @staticmethod
     def _parse(body: dict[str, object], expected: int) -> list[list[float]]:

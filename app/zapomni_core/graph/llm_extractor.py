@@ -709,14 +709,18 @@ class OllamaExtractor:
                 if response.status_code == 404:
                     if "not found" in error and "model" in error:
                         raise ExtractorUnavailable(
-                            f"{where} does not have the model {self._model!r}: run `ollama pull {self._model}`"
+                            f"{where} does not have the model {self._model!r}: run `ollama pull {self._model}`",
+                            hosts=(self._host,),
                         )
-                    raise ExtractorUnavailable(f"{where} has no /api/chat (HTTP 404): is OLLAMA_HOST an Ollama server?")
+                    raise ExtractorUnavailable(
+                        f"{where} has no /api/chat (HTTP 404): is OLLAMA_HOST an Ollama server?", hosts=(self._host,)
+                    )
                 if 400 <= response.status_code < 500:
                     reason = f"HTTP {response.status_code}: {error or 'no reason given'}"
                     raise ExtractorUnavailable(
                         f"{where} refused the extraction request ({reason}); "
-                        "structured outputs need Ollama 0.5 or later"
+                        "structured outputs need Ollama 0.5 or later",
+                        hosts=(self._host,),
                     )
                 if response.status_code < 400:
                     message = body.get("message")
@@ -728,7 +732,7 @@ class OllamaExtractor:
                 delay = self._backoff_s * 2**attempt
                 log.warning("llm.retry", attempt=attempt + 1, delay_s=delay, reason=failure)
                 await asyncio.sleep(delay)
-        raise ExtractorUnavailable(f"{failure} (gave up after {self._retries + 1} attempts)")
+        raise ExtractorUnavailable(f"{failure} (gave up after {self._retries + 1} attempts)", hosts=(self._host,))
 
 
 def _with_problems(graph: ChunkGraph, *lines: str) -> ChunkGraph:
