@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # spaCy itself is imported when the extractor is built, off t
 
 from zapomni_core.graph.extraction import ENTITY_TYPES
 from zapomni_core.graph.ner import CONCEPT_CONFIDENCE, Spot
+from zapomni_core.graph.noun_paths import noun_path_relations
 
 # Strengths, fixed per method. On the dev half of bench/data/graph_sentences.jsonl patterns were right 100 % of
 # the time and the parse 95 % (bench/results/graph_extraction.md); those are short, clean sentences and real
@@ -650,6 +651,7 @@ def sentence_relations(doc: Doc, spots: list[Spot], *, parsed: bool) -> tuple[li
         found += pattern_relations(text, spots, sent)
         if parsed:
             found += dependency_relations(doc, text, sent, at, concepts)
+            found += _noun_path_found(text, sent, spots)
     typed = {_pair(f.subject, f.object) for f in found}
     # Only the concepts a kept relation names: others were looked at and rejected along the way.
     linked = {id(s): s for f in found for s in (f.subject, f.object) if s.source == "concept"}
@@ -658,6 +660,14 @@ def sentence_relations(doc: Doc, spots: list[Spot], *, parsed: bool) -> tuple[li
     for sent in sentences:
         found += (f for f in cooccurrences(text, spots, sent) if _pair(f.subject, f.object) not in typed)
     return found, concept_spots
+
+
+def _noun_path_found(text: str, sent: Span, spots: list[Spot]) -> Iterator[Found]:
+    for subject, obj, type_, predicate in noun_path_relations(sent, spots):
+        type_ = _typed(type_, obj)
+        if allowed(type_, subject, obj):
+            proof = evidence(text, sent, subject, obj)
+            yield Found(subject, obj, type_, predicate, "dependency", DEPENDENCY_STRENGTH, proof)
 
 
 def _pair(a: Spot, b: Spot) -> frozenset[str]:
