@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from zapomni_core.graph.slots import ORG_SLOTS, PLACE_SLOTS
+
 if TYPE_CHECKING:  # spaCy itself is imported when the extractor is built, off the event loop (a second or more)
     from spacy.tokens import Doc
 
@@ -261,6 +263,8 @@ _NOT_NAMES = frozenset(
     Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June July
     August September October November December Also Then Now Later Still Just Maybe Dear Hi Hello Thanks""".split()
 )
+# Job titles the model reads as organisations ("the CTO of Brightline"): a role, never a name.
+_TITLES = frozenset("CEO CTO CFO COO CIO CMO VP".split())
 _NAME_PARTICLES = frozenset({"de", "da", "di", "du", "von", "van", "der", "den", "la", "le", "bin", "al"})
 _LEADING_ARTICLE = re.compile(r"^(?:the|The|THE)\s+")
 _TRAILING_JUNK = re.compile(r"(?:['’]s|['’]|[\s.,;:!?\"“”()\[\]-])+$")
@@ -300,7 +304,7 @@ def find_spots(doc: Doc, confidences: Mapping[str, float]) -> list[Spot]:
         candidates.append((2, spot))
     for spot in ner:
         candidates.append((1, spot))
-    named = [*_person_spots(doc, text), *_language_spots(doc, text)]
+    named = [*_person_spots(doc, text), *_language_spots(doc, text), *_slot_spots(doc, text)]
     chosen = _resolve(candidates)
     return _apply_names(chosen, named)
 
@@ -369,7 +373,7 @@ def _ner_spots(doc: Doc, confidences: Mapping[str, float]) -> Iterable[Spot]:
         while words and words[0].rstrip(":") in _HEADINGS:
             words = words[1:]
         name = " ".join(words)
-        if not name:
+        if not name or name in _TITLES:
             continue
         if type_ == "DATE" and not _POINT_IN_TIME.search(name):
             continue
@@ -449,6 +453,19 @@ def _person_spots(doc: Doc, text: str) -> Iterable[tuple[Spot, bool]]:
             spot = _span(doc, start, start + len(name), name, "PERSON", NAME_RULE_CONFIDENCE, "rule")
             if spot:
                 yield spot, may_retype
+
+
+def _slot_spots(doc: Doc, text: str) -> Iterable[tuple[Spot, bool]]:
+    for type_, rules in (("ORG", ORG_SLOTS), ("PLACE", PLACE_SLOTS)):
+        for rule in rules:
+            for match in rule.finditer(text):
+                name = clean_name(match.group("name"))
+                if not name or name.split()[0] in _NOT_NAMES:
+                    continue
+                start = match.start("name") + match.group("name").find(name)
+                spot = _span(doc, start, start + len(name), name, type_, NAME_RULE_CONFIDENCE, "rule")
+                if spot:
+                    yield spot, True
 
 
 def _language_spots(doc: Doc, text: str) -> Iterable[tuple[Spot, bool]]:

@@ -156,7 +156,7 @@ PATTERNS: tuple[_Pattern, ...] = (
     _p("CAUSES", rf"{_ADV}(?:causes|caused|cause|triggers|triggered|led to|leads to|results in|resulted in)"),
     _p("CAUSES", rf"{_BE} {_ADV}(?:caused|triggered) by", reverse=True),
     _p("WORKS_FOR", rf"{_ADV}(?:works|worked|work|is working|was working|has worked|has been working) (?:for|at)"),
-    _p("WORKS_FOR", rf"{_ADV}(?:joined|has joined|joins|{_BE} employed (?:by|at))"),
+    _p("WORKS_FOR", rf"{_ADV}(?:joined|has joined|joins|{_BE} employed (?:by|at)|{_BE} {_ADV}(?:hired|recruited) by)"),
     _p(
         "WORKS_FOR",
         rf"{_ADV}(?:drives|drove|plays|played|has played) for|{_ADV}(?:teaches|taught|lectures) (?:\w+ )?at",
@@ -294,7 +294,7 @@ _VERB_RULES: tuple[tuple[frozenset[str], str | None, str, str, bool], ...] = (
     (_forms("owned acquired bought purchased"), "by", "passive", "OWNS", True),
     (_forms("work works worked working"), "for", "any", "WORKS_FOR", False),
     (_forms("work works worked working"), "at", "any", "WORKS_FOR", False),
-    (_forms("employed"), "by", "passive", "WORKS_FOR", False),
+    (_forms("employed hired recruited"), "by", "passive", "WORKS_FOR", False),
     (_forms("join joins joined joining"), None, "active", "WORKS_FOR", False),
     (_forms("drive drives drove driving play plays played playing"), "for", "active", "WORKS_FOR", False),
     (_forms("teach teaches taught teaching lecture lectures lectured"), "at", "active", "WORKS_FOR", False),
@@ -364,7 +364,7 @@ _EVALUATIVE = _forms(
     "new old good great big small large little nice famous popular well-known best worst main own other various "
     "several many few different certain specific significant striking important key major novel potential "
     "possible particular similar such same whole entire additional further previous recent current overall "
-    "total numerous multiple real true"
+    "total numerous multiple real true based"
 )
 # A concept name is words of letters (hyphens inside words allowed), each of two letters or more.
 _CONCEPT_NAME = re.compile(r"[^\W\d_]{2,}(?:-[^\W\d_]+)*(?: [^\W\d_]{2,}(?:-[^\W\d_]+)*)*")
@@ -581,6 +581,11 @@ def _described(state: _Sentence, subject: Spot, noun: Token, emit: Emit) -> Iter
             for pobj in (c for c in prep.children if c.dep_ == "pobj"):
                 located = "LIVES_IN" if subject.type == "PERSON" else "LOCATED_IN"
                 yield from emit(located, subject, state.spot(pobj), f"{clause.lower_} in")
+    # "Northwind is a Seattle-based startup": the place is the seat ("based" hangs on the noun, the place on it)
+    for based in (c for c in noun.children if c.lower_ == "based"):
+        for place in (c for c in based.children if c.dep_ in ("npadvmod", "compound", "nmod")):
+            located = "LIVES_IN" if subject.type == "PERSON" else "LOCATED_IN"
+            yield from emit(located, subject, state.spot(place), "based in")
     indefinite = any(c.dep_ == "det" and c.lower_ in ("a", "an") for c in noun.children)
     if indefinite and not relational:
         yield from emit("IS_A", subject, state.concept(noun), f"is {'an' if noun.text[0] in 'aeiou' else 'a'}")
