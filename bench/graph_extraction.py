@@ -39,6 +39,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -46,7 +47,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import conll04 as conll
 from bench.common import DATA_DIR, load_scifact
+from bench.graph_store_path import conll04, everyday, load_everyday
 from bench.locomo import LOCOMO, load_locomo
 from zapomni_core.embedders.tokens import TokenCounter
 from zapomni_core.graph.extraction import ChunkGraph, Extractor
@@ -340,6 +343,21 @@ async def run(
                 results["cost_per_1000"][label] = {kind: await cost(extractor, group) for kind, group in kinds}
             finally:
                 await extractor.aclose()
+    with tempfile.TemporaryDirectory(prefix="zapomni-graph-bench-") as workdir:
+        # CoNLL04 dev and the everyday sentences through the product's path: store, build_graph, export.
+        if (conll.CONLL04 / "conll04_dev.json").is_file():
+            results["conll04_dev"] = await conll04(conll.load("dev"), Path(workdir) / "conll04")
+        else:
+            print(f"CoNLL04 not found at {conll.CONLL04}: no CoNLL04 rows", file=sys.stderr)
+        results["everyday"] = await everyday(load_everyday(), Path(workdir) / "everyday")
+        with stand_in_server() as url:  # the appliance's path: OllamaExtractor through the same store
+            results["everyday_llm_stand_in"] = await everyday(
+                load_everyday(),
+                Path(workdir) / "everyday-llm",
+                ZAPOMNI_GRAPH_EXTRACTOR="ollama",
+                OLLAMA_HOST=url,
+                LLM_MODEL=STAND_IN_MODEL,
+            )
     words = [len(chunk.split()) for chunk in chunks]
     results.update(
         {
@@ -438,6 +456,7 @@ def render(results: dict[str, Any]) -> str:
             f"Throughput, the same {results['chunks']} chunks in one `extract` call: "
             f"**{row['chunks_per_s']} chunks/s**.",
         ]
+    lines += render_store_path(results)
     costs = results.get("cost_per_1000", {})
     if costs:
         lines += [
@@ -461,6 +480,48 @@ def render(results: dict[str, Any]) -> str:
                     f"| {figures['cpu_s_per_1000']} | {figures['memories_per_s']} |"
                 )
     return "\n".join(lines) + "\n"
+
+
+def render_store_path(results: dict[str, Any]) -> list[str]:
+    """The CoNLL04 and everyday rows (store -> build_graph -> export)."""
+    lines: list[str] = []
+    dev = results.get("conll04_dev")
+    if dev:
+        lines += [
+            "",
+            "## CoNLL04 dev through the store (each sentence a memory -> build_graph -> export)",
+            "",
+            f"{dev['sentences']} sentences stored in {dev['store_s']} s, graph built in {dev['build_s']} s. Types "
+            "mapped as issue 23 (bench/conll04.py). Strict: names equal on letters and digits; chains: a gold place "
+            'written "A, B" as one span read as A, relations to its B not counted.',
+            "",
+            "| type | strict P | strict R | strict F1 | chains P | chains R | chains F1 |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for type_, row in dev["strict"].items():
+            lenient = dev["chains"][type_]
+            lines.append(
+                f"| {type_} | {_pct(row['precision'])} ({row['tp']}/{row['predicted']}) | {_pct(row['recall'])} "
+                f"(of {row['gold']}) | {_pct(row['f1'])} | {_pct(lenient['precision'])} | {_pct(lenient['recall'])} "
+                f"| {_pct(lenient['f1'])} |"
+            )
+    for key, label in (("everyday", "spacy (the default)"), ("everyday_llm_stand_in", STAND_IN_LABEL)):
+        row = results.get(key)
+        if not row:
+            continue
+        typed = row["typed_relations"]
+        reached = sum(r["reached"] for r in row["reaches"])
+        typed_reach = sum(r["by_typed_relations"] for r in row["reaches"])
+        lines += [
+            "",
+            f"## Everyday sentences through the store: {label}",
+            "",
+            f"{row['cases']} cases of bench/data/everyday_graph.jsonl, each in its own workspace. Typed relations: "
+            f"precision {_pct(typed['precision'])} ({typed['tp']}/{typed['predicted']}), recall "
+            f"{_pct(typed['recall'])} (of {typed['gold']}), F1 {_pct(typed['f1'])}. `get_related` checks reached: "
+            f"{reached} of {len(row['reaches'])} ({typed_reach} along typed relations only).",
+        ]
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -37,8 +37,15 @@ class Exported:
     entities: dict[str, list[tuple[str, str]]]  # memory id -> (name, type) of the entities mentioned in it
 
 
-def settings_for(data_dir: Path) -> Settings:
-    return Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_GRAPH_AUTO=False, ZAPOMNI_APPENDFSYNC="everysec", LOG_LEVEL="WARNING")
+def settings_for(data_dir: Path, **overrides: Any) -> Settings:
+    """The product's settings (the default extractor unless `overrides` name another), graph built on demand."""
+    values: dict[str, Any] = {
+        "ZAPOMNI_DATA_DIR": data_dir,
+        "ZAPOMNI_GRAPH_AUTO": False,
+        "ZAPOMNI_APPENDFSYNC": "everysec",
+        "LOG_LEVEL": "WARNING",
+    }
+    return Settings(**values, **overrides)
 
 
 async def store(core: ZapomniCore, texts: Sequence[str], workspace: str | None = None) -> list[str]:
@@ -98,7 +105,9 @@ async def conll04(sentences: Sequence[Sentence], workdir: Path, *, chains: bool 
             score.add(sentence, exported.by_memory.get(memory, []), exported.entities.get(memory, []))
         reports[label] = score.report()
         reports[f"{label}_errors"] = score.errors
-    print(f"CoNLL04: {len(sentences)} memories stored in {store_s:.1f} s, graph built in {build_s:.1f} s", file=sys.stderr)
+    print(
+        f"CoNLL04: {len(sentences)} memories stored in {store_s:.1f} s, graph built in {build_s:.1f} s", file=sys.stderr
+    )
     return {"sentences": len(sentences), "store_s": round(store_s, 1), "build_s": round(build_s, 1), **reports}
 
 
@@ -110,12 +119,12 @@ def _key(name: str) -> str:
     return " ".join(name.casefold().split())
 
 
-async def everyday(cases: Sequence[dict[str, Any]], workdir: Path) -> dict[str, Any]:
+async def everyday(cases: Sequence[dict[str, Any]], workdir: Path, **overrides: Any) -> dict[str, Any]:
     """The everyday cases through the store: typed relation P/R and the get_related depth checks."""
     counts = Counter[str]()
     errors: list[str] = []
     reaches: list[dict[str, Any]] = []
-    async with open_core(settings_for(workdir)) as (core, _info):
+    async with open_core(settings_for(workdir, **overrides)) as (core, _info):
         for case in cases:
             await store(core, case["memories"], case["id"])
             await build(core, case["id"])
@@ -140,9 +149,7 @@ async def everyday(cases: Sequence[dict[str, Any]], workdir: Path) -> dict[str, 
                 names = {_key(r.entity.name) for r in reply.related} | {
                     _key(a) for r in reply.related for a in r.entity.aliases
                 }
-                typed = {
-                    _key(r.entity.name) for r in reply.related if all(step != "CO_OCCURS" for step in r.path)
-                }
+                typed = {_key(r.entity.name) for r in reply.related if all(step != "CO_OCCURS" for step in r.path)}
                 reaches.append(
                     {
                         **check,

@@ -25,6 +25,8 @@ ORG_SLOTS: tuple[re.Pattern[str], ...] = (
     re.compile(rf"\b(?:hired|employed|recruited|acquired|bought)\s+by\s+{_NAME}{_END}"),
     re.compile(rf"\b(?:joined|joins|join|joining)\s+{_NAME}\s+as\s+(?:a|an|the|its|their)\b"),
     re.compile(rf"\b(?:{_ROLE})\s+(?:of|at)\s+{_NAME}{_END}"),
+    # "Globex spokesman Ravi Menon", "Initech CEO Bill Lumbergh"
+    re.compile(rf"{_NAME}\s+(?:spokesman|spokeswoman|spokesperson|CEO|CTO|CFO|chairman|chairwoman|founder)\s+[A-Z]"),
     re.compile(
         rf"(?:^|(?<=[.;:!?]\s)|(?<=\n)){_NAME}\s+(?:was|is|has been)\s+(?:co-?)?"
         r"(?:founded|headquartered|incorporated|acquired)\b"
