@@ -16,7 +16,7 @@ below, walk the parse from one to the other; if the path is short, crosses no ot
 
 The words, lengths
 and pairs were chosen by measurement on the CoNLL04 training split (bench/graph_extraction.py,
-docs/decisions/0018-relations-without-a-verb.md), never on its dev or test split.
+docs/decisions/0020-relations-without-a-verb.md), never on its dev or test split.
 """
 
 from __future__ import annotations
