@@ -26,6 +26,10 @@ the prompt, the HTTP round trip, parsing and checking the answer, repairs. A rea
 generation time (seconds per chunk for an 8B model on CPU) on top; that cannot be measured here. Their
 "quality" is the fake's regular expression, not a model's, and is reported in the JSON only.
 
+CoNLL04 dev and the everyday sentences (bench/data/everyday_graph.jsonl) go through the product's own path:
+stored as memories, graph built by a build_graph job, read back with the export (bench/graph_store_path.py,
+scoring in bench/conll04.py); the everyday cases also through the LLM path against the Ollama stand-in.
+
 Run: `.venv/bin/python -m bench.graph_extraction` (about 3 minutes on 2 cores); `--docs 4 --rounds 1` for a
 smoke run. Without SciFact (../shared/data/scifact) throughput falls back to the labelled sentences.
 """
