@@ -5,6 +5,24 @@ return the reply models. Every failure is a `ZapomniError` (the tree: zapomni_co
 modules behind this face are the engine's own business and may change without notice.
 """
 
+from zapomni_core.access.grants import (
+    ROLES,
+    Grant,
+    Role,
+)
+from zapomni_core.access.replies import (
+    CreatedToken,
+    RevokedToken,
+    TokenInfo,
+    TokenList,
+    TokenState,
+)
+from zapomni_core.access.requests import (
+    EXPIRY_RULE,
+    TOKEN_NAME_RULE,
+    CreateTokenRequest,
+    RevokeTokenRequest,
+)
 from zapomni_core.code.replies import (
     CallGraph,
     CodeNeighbours,
@@ -156,6 +174,7 @@ from zapomni_db.version import (
 __all__ = [
     "ACTIVE_STATES",
     "DEFAULT_BATCH_SIZE",
+    "EXPIRY_RULE",
     "MAX_DELETE_IDS",
     "MAX_JOBS",
     "MAX_LIMIT",
@@ -163,7 +182,9 @@ __all__ = [
     "MAX_SYMBOLS",
     "MAX_TEXT_BYTES",
     "MAX_WAIT_S",
+    "ROLES",
     "SEARCH_MODES",
+    "TOKEN_NAME_RULE",
     "UUID_PATTERN",
     "WORKSPACE_RULE",
     "AddMemoryRequest",
@@ -177,6 +198,8 @@ __all__ = [
     "CodeNeighbours",
     "ConfigurationError",
     "Conflict",
+    "CreateTokenRequest",
+    "CreatedToken",
     "DatabaseInterrupted",
     "DeleteMemoryRequest",
     "DeleteMemoryResult",
@@ -188,6 +211,7 @@ __all__ = [
     "FindSymbolRequest",
     "GetMemoryRequest",
     "GetRelatedRequest",
+    "Grant",
     "GraphStatus",
     "GraphStatusRequest",
     "HealthChecker",
@@ -213,6 +237,9 @@ __all__ = [
     "RelatedResult",
     "Report",
     "RequestContext",
+    "RevokeTokenRequest",
+    "RevokedToken",
+    "Role",
     "RuntimeInfo",
     "SchemaStatus",
     "SearchRequest",
@@ -227,6 +254,9 @@ __all__ = [
     "SymbolList",
     "SymbolOut",
     "SymbolRequest",
+    "TokenInfo",
+    "TokenList",
+    "TokenState",
     "TransferError",
     "UpdateMemoryRequest",
     "UpdateMemoryResult",

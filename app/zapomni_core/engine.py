@@ -11,6 +11,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from zapomni_core.access.service import AccessService
 from zapomni_core.code.service import CodeService
 from zapomni_core.disk import DiskGuard
 from zapomni_core.embedders import CachedEmbedder
@@ -33,6 +34,7 @@ class ZapomniCore:
     files: FileService  # ingest, index_codebase
     jobs: JobService  # status, list, cancel
     transfer: TransferService  # export_to, import_from
+    access: AccessService  # tokens: create, list, revoke, verify
     embedder: CachedEmbedder
     disk: DiskGuard  # free space on the data directory's disk
     # (workspace, job id) -> run that job in this process now; False when another worker has it.

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from zapomni_core.access.service import AccessService
 from zapomni_core.code.indexing import CodeReader, IndexCodebase
 from zapomni_core.code.service import CodeService
 from zapomni_core.context import ShutdownGate
@@ -40,6 +41,7 @@ from zapomni_core.transfer.service import TransferService
 from zapomni_core.workspaces.registry import EmbedderIdentity, Workspaces
 from zapomni_core.workspaces.service import WorkspaceService
 from zapomni_db import (
+    AccessStore,
     DatabaseError,
     GraphClient,
     GraphStores,
@@ -183,6 +185,7 @@ async def open_core(
                 disk=disk,
                 graph_name=settings.graph_name,
             ),
+            access=AccessService(AccessStore(database.connection, settings.graph_name)),
             embedder=embedder,
             disk=disk,
             run_job_here=runner.run_now,

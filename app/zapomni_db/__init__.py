@@ -4,6 +4,7 @@ Nothing here imports from `zapomni_core` or `zapomni_mcp`: the layers point one 
 exceptions never leave this package; `zapomni_db.errors` describes the tree.
 """
 
+from zapomni_db.access import AccessStore, access_graph
 from zapomni_db.client import GraphClient
 from zapomni_db.code import CodeStore
 from zapomni_db.connection import Connection, DatabaseTarget, connect
@@ -27,6 +28,7 @@ from zapomni_db.jobs import JobStore
 from zapomni_db.maintenance import Maintenance
 from zapomni_db.memories import MemoryWrites
 from zapomni_db.memory_reads import MemoryReads
+from zapomni_db.records.access import Role, TokenRecord, TokenRow
 from zapomni_db.records.code import CodeFileRow, SymbolDefinition, SymbolInfo, SymbolKind, SymbolRow
 from zapomni_db.records.files import StoredFile
 from zapomni_db.records.graph import (
@@ -61,6 +63,7 @@ from zapomni_db.search_reads import SearchReads
 from zapomni_db.stores import GraphStores
 
 __all__ = [
+    "AccessStore",
     "ChunkHit",
     "ChunkPlace",
     "ChunkRow",
@@ -107,6 +110,7 @@ __all__ = [
     "RelationEvidence",
     "RelationFact",
     "RelationRow",
+    "Role",
     "SchemaMismatch",
     "SchemaSettings",
     "SearchFilter",
@@ -118,9 +122,12 @@ __all__ = [
     "SymbolInfo",
     "SymbolKind",
     "SymbolRow",
+    "TokenRecord",
+    "TokenRow",
     "WriteInterrupted",
     "WriteSuspension",
     "WritesSuspended",
+    "access_graph",
     "connect",
     "migrate",
     "read_suspension",

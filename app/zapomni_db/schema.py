@@ -227,6 +227,14 @@ async def _check_stored_dimension(client: GraphClient, dimension: int) -> None:
         )
 
 
+async def create_indexes(client: GraphClient, statements: tuple[str, ...]) -> None:
+    """Create indexes (and the graph, if it is new) with statements that may find them already there; wait
+    until they are built."""
+    for statement in statements:
+        await _apply(client, statement)
+    await wait_for_indexes(client)
+
+
 async def _apply(client: GraphClient, statement: str) -> None:
     try:
         await client.query(statement, create=True)  # a new workspace's graph comes into being here

@@ -11,6 +11,8 @@ from zapomni_db.errors import QueryFailed
 
 DEFAULT = "default"
 # GRAPH_NAME may not contain ':' (settings), so a workspace graph can never be mistaken for another store's.
+# Nor '#', which no workspace name holds either: the store's tokens live in `GRAPH_NAME#access` (zapomni_db.access),
+# which is therefore never listed as a workspace.
 SEPARATOR = ":"
 
 

@@ -1,0 +1,1 @@
+"""Access tokens: who may use the store over HTTP, in which workspaces, with which role (docs/decisions/0018)."""

@@ -1,0 +1,78 @@
+"""What `AccessStore` takes and returns: access tokens, by their hash (the secret itself is never stored)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+# Ordered: each role can do what the ones before it can (zapomni_core.access.grants).
+Role = Literal["read", "write", "admin"]
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """A token to create. `workspaces` None: every workspace, present and future."""
+
+    id: str
+    name: str
+    role: Role
+    workspaces: tuple[str, ...] | None
+    created_at: float
+    expires_at: float | None
+    secret_hash: str
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "role": self.role,
+            "all_workspaces": self.workspaces is None,
+            "workspaces": list(self.workspaces) if self.workspaces is not None else None,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "secret_hash": self.secret_hash,
+        }
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    """A token as stored. `last_used_at` is coarse: refreshed at most once an hour (see AccessService.verify)."""
+
+    id: str
+    name: str
+    role: Role
+    workspaces: tuple[str, ...] | None
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+    last_used_at: float | None
+    secret_hash: str
+
+    # The Cypher projection that `from_row` reads, for a token bound to `t` (all_workspaces and workspaces
+    # make one field).
+    PROJECTION = (
+        "t.id, t.name, t.role, t.all_workspaces, t.workspaces, t.created_at, t.expires_at, t.revoked_at, "
+        "t.last_used_at, t.secret_hash"
+    )
+    WIDTH = 10
+
+    @classmethod
+    def from_row(cls, r: list[Any]) -> TokenRow:
+        return cls(
+            id=r[0],
+            name=r[1],
+            role=r[2],
+            workspaces=None if r[3] else tuple(r[4] or ()),
+            created_at=float(r[5]),
+            expires_at=_seconds(r[6]),
+            revoked_at=_seconds(r[7]),
+            last_used_at=_seconds(r[8]),
+            secret_hash=r[9],
+        )
+
+    def live(self, now: float) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value)
