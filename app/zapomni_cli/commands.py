@@ -93,8 +93,10 @@ async def _execute(settings: Settings, command: Command, prepared: Prepared, arg
 
 
 def _error(args: argparse.Namespace, message: str) -> None:
+    # A command of a group (`token create`) is named whole.
+    command = getattr(args, "command_path", args.command)
     for line in message.splitlines():
-        print(f"zapomni {args.command}: {line}", file=sys.stderr)
+        print(f"zapomni {command}: {line}", file=sys.stderr)
 
 
 def given(**values: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from zapomni_core import WORKSPACE_RULE, ZapomniError
+from zapomni_core import TOKEN_NAME_RULE, WORKSPACE_RULE, ZapomniError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -60,6 +60,7 @@ _WORDS = {
     "memory_id": "ID",
     "confirm": "--confirm",
     "job_id": "JOB_ID",
+    "all_workspaces": "--all",
 }
 _WORD_PATTERN = re.compile(r"\b(" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r")\b")
 # Fields whose offending value is worth quoting back (short, and the person may have typed several).
@@ -133,6 +134,10 @@ def _message(error: Mapping[str, Any], flag: str | None) -> str:
             return f"not a memory id{_got(error)}: give the id `add` printed, or its first 8 characters"
         if flag == "JOB_ID":
             return f"not a job id{_got(error)}: give the id list_jobs shows (its first 8 characters will do)"
+        if flag == "--name":  # a token's (zapomni token create)
+            return f"must be {TOKEN_NAME_RULE}"
+    if kind == "missing":
+        return "required"
     if kind == "string_too_short" and ctx.get("min_length") == 1:
         return "must not be empty"
     if kind == "string_too_long":

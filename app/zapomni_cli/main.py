@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
-from zapomni_cli import commands, file_commands, job_commands, memory_commands
+from zapomni_cli import commands, file_commands, job_commands, memory_commands, token_commands
 from zapomni_core import Settings, ZapomniError, configure_logging, describe_settings_error, package_version
 from zapomni_ops.cli import register as register_operator_commands
 
@@ -25,7 +25,8 @@ EPILOG = """\
 Every memory and job command takes --json (exactly the tool's structured result on stdout, nothing
 else), and those that act on one workspace take --workspace NAME. Background jobs (a large add's
 indexing) are run by `zapomni serve`; job_status, list_jobs and cancel_job follow them. Run
-`zapomni COMMAND --help` for a command's options.
+`zapomni COMMAND --help` for a command's options. `zapomni token create|list|revoke` manage the access
+tokens of the HTTP server.
 
 Logs are JSON lines on stderr, never on stdout. serve and health-server log at LOG_LEVEL (default
 INFO). Other commands log only errors (memory commands) or warnings (operator commands), unless
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     memory_commands.register(commands, common)
     job_commands.register(commands, common)
     file_commands.register(commands, common)
+    token_commands.register(commands, common)
     register_operator_commands(commands)
     for subparser in {id(p): p for p in commands.choices.values()}.values():  # operator commands, once each
         if "--verbose" not in subparser._option_string_actions:

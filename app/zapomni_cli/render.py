@@ -21,14 +21,18 @@ from rich.text import Text
 from zapomni_core import (
     AddMemoryResult,
     CancelJobResult,
+    CreatedToken,
     DeleteMemoryResult,
     DeleteWorkspaceResult,
     JobInfo,
     JobList,
     MemoryDetail,
     MemoryPage,
+    RevokedToken,
     SearchResult,
     Stats,
+    TokenInfo,
+    TokenList,
     UpdateMemoryResult,
     WorkspaceList,
 )
@@ -316,6 +320,57 @@ def _job_cancelled(result: CancelJobResult, out: Console) -> None:
         _line(out, f"Its add was withdrawn: memory {job.memory_id} was deleted.")
 
 
+def _scope(info: TokenInfo) -> str:
+    if info.workspaces is None:
+        return "every workspace"
+    return f"workspace{'s' if len(info.workspaces) > 1 else ''} {', '.join(info.workspaces)}"
+
+
+def _token_created(result: CreatedToken, out: Console) -> None:
+    info = result.info
+    expiry = f"expires {_when(info.expires_at)[:16]} UTC" if info.expires_at else "never expires"
+    _line(out, f"Created token {info.name!r} (id {info.token_id}): role {info.role}, {_scope(info)}; {expiry}.")
+    _line(out, result.token)
+    _line(
+        out,
+        "This is the only time the token is shown: only its hash is stored, so it cannot be shown again. "
+        "Copy it now; if it is lost, revoke it and create another.",
+    )
+
+
+def _tokens(result: TokenList, out: Console) -> None:
+    if not result.tokens:
+        _line(out, "No tokens yet; `zapomni token create --name NAME --role read --workspace default` makes one.")
+        return
+    # Dates only, to fit 80 columns (--json has the times); the id and the name are what `revoke` takes: never cut.
+    table = _table("id", "name", "role", "workspaces", "state", "expires", "last used")
+    for column, width in zip(table.columns, (12, 8, 5, 10, 7, 10, 10), strict=True):
+        column.min_width = width
+        column.no_wrap = column.header not in ("name", "workspaces")
+    table.columns[1].overflow = "fold"
+    table.columns[1].ratio = table.columns[3].ratio = 1
+    for info in result.tokens:
+        table.add_row(
+            info.token_id,
+            Text(info.name),
+            info.role,
+            Text("all" if info.workspaces is None else ", ".join(info.workspaces)),
+            info.state,
+            _when(info.expires_at)[:10] or "never",
+            _when(info.last_used_at)[:10] or "never",
+        )
+    out.print(table)
+
+
+def _token_revoked(result: RevokedToken, out: Console) -> None:
+    info = result.info
+    if result.already_revoked:
+        revoked = _when(info.revoked_at)
+        _line(out, f"Token {info.name!r} (id {info.token_id}) was already revoked at {revoked}: nothing changed.")
+    else:
+        _line(out, f"Revoked token {info.name!r} (id {info.token_id}): it stops working at once, on every server.")
+
+
 _RENDERERS: dict[type[BaseModel], Callable[[Any, Console], None]] = {
     AddMemoryResult: _added,
     SearchResult: _search,
@@ -329,4 +384,7 @@ _RENDERERS: dict[type[BaseModel], Callable[[Any, Console], None]] = {
     JobInfo: _job,
     JobList: jobs,
     CancelJobResult: _job_cancelled,
+    CreatedToken: _token_created,
+    TokenList: _tokens,
+    RevokedToken: _token_revoked,
 }

@@ -389,3 +389,16 @@ def test_graph_large_memory_bench_resumes_a_stopped_build(tmp_path: Path) -> Non
     report = json.loads((tmp_path / "g.json").read_text())
     assert report["chunks"] > 32 and report["build_s"] > 0
     assert report["chunks"] // 2 <= report["resumed_from_chunk"] < report["chunks"]
+
+
+def test_token_verify_bench_reports_every_call(tmp_path: Path) -> None:
+    out, figures = tmp_path / "token_verify.md", tmp_path / "token_verify.json"
+    sizes = ["--tokens", "5", "--count", "40"]
+    done = run_module("bench.token_verify", *sizes, "--output", str(out), "--json", str(figures))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(figures.read_text())
+    for key in ("verify", "verify_unknown", "ping", "write_per_request", "concurrent"):
+        assert 0 < report[key]["p50"] <= report[key]["p95"], key
+    assert report["verify_malformed"]["p50"] < report["verify"]["p50"]  # no read at all
+    assert report["concurrent"]["verifies"] == 32 and report["tokens"] == 5
+    assert "| verify, a working token (one indexed read) |" in out.read_text()

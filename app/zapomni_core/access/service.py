@@ -79,10 +79,10 @@ class AccessService:
                 f"name_or_id: {value!r} is the id of token {by_id[0].name!r} and the name of another; "
                 "give the other's id"
             )
-        target = (by_id or named or [None])[0]
-        if target is None:
+        candidates = by_id or named
+        if not candidates:
             raise NotFound(f"name_or_id: no token has the id {value!r}, and none not yet revoked has that name")
-        revoked = await self._store.revoke(target.id, now)
+        revoked = await self._store.revoke(candidates[0].id, now)
         if revoked is None:  # deleted meanwhile: tokens are never deleted, so only by a restore
             raise NotFound(f"name_or_id: token {value!r} is gone")
         row, already = revoked
@@ -91,7 +91,10 @@ class AccessService:
         return RevokedToken(info=token_info(row, now), already_revoked=already)
 
     async def verify(self, secret: str) -> Grant | None:
-        """The grant of a token that works now; None for an unknown, malformed, revoked or expired one."""
+        """The grant of a token that works now; None for an unknown, malformed, revoked or expired one.
+
+        A database that cannot answer is not a refusal: that raises StorageUnavailable (an HTTP 503, not a 401).
+        """
         presented = token_id(secret)
         if presented is None:
             return None
