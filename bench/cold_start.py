@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -29,7 +28,7 @@ from typing import Any
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from bench.common import DATA_DIR, in_scratch_dir, write_results
+from bench.common import DATA_DIR, commit, in_scratch_dir, write_results
 from bench.scale import grow, memory_texts, sentences
 from zapomni_core import Settings, open_core
 from zapomni_core.logs import configure_logging
@@ -110,18 +109,13 @@ async def run(workdir: Path, starts: int, chunks: int) -> dict[str, Any]:
     filled = [await one_start(store, workdir / f"store-{i}.log") for i in range(starts)]
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": _commit(),
+        "commit": commit(),
         "cpus": os.cpu_count(),
         "load_average_before": [round(x, 2) for x in LOAD_BEFORE],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "fresh": summarise(fresh),
         "store": {"chunks": stored, **summarise(filled)},
     }
-
-
-def _commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
 
 
 def render(result: dict[str, Any]) -> str:

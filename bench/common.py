@@ -10,6 +10,7 @@ import asyncio
 import csv
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -91,6 +92,12 @@ async def timed_ms(call: Callable[[], Awaitable[Any]]) -> float:
     started = time.perf_counter()
     await call()
     return (time.perf_counter() - started) * 1000
+
+
+def commit() -> str:
+    """The checkout's short commit, for a results file to say what it measured."""
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
 
 
 def write_results(report: str, results: Any, output: Path, json_path: Path) -> None:

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -26,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import in_scratch_dir, summary_ms, timed_ms, write_results
+from bench.common import commit, in_scratch_dir, summary_ms, timed_ms, write_results
 from zapomni_core import CreateTokenRequest, Settings
 from zapomni_core.access.service import AccessService
 from zapomni_core.database import open_database
@@ -120,7 +119,7 @@ async def run(workdir: Path, tokens: int, count: int) -> dict[str, Any]:
         }
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": _commit(),
+        "commit": commit(),
         "cpus": os.cpu_count(),
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
@@ -129,11 +128,6 @@ async def run(workdir: Path, tokens: int, count: int) -> dict[str, Any]:
         "create_ms_mean": round(create_ms, 2),
         **results,
     }
-
-
-def _commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
 
 
 def render(result: dict[str, Any]) -> str:

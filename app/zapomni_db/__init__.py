@@ -28,7 +28,7 @@ from zapomni_db.jobs import JobStore
 from zapomni_db.maintenance import Maintenance
 from zapomni_db.memories import MemoryWrites
 from zapomni_db.memory_reads import MemoryReads
-from zapomni_db.records.access import Role, TokenRecord, TokenRow
+from zapomni_db.records.access import Role, TokenRow
 from zapomni_db.records.code import CodeFileRow, SymbolDefinition, SymbolInfo, SymbolKind, SymbolRow
 from zapomni_db.records.files import StoredFile
 from zapomni_db.records.graph import (
@@ -122,7 +122,6 @@ __all__ = [
     "SymbolInfo",
     "SymbolKind",
     "SymbolRow",
-    "TokenRecord",
     "TokenRow",
     "WriteInterrupted",
     "WriteSuspension",

@@ -12,10 +12,11 @@ query, and two processes cannot both create a live token of one name.
 from __future__ import annotations
 
 import builtins
+from typing import Any
 
 from zapomni_db.client import GraphClient
 from zapomni_db.connection import Connection
-from zapomni_db.records.access import TokenRecord, TokenRow
+from zapomni_db.records.access import TokenRow
 from zapomni_db.schema import create_indexes
 
 ACCESS_SUFFIX = "#access"
@@ -40,12 +41,12 @@ class AccessStore:
         """Create the graph and its indexes (idempotent; another process may be doing the same)."""
         await create_indexes(self._client, _INDEXES)
 
-    async def create(self, record: TokenRecord, now: float) -> TokenRow | None:
-        """Store `record`; None, storing nothing, when its id is taken or a live token has its name."""
+    async def create(self, token: TokenRow, now: float) -> TokenRow | None:
+        """Store a new token; None, storing nothing, when its id is taken or a live token has its name."""
         rows = await self._client.query(
             f"OPTIONAL MATCH (t:Token) WHERE t.id = $id OR (t.name = $name AND {_LIVE}) "
             f"WITH count(t) AS clashes WHERE clashes = 0 CREATE (t:Token {_PROPERTIES}) RETURN {TokenRow.PROJECTION}",
-            {**record.params(), "now": now},
+            {**_params(token), "now": now},
         )
         return TokenRow.from_row(rows[0]) if rows else None
 
@@ -90,3 +91,16 @@ class AccessStore:
             "SET t.last_used_at = $now",
             {"id": token_id, "now": now, "older_than": older_than},
         )
+
+
+def _params(token: TokenRow) -> dict[str, Any]:
+    return {
+        "id": token.id,
+        "name": token.name,
+        "role": token.role,
+        "all_workspaces": token.workspaces is None,
+        "workspaces": list(token.workspaces) if token.workspaces is not None else None,
+        "created_at": token.created_at,
+        "expires_at": token.expires_at,
+        "secret_hash": token.secret_hash,
+    }

@@ -19,7 +19,7 @@ from zapomni_core.access.tokens import digest, new_token, token_id
 from zapomni_core.errors import Conflict, NotFound, StorageFailed
 from zapomni_core.faults import storage_boundary
 from zapomni_core.memories.replies import iso
-from zapomni_db import AccessStore, DatabaseError, TokenRecord, TokenRow
+from zapomni_db import AccessStore, DatabaseError, TokenRow
 
 log = structlog.get_logger(__name__)
 
@@ -43,16 +43,18 @@ class AccessService:
         for _attempt in range(_CREATE_ATTEMPTS):
             now = time.time()
             new_id, token = new_token()
-            record = TokenRecord(
+            fresh = TokenRow(
                 id=new_id,
                 name=request.name,
                 role=request.role,
                 workspaces=request.scope,
                 created_at=now,
                 expires_at=request.expires_at,
+                revoked_at=None,
+                last_used_at=None,
                 secret_hash=digest(token),
             )
-            row = await self._store.create(record, now)
+            row = await self._store.create(fresh, now)
             if row is not None:
                 log.info("access.token_created", token_id=row.id, name=row.name, role=row.role, scope=row.workspaces)
                 return CreatedToken(token=token, info=token_info(row, now))

@@ -1,4 +1,4 @@
-"""What `AccessStore` takes and returns: access tokens, by their hash (the secret itself is never stored)."""
+"""What `AccessStore` takes and returns: access tokens, by their hash (the token's text is never stored)."""
 
 from __future__ import annotations
 
@@ -10,33 +10,9 @@ Role = Literal["read", "write", "admin"]
 
 
 @dataclass(frozen=True)
-class TokenRecord:
-    """A token to create. `workspaces` None: every workspace, present and future."""
-
-    id: str
-    name: str
-    role: Role
-    workspaces: tuple[str, ...] | None
-    created_at: float
-    expires_at: float | None
-    secret_hash: str
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "role": self.role,
-            "all_workspaces": self.workspaces is None,
-            "workspaces": list(self.workspaces) if self.workspaces is not None else None,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "secret_hash": self.secret_hash,
-        }
-
-
-@dataclass(frozen=True)
 class TokenRow:
-    """A token as stored. `last_used_at` is coarse: refreshed at most once an hour (see AccessService.verify)."""
+    """A token as stored, or to store (a new one is neither revoked nor used). `workspaces` None: every workspace,
+    present and future. `last_used_at` is coarse: refreshed at most once an hour (see AccessService.verify)."""
 
     id: str
     name: str
