@@ -51,3 +51,22 @@ async def test_a_person_reaches_the_founder_of_her_company_and_titles_apposition
         lena = related_names(await call(session, "get_related", {"entity": "Lena Vogel"}))
         assert lena["Zalando"]["relation"]["type"] == "WORKS_FOR"
         assert lena["Zalando"]["relation"]["method"] in ("pattern", "dependency")
+
+
+async def test_a_relation_whose_ends_are_one_entity_is_counted_not_failed(data_dir: Path) -> None:
+    """ "Prince Norodom Sihanouk ... Sihanouk": the merge folds the two names into one person, so the relation
+    between them is dropped. Nothing was lost that the user must act on: the job says how many, and ends
+    `completed`, not `completed_with_errors`."""
+    async with mcp_session(data_dir, ZAPOMNI_GRAPH_AUTO="false", ZAPOMNI_JOB_POLL_S="0.2") as session:
+        [memory] = await add_notes(
+            session, [("Prince Norodom Sihanouk met reporters in Beijing, where Sihanouk lives.", None)]
+        )
+        queued = await call(session, "build_graph", {"memory_ids": [memory]})
+        job = (await call(session, "graph_status", {"job_id": queued["job_id"], "wait_s": 50}))["job"]
+        assert job["state"] == "completed", job
+        assert job["failed_items"] == 0 and job["failures"] == []
+        assert job["counts"]["relations_dropped_one_entity"] >= 1
+        assert job["counts"]["memories"] == 1
+        sihanouk = await call(session, "get_related", {"entity": "Sihanouk"})
+        assert sihanouk["matched"]["type"] == "PERSON"
+        assert "Beijing" in related_names(sihanouk)

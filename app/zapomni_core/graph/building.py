@@ -65,6 +65,7 @@ class _Tally:
     mentions: int = 0
     relations: int = 0
     problems: int = 0
+    self_loops: int = 0  # relations dropped because both ends are one entity: counted, not failed
 
 
 def build_job(memory_ids: Sequence[str] | None, total: int) -> JobRecord:
@@ -123,6 +124,8 @@ class BuildGraph:
                     continue
                 failed_in_a_row = 0
                 counts["problems"] += tally.problems
+                if tally.self_loops:
+                    counts["relations_dropped_one_entity"] += tally.self_loops
                 if not tally.written:
                     await run.report(run.progress)  # raises JobLost when the job is no longer ours
                     counts["changed"] += 1  # deleted or updated meanwhile; an update queued its own extraction
@@ -158,7 +161,7 @@ class BuildGraph:
         )
         if written:
             index.commit(rows.entities)
-        return _Tally(written, len(rows.mentions), len(rows.relations), len(rows.problems))
+        return _Tally(written, len(rows.mentions), len(rows.relations), len(rows.problems), rows.self_loops)
 
     async def _sliced(
         self,
@@ -206,6 +209,7 @@ class BuildGraph:
             tally.mentions += len(rows.mentions)
             tally.relations += len(rows.relations)
             tally.problems += len(rows.problems)
+            tally.self_loops += rows.self_loops
         tally.written = await graph.finish_sliced_graph(memory_id, job.id, run.owner, len(chunks))
         return tally
 
@@ -249,6 +253,7 @@ class MemoryGraphRows:
     mentions: list[MentionRow] = field(default_factory=list)
     relations: list[RelationRow] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what the extractor or the merge repaired or dropped
+    self_loops: int = 0  # relations whose ends merged into one entity (MergedChunk.self_loops)
 
 
 def valid_from(memory: StoredMemory) -> tuple[str, float]:
@@ -271,6 +276,7 @@ def memory_graph_rows(
         rows.problems.extend(graph.problems)
         merged = merge_chunk_entities(graph, index)
         rows.problems.extend(f"chunk {chunk.index + 1}: {problem}" for problem in merged.problems)
+        rows.self_loops += len(merged.self_loops)
         for entity in merged.entities:
             before = entities.get(entity.key)
             aliases = list(before.aliases) if before else []

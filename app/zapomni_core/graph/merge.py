@@ -570,6 +570,9 @@ class MergedChunk:
     relations: tuple[RelationFact, ...]
     # What merging dropped, for the job's record (the ChunkGraph's own problems are not repeated).
     problems: tuple[str, ...]
+    # Relations whose two ends merged into one entity ("Prince Norodom Sihanouk" and "Sihanouk"): the merge
+    # did its job and the graph lost nothing, so they are counted on the job, never a failed item.
+    self_loops: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -591,6 +594,7 @@ def merge_chunk_entities(graph: ChunkGraph, index: EntityIndex) -> MergedChunk:
     duplicates (same subject, type and object; for OTHER also the predicate) are dropped, keeping the
     strongest duplicate."""
     problems: list[str] = []
+    self_loops: list[str] = []
     folds: dict[str, _Fold] = {}
     key_of: dict[str, str] = {}  # mention name -> key; a name typed twice keeps its first mention's
     for position, mention in enumerate(graph.entities):
@@ -624,7 +628,7 @@ def merge_chunk_entities(graph: ChunkGraph, index: EntityIndex) -> MergedChunk:
             problems.append(f"relation {position} dropped: {missing!r} is not an entity of the chunk")
             continue
         if subject == obj:
-            problems.append(
+            self_loops.append(
                 f"relation {position} dropped: {relation.subject!r} and {relation.object!r} are one entity ({subject})"
             )
             continue
@@ -634,7 +638,7 @@ def merge_chunk_entities(graph: ChunkGraph, index: EntityIndex) -> MergedChunk:
         identity = _identity(resolved)
         if identity not in best or resolved.strength > best[identity].strength:
             best[identity] = resolved
-    return MergedChunk(tuple(entities), tuple(best.values()), tuple(problems))
+    return MergedChunk(tuple(entities), tuple(best.values()), tuple(problems), tuple(self_loops))
 
 
 def _identity(relation: RelationFact) -> tuple[str, ...]:
