@@ -104,8 +104,11 @@ def _linking_words(
     inner = [t for t in path[1:-1] if owner.get(t.i) not in (first, second)]
     if len(inner) > MAX_INNER:
         return None
+    top = min(path, key=lambda t: len(list(t.ancestors)))
     for token in path[1:]:
-        if token.dep_ in ("conj", "cc", "relcl", "ccomp", "advcl", "xcomp", "parataxis"):
+        # The top of the path hangs on the rest of the sentence, not on either name: its own link does not
+        # count ("poet Emily Dickinson was born in Amherst": "born" is a clause of "poet" misread as a verb).
+        if token is not top and token.dep_ in ("conj", "cc", "relcl", "ccomp", "advcl", "xcomp", "parataxis"):
             return None
     for token in inner:
         if token.i in owner:
@@ -116,7 +119,7 @@ def _linking_words(
             return None
         if token.pos_ not in ("NOUN", "ADP", "VERB", "AUX", "ADJ", "PROPN"):
             return None
-        if token.dep_ not in _PATH_DEPS and token.dep_ != "ROOT":
+        if token is not top and token.dep_ not in _PATH_DEPS:
             return None
     if any(t.pos_ in ("VERB", "AUX") for t in inner) and any(t.pos_ not in ("VERB", "AUX", "ADP") for t in inner):
         return None  # "the 18th president of X, Y, was born in Z": "born in" must hang on the name itself

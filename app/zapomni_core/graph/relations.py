@@ -179,7 +179,7 @@ _TRAILING_DETERMINER = re.compile(r"\s*\b(?:the|a|an|its|his|her|their|our|my|yo
 _ADJECTIVE_USE = re.compile(r"\s+(?!and\b|or\b|in\b|on\b|at\b|for\b|with\b|from\b|to\b|as\b|by\b)[a-z]")
 
 
-def _gap_text(text: str) -> str:
+def gap_text(text: str) -> str:
     gap = " ".join(text.lower().replace("’", "'").split())
     return _TRAILING_DETERMINER.sub("", gap).strip()
 
@@ -187,7 +187,7 @@ def _gap_text(text: str) -> str:
 def pattern_relations(text: str, spots: list[Spot], sent: Span) -> Iterator[Found]:
     inside = [s for s in spots if s.first >= sent.start and s.last <= sent.end]
     for i, (a, b) in enumerate(pairwise(inside)):
-        gap = _gap_text(text[a.end : b.start])
+        gap = gap_text(text[a.end : b.start])
         for pattern in PATTERNS:
             if not pattern.gap.fullmatch(gap) or (pattern.tail and not pattern.tail.match(text[b.end : sent.end_char])):
                 continue
@@ -195,7 +195,7 @@ def pattern_relations(text: str, spots: list[Spot], sent: Span) -> Iterator[Foun
                 pattern.type == "FAMILY_OF" and _FAMILY_AND_TAIL.match(text[b.end : sent.end_char])
             ):
                 continue
-            if gap == "," and not _is_place_pair(a, b, inside, i, text):
+            if gap == "," and not is_place_pair(a, b, inside, i, text):
                 continue
             if b.type == "GROUP" and _ADJECTIVE_USE.match(text[b.end : sent.end_char]):
                 break  # "likes Italian food": the group names the food's kind, it is not the object
@@ -211,15 +211,15 @@ def pattern_relations(text: str, spots: list[Spot], sent: Span) -> Iterator[Foun
             break
 
 
-def _is_place_pair(a: Spot, b: Spot, inside: list[Spot], i: int, text: str) -> bool:
+def is_place_pair(a: Spot, b: Spot, inside: list[Spot], i: int, text: str) -> bool:
     """ "Stockholm, Sweden" is LOCATED_IN; "Brazil, Peru and Colombia" is a list."""
     if not (a.type == b.type == "PLACE"):
         return False
     after = inside[i + 2] if i + 2 < len(inside) else None
-    if after is not None and _LIST_GAP.fullmatch(_gap_text(text[b.end : after.start])):
+    if after is not None and _LIST_GAP.fullmatch(gap_text(text[b.end : after.start])):
         return False
     before = inside[i - 1] if i > 0 else None
-    return before is None or not _LIST_GAP.fullmatch(_gap_text(text[before.end : a.start]))
+    return before is None or not _LIST_GAP.fullmatch(gap_text(text[before.end : a.start]))
 
 
 def _listed(found: Found, rest: list[Spot], previous: Spot, text: str, sent: Span) -> Iterator[Found]:
@@ -228,7 +228,7 @@ def _listed(found: Found, rest: list[Spot], previous: Spot, text: str, sent: Spa
     members: list[Spot] = []
     closed = False
     for spot in rest:
-        gap = _gap_text(text[previous.end : spot.start])
+        gap = gap_text(text[previous.end : spot.start])
         if not _LIST_GAP.fullmatch(gap) or spot.type != found.object.type:
             break
         members.append(spot)

@@ -26,6 +26,7 @@ import structlog
 from zapomni_core.errors import ExtractorUnavailable
 from zapomni_core.graph.extraction import ChunkGraph, Mention, Relation
 from zapomni_core.graph.ner import Spot, find_spots, ner_confidences
+from zapomni_core.graph.place_chains import joined_homes
 from zapomni_core.graph.relations import SYMMETRIC, Found, sentence_relations
 
 if TYPE_CHECKING:
@@ -110,6 +111,10 @@ class SpacyExtractor:
             try:
                 spots = find_spots(doc, self._confidences)
                 found, concepts = sentence_relations(doc, spots, parsed=self.parse)
+                homes = joined_homes(doc.text, spots, found)
+                if homes is not None:  # "born in Burchard, Neb.": the home is one place; read again with it
+                    spots = homes
+                    found, concepts = sentence_relations(doc, spots, parsed=self.parse)
             except Exception as exc:  # a rule tripping on odd text costs that piece, never the batch
                 log.warning("extraction_failed", extractor=self.name, error=type(exc).__name__, chars=len(doc.text))
                 tally.problems.append(f"part of the text could not be analysed ({type(exc).__name__})")
