@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from zapomni_core.graph.datelines import source_lines
 from zapomni_core.graph.slots import ORG_SLOTS, PLACE_SLOTS
 
 if TYPE_CHECKING:  # spaCy itself is imported when the extractor is built, off the event loop (a second or more)
@@ -306,7 +307,7 @@ def find_spots(doc: Doc, confidences: Mapping[str, float]) -> list[Spot]:
         candidates.append((1, spot))
     named = [*_person_spots(doc, text), *_language_spots(doc, text), *_slot_spots(doc, text)]
     chosen = _resolve(candidates)
-    return _apply_names(chosen, named)
+    return _source_line_spots(doc, text, _apply_names(chosen, named))
 
 
 def _span(doc: Doc, start: int, end: int, name: str, type_: str, confidence: float, source: str) -> Spot | None:
@@ -497,6 +498,19 @@ def _priority(candidate: tuple[int, Spot]) -> int:
     if spot.source == "camel":
         return 0  # a CamelCase word the NER model also found (GitHub as ORG) keeps the model's type
     return priority
+
+
+def _source_line_spots(doc: Doc, text: str, spots: list[Spot]) -> list[Spot]:
+    """A clipping's source line ("Kiev PRAVDA UKRAINY") is a city and a paper, whatever spans the model made."""
+    out = spots
+    for (place_start, place_end), (org_start, org_end) in source_lines(text):
+        place = _span(
+            doc, place_start, place_end, text[place_start:place_end], "PLACE", NAME_RULE_CONFIDENCE, "dateline"
+        )
+        org = _span(doc, org_start, org_end, text[org_start:org_end], "ORG", NAME_RULE_CONFIDENCE, "dateline")
+        if place is not None and org is not None:
+            out = [s for s in out if not (s.start < org_end and place_start < s.end)] + [place, org]
+    return out if out is spots else sorted(out, key=lambda s: s.start)
 
 
 def _apply_names(spots: list[Spot], named: list[tuple[Spot, bool]]) -> list[Spot]:

@@ -654,6 +654,7 @@ def sentence_relations(doc: Doc, spots: list[Spot], *, parsed: bool) -> tuple[li
     sentences = list(_sentences(doc))
     for sent in sentences:
         found += pattern_relations(text, spots, sent)
+        found += _source_line_relations(text, spots, sent)
         if parsed:
             found += dependency_relations(doc, text, sent, at, concepts)
             found += _noun_path_found(text, sent, spots)
@@ -665,6 +666,14 @@ def sentence_relations(doc: Doc, spots: list[Spot], *, parsed: bool) -> tuple[li
     for sent in sentences:
         found += (f for f in cooccurrences(text, spots, sent) if _pair(f.subject, f.object) not in typed)
     return found, concept_spots
+
+
+def _source_line_relations(text: str, spots: list[Spot], sent: Span) -> Iterator[Found]:
+    """ "Moscow PRAVDA": the paper is based in the city its source line names (ner.py found both)."""
+    inside = [s for s in spots if s.first >= sent.start and s.last <= sent.end]
+    for place, org in pairwise(inside):
+        if place.source == org.source == "dateline" and place.type == "PLACE" and org.type == "ORG":
+            yield Found(org, place, "LOCATED_IN", "in", "pattern", PATTERN_STRENGTH, evidence(text, sent, org, place))
 
 
 def _noun_path_found(text: str, sent: Span, spots: list[Spot]) -> Iterator[Found]:
