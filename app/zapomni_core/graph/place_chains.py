@@ -7,7 +7,9 @@ Neb. Read as one, the home keeps the qualifier that tells the towns apart. CoNLL
 same way: on its training split a "City, State" that is a person's home is one span 69 times and two 12 times,
 while a "City, State" that is not anyone's home is two places (Located_In) 150 times and one span 15 times
 (docs/decisions/0021-relations-by-measurement.md). So only a chain that is the object of a LIVES_IN becomes
-one place; every other "Stockholm, Sweden" stays a LOCATED_IN between two places.
+one place, and only when the second part is a US state: in US usage (AP style) the state is how a town is
+named apart from its namesakes, while "Bergen, Norway" names a city and the country it is in (the everyday
+set's reading, kept). Every other "Stockholm, Sweden" stays a LOCATED_IN between two places.
 """
 
 from __future__ import annotations
@@ -16,6 +18,24 @@ from dataclasses import replace
 
 from zapomni_core.graph.ner import Spot
 from zapomni_core.graph.relations import Found, gap_text, is_place_pair
+
+# US states, their AP abbreviations and postal codes, compared without dots and spaces ("N. Y." = "NY").
+US_STATES = frozenset(
+    """
+    alabama ala al alaska ak arizona ariz az arkansas ark ar california calif cal ca colorado colo co connecticut
+    conn ct delaware del de florida fla fl georgia ga hawaii hi idaho id illinois ill il indiana ind in iowa ia
+    kansas kan kans ks kentucky ky louisiana la maine me maryland md massachusetts mass ma michigan mich mi
+    minnesota minn mn mississippi miss ms missouri mo montana mont mt nebraska neb nebr ne nevada nev nv
+    newhampshire nh newjersey nj newmexico nm newyork ny northcarolina nc northdakota nd ohio oh oklahoma okla ok
+    oregon ore or pennsylvania penn pa rhodeisland ri southcarolina sc southdakota sd tennessee tenn tn texas
+    tex tx utah ut vermont vt virginia va washington wash wa westvirginia wva wv wisconsin wis wi wyoming wyo wy
+    dc districtofcolumbia
+    """.split()
+)
+
+
+def _state(name: str) -> bool:
+    return "".join(c for c in name.casefold() if c.isalpha()) in US_STATES
 
 
 def joined_homes(text: str, spots: list[Spot], found: list[Found]) -> list[Spot] | None:
@@ -33,6 +53,7 @@ def joined_homes(text: str, spots: list[Spot], found: list[Found]) -> list[Spot]
             b is not None
             and id(a) in homes
             and b.type == "PLACE"
+            and _state(b.name)
             and gap_text(text[a.end : b.start]) == ","
             and is_place_pair(a, b, spots, i, text)
         ):
