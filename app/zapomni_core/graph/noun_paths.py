@@ -80,6 +80,8 @@ def noun_path_relations(sent: Span, spots: list[Spot]) -> Iterator[tuple[Spot, S
             if pair == ("PLACE", "PLACE") and a.start > b.start:
                 continue  # the first named is the one inside the other
             words = _linking_words(heads[id(a)], heads[id(b)], owner, a, b, _PREPOSITIONS[pair])
+            if words is None and pair == ("PERSON", "PLACE"):
+                words = _through_apposition(heads[id(a)], heads[id(b)], owner, a, b)
             if words is None:
                 continue
             if pair == ("PERSON", "ORG") and not (_names_a_role(words) or _only_preposition(words)):
@@ -126,6 +128,17 @@ def _linking_words(
     if any(t.pos_ in ("VERB", "AUX") for t in inner) and any(t.pos_ not in ("VERB", "AUX", "ADP") for t in inner):
         return None  # "the 18th president of X, Y, was born in Z": "born in" must hang on the name itself
     return inner
+
+
+def _through_apposition(a: Token, b: Token, owner: dict[int, Spot], first: Spot, second: Spot) -> list[Token] | None:
+    """ "the 30th president of the United States, Calvin Coolidge, was born in Plymouth": the noun the name
+    stands beside is the subject of "born", so the path starts there (only for a birth or a seat)."""
+    if a.dep_ != "appos" or a.head.pos_ != "NOUN":
+        return None
+    words = _linking_words(a.head, b, owner, first, second, _PREPOSITIONS[("PERSON", "PLACE")])
+    if words is None or not any(w.lower_ in _PATH_VERBS for w in words):
+        return None
+    return words
 
 
 def _names_a_role(words: list[Token]) -> bool:
