@@ -14,6 +14,7 @@ set's reading, kept). Every other "Stockholm, Sweden" stays a LOCATED_IN between
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from zapomni_core.graph.ner import Spot
@@ -34,6 +35,9 @@ US_STATES = frozenset(
 )
 
 
+_HOME_CUE = re.compile(r"\b(?:born(?:\s+(?:in|near|at))?|native\s+of|hometown\s+of|home\s+in|is\s+from|was\s+from)\s+$")
+
+
 def _state(name: str) -> bool:
     return "".join(c for c in name.casefold() if c.isalpha()) in US_STATES
 
@@ -41,6 +45,9 @@ def _state(name: str) -> bool:
 def joined_homes(text: str, spots: list[Spot], found: list[Found]) -> list[Spot] | None:
     """The spots with each home "A, B" (A the object of a LIVES_IN) made one PLACE, or None if there is none."""
     homes = {id(f.object) for f in found if f.type == "LIVES_IN" and f.object.type == "PLACE"}
+    # A birthplace or a hometown is a home even where the person was not found ("the 13th president ...
+    # Millard Fillmore, was born in Summerhill, N.Y.", "his hometown of Russell, Kan.").
+    homes |= {id(s) for s in spots if s.type == "PLACE" and _HOME_CUE.search(text[max(0, s.start - 40) : s.start])}
     if not homes:
         return None
     out: list[Spot] = []
