@@ -44,6 +44,11 @@ SOURCE_LINE = re.compile(
     r"(?=\s+in\s+[A-Z][a-z]+|\s*\(|\s+\d|\s*[.:]?\s*$)",
     re.MULTILINE,
 )
+# A wire story's dateline, "WARSAW, Poland (AP)", "ROCK HILL, S.C. _": the capitals name a place (the model
+# reads them as an organisation).
+WIRE_DATELINE = re.compile(
+    r"^(?P<place>[A-Z][A-Z.'-]+(?:\s[A-Z][A-Z.'-]+){0,3}),\s+(?=[A-Z][\w.]*(?:\s+[A-Z][\w.]*)*\s*(?:\(|_|$))"
+)
 _BROADCASTER = re.compile(r"\b(?:Radio|Television|TV|Network|Service|Agency)\b")
 
 
@@ -56,3 +61,9 @@ def source_lines(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
         if shouting or _BROADCASTER.search(org):
             out.append((match.span("place"), match.span("org")))
     return out
+
+
+def wire_datelines(text: str) -> list[tuple[int, int]]:
+    """The place span of a wire story's dateline at the start of the text."""
+    match = WIRE_DATELINE.match(text)
+    return [match.span("place")] if match else []

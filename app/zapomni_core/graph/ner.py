@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from zapomni_core.graph.datelines import source_lines
+from zapomni_core.graph.datelines import source_lines, wire_datelines
 from zapomni_core.graph.slots import ORG_SLOTS, PLACE_SLOTS
 
 if TYPE_CHECKING:  # spaCy itself is imported when the extractor is built, off the event loop (a second or more)
@@ -510,6 +510,10 @@ def _source_line_spots(doc: Doc, text: str, spots: list[Spot]) -> list[Spot]:
         org = _span(doc, org_start, org_end, text[org_start:org_end], "ORG", NAME_RULE_CONFIDENCE, "dateline")
         if place is not None and org is not None:
             out = [s for s in out if not (s.start < org_end and place_start < s.end)] + [place, org]
+    for start, end in wire_datelines(text):
+        place = _span(doc, start, end, text[start:end], "PLACE", NAME_RULE_CONFIDENCE, "rule")
+        if place is not None:
+            out = [s for s in out if not (s.start < end and start < s.end)] + [place]
     return out if out is spots else sorted(out, key=lambda s: s.start)
 
 
