@@ -153,8 +153,7 @@ def _only_preposition(words: list[Token]) -> bool:
 
 
 # Nouns naming a post, a job or a membership: what makes "X spokesman Y" or "Y, chairman of X" employment.
-# Not "judge" (0 right of 4 on CoNLL04 train: "Lee County Circuit Judge X" is cut into wrong names) nor
-# "Sen." (a home 1 time in 4: "U.S. Sen. X").
+# Not "judge": 0 right of 4 on CoNLL04 train ("Lee County Circuit Judge X" is cut into wrong names).
 ROLES = frozenset(
     """
     spokesman spokeswoman spokesperson official officials president chairman chairwoman chair director
@@ -166,6 +165,6 @@ ROLES = frozenset(
     agent detective justice prosecutor candidate nominee delegate chancellor premier
     treasurer controller auditor accountant developer designer architect programmer nurse doctor physician
     surgeon pilot driver coach player captain trainer curator librarian principal dean provost rector
-    lt capt col sgt gen adm cmdr rep gov supt insp det prof
+    lt capt col sgt gen adm cmdr sen rep gov supt insp det prof
     """.split()
 )
