@@ -75,8 +75,3 @@ async def test_a_home_named_with_its_us_state_is_one_place_a_foreign_city_keeps_
     assert kinds(unlinked).get("Kulm, N.D") == "PLACE", "a birthplace is one place even where no person is linked"
     assert ("Hilda Vance", "LIVES_IN", "Bergen") in typed(abroad)
     assert ("Bergen", "LOCATED_IN", "Norway") in typed(abroad)
-
-
-async def test_a_bare_in_after_a_person_is_no_home(extractor: SpacyExtractor) -> None:
-    [graph] = await extractor.extract(["He must accept two questions, Fini in Italy said."])
-    assert not any(r[1] == "LIVES_IN" for r in typed(graph))

@@ -6,7 +6,7 @@ towns of that name, which a name-keyed graph would fold into one node) and, sepa
 Neb. Read as one, the home keeps the qualifier that tells the towns apart. CoNLL04's annotators read it the
 same way: on its training split a "City, State" that is a person's home is one span 69 times and two 12 times,
 while a "City, State" that is not anyone's home is two places (Located_In) 150 times and one span 15 times
-(docs/decisions/0021-relations-by-measurement.md). So only a chain that is the object of a LIVES_IN becomes
+(docs/decisions/0021-news-relations-by-measurement.md). So only a chain that is the object of a LIVES_IN becomes
 one place, and only when the second part is a US state: in US usage (AP style) the state is how a town is
 named apart from its namesakes, while "Bergen, Norway" names a city and the country it is in (the everyday
 set's reading, kept). Every other "Stockholm, Sweden" stays a LOCATED_IN between two places.
