@@ -99,6 +99,7 @@ from zapomni_core.jobs import (
 from zapomni_core.jobs.requests import ACTIVE_STATES, MAX_JOBS, MAX_WAIT_S, JobState
 from zapomni_core.logs import (
     configure_logging,
+    route_stdlib_logs,
 )
 from zapomni_core.memories.replies import (
     AddMemoryResult,
@@ -278,6 +279,7 @@ __all__ = [
     "package_version",
     "plan_reembed",
     "reembed",
+    "route_stdlib_logs",
     "sanitise",
     "schema_status",
 ]

@@ -100,6 +100,32 @@ class Settings(BaseSettings):
     # Shutdown: how long in-flight writes may take to finish once a stop is requested
     shutdown_grace_s: float = Field(30.0, alias="ZAPOMNI_SHUTDOWN_GRACE_S", ge=0, le=3600)
 
+    # HTTP: `zapomni serve --http` (docs/decisions/0018-http-transport.md). Lists are comma-separated.
+    http_host: str = Field("127.0.0.1", alias="ZAPOMNI_HTTP_HOST", min_length=1)
+    http_port: int = Field(8765, alias="ZAPOMNI_HTTP_PORT", ge=1, le=65535)
+    # The URL clients use to reach /mcp, when it is not http(s)://HOST:PORT/mcp (behind a proxy or a balancer).
+    http_public_url: str | None = Field(None, alias="ZAPOMNI_HTTP_PUBLIC_URL", pattern=r"^https?://[^/\s]+")
+    tls_cert: Path | None = Field(None, alias="ZAPOMNI_TLS_CERT")
+    tls_key: Path | None = Field(None, alias="ZAPOMNI_TLS_KEY")
+    # Listen beyond the loopback without TLS (e.g. behind a proxy that terminates it).
+    http_insecure: bool = Field(False, alias="ZAPOMNI_HTTP_INSECURE")
+    # Host headers and browser Origins accepted (DNS-rebinding protection); the loopback's are always in.
+    http_allowed_hosts_value: str | None = Field(None, alias="ZAPOMNI_HTTP_ALLOWED_HOSTS")
+    http_allowed_origins_value: str | None = Field(None, alias="ZAPOMNI_HTTP_ALLOWED_ORIGINS")
+    # Browser clients allowed by CORS (none by default: CORS is off).
+    http_cors_origins_value: str | None = Field(None, alias="ZAPOMNI_HTTP_CORS_ORIGINS")
+    # A request body larger than this is refused with 413 (the largest add_memory text is 10 MB).
+    http_max_body_mb: float = Field(12.0, alias="ZAPOMNI_HTTP_MAX_BODY_MB", gt=0, le=1024)
+    # Per token and per replica: a bucket of `burst` requests refilled at `rate` per second (0: no limit).
+    http_rate: float = Field(20.0, alias="ZAPOMNI_HTTP_RATE", ge=0, le=1_000_000)
+    http_burst: int = Field(60, alias="ZAPOMNI_HTTP_BURST", ge=1, le=1_000_000)
+    # A request still running after this is answered with a timeout error and cancelled.
+    http_request_timeout_s: float = Field(90.0, alias="ZAPOMNI_HTTP_REQUEST_TIMEOUT_S", gt=0, le=3600)
+    # An idle keep-alive connection is closed after this.
+    http_idle_timeout_s: float = Field(15.0, alias="ZAPOMNI_HTTP_IDLE_TIMEOUT_S", gt=0, le=3600)
+    # Open connections (and streams) at once; beyond it new ones get 503.
+    http_max_connections: int = Field(256, alias="ZAPOMNI_HTTP_MAX_CONNECTIONS", ge=1, le=100_000)
+
     # Logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="LOG_LEVEL")
 
@@ -119,6 +145,18 @@ class Settings(BaseSettings):
         if not self.allowed_roots_value:
             return (Path.home(),)
         return tuple(Path(part).expanduser() for part in self.allowed_roots_value.split(os.pathsep) if part.strip())
+
+    @property
+    def http_allowed_hosts(self) -> tuple[str, ...]:
+        return _items(self.http_allowed_hosts_value)
+
+    @property
+    def http_allowed_origins(self) -> tuple[str, ...]:
+        return _items(self.http_allowed_origins_value)
+
+    @property
+    def http_cors_origins(self) -> tuple[str, ...]:
+        return _items(self.http_cors_origins_value)
 
     @property
     def max_file_bytes(self) -> int:
@@ -149,6 +187,10 @@ def describe_settings_error(exc: ValidationError) -> str:
         value = "" if name in secrets or error["type"] == "missing" else f"={error['input']!r}"
         lines.append(f"zapomni: {name}{value}: {error['msg']}")
     return "\n".join(lines)
+
+
+def _items(value: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (value or "").split(",") if part.strip())
 
 
 def _mask_url(url: str) -> str:

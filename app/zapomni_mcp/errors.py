@@ -19,6 +19,9 @@ log = structlog.get_logger(__name__)
 
 REDACTED_PATH = "<server path>"
 REDACTED_HOST = "<server host>"
+# The kinds of failure a call can report besides the engine's own refusals (named by their class).
+INVALID_ARGUMENTS = "InvalidArguments"
+INTERNAL_ERROR = "InternalError"
 
 _UNION_MEMBERS = {"str", "int", "float", "bool"}
 _FLAT_VALUE = "must be a string, number or boolean (nested objects and lists are not allowed in metadata)"
@@ -73,6 +76,11 @@ def failure_message(tool: str, exc: Exception, request_id: str, *, local: bool) 
     # The client gets no paths, hosts or traces; the log line has all of them.
     log.error("tool.failed", exc_info=exc)
     return f"Internal error while running {tool} (request {request_id}). The server log (stderr) has the details."
+
+
+def error_kind(exc: Exception) -> str:
+    """What went wrong, in one word for counting: the refusal's class, or an internal error."""
+    return type(exc).__name__ if isinstance(exc, ZapomniError) else INTERNAL_ERROR
 
 
 def public_message(exc: ZapomniError, *, local: bool) -> str:

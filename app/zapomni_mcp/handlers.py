@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
@@ -13,10 +14,14 @@ from pydantic import ValidationError
 
 from zapomni_core import Progress, ProgressSink, RequestContext, ZapomniCore, package_version
 from zapomni_mcp import resources
-from zapomni_mcp.errors import describe_validation_error, failure_message
+from zapomni_mcp.errors import INVALID_ARGUMENTS, describe_validation_error, error_kind, failure_message
 from zapomni_mcp.registry import ToolRegistry
 
 log = structlog.get_logger(__name__)
+
+# Told of every finished tool call: (tool, the kind of error it answered or None, seconds). The HTTP
+# server counts calls with it; stdio has no one listening.
+CallObserver = Callable[[str, str | None, float], None]
 
 INSTRUCTIONS = (
     "Zapomni is your long-term memory on this machine. Use add_memory to keep facts, decisions and "
@@ -26,7 +31,9 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(core: ZapomniCore, registry: ToolRegistry, *, local: bool) -> Server[Any]:
+def build_server(
+    core: ZapomniCore, registry: ToolRegistry, *, local: bool, observer: CallObserver | None = None
+) -> Server[Any]:
     """`local`: the transport's client runs on this machine (stdio), so error messages may name server paths."""
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -43,12 +50,11 @@ def build_server(core: ZapomniCore, registry: ToolRegistry, *, local: bool) -> S
         with structlog.contextvars.bound_contextvars(request_id=request_id, tool=tool.name):
             started = time.perf_counter()
             context = RequestContext(request_id=request_id, progress_sink=_progress_sink(ctx))
-            result = await _run(tool, params.arguments or {}, context, local=local)
-            log.info(
-                "tool.called",
-                ok=not result.is_error,
-                duration_ms=round((time.perf_counter() - started) * 1000, 2),
-            )
+            result, error = await _run(tool, params.arguments or {}, context, local=local)
+            elapsed = time.perf_counter() - started
+            log.info("tool.called", ok=error is None, duration_ms=round(elapsed * 1000, 2))
+            if observer is not None:
+                observer(tool.name, error, elapsed)
             return result
 
     async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
@@ -74,19 +80,23 @@ def build_server(core: ZapomniCore, registry: ToolRegistry, *, local: bool) -> S
     )
 
 
-async def _run(tool: Any, arguments: dict[str, Any], ctx: RequestContext, *, local: bool) -> types.CallToolResult:
+async def _run(
+    tool: Any, arguments: dict[str, Any], ctx: RequestContext, *, local: bool
+) -> tuple[types.CallToolResult, str | None]:
+    """The call's result, and the kind of error it reports (None: it succeeded)."""
     try:
         validated = tool.input_model.model_validate(arguments)
     except ValidationError as exc:
-        return error_result(describe_validation_error(tool.name, tool.input_model, exc))
+        return error_result(describe_validation_error(tool.name, tool.input_model, exc)), INVALID_ARGUMENTS
     try:
         output = await tool.execute(validated, ctx)
     except Exception as exc:
-        return error_result(failure_message(tool.name, exc, ctx.request_id, local=local))
-    return types.CallToolResult(
+        return error_result(failure_message(tool.name, exc, ctx.request_id, local=local)), error_kind(exc)
+    result = types.CallToolResult(
         content=[types.TextContent(text=tool.render(output))],
         structured_content=output.model_dump(mode="json"),
     )
+    return result, None
 
 
 def _progress_sink(ctx: Any) -> ProgressSink:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
 import mcp_types as types
 from pydantic import BaseModel
 
-from zapomni_core import RequestContext, ZapomniCore
+from zapomni_core import RequestContext, Role, ZapomniCore
 
 InputT = TypeVar("InputT", bound=BaseModel)
 OutputT = TypeVar("OutputT", bound=BaseModel)
@@ -23,6 +23,8 @@ class Tool(ABC, Generic[InputT, OutputT]):
     input_model: ClassVar[type[BaseModel]]
     output_model: ClassVar[type[BaseModel]]
     annotations: ClassVar[types.ToolAnnotations | None] = None
+    # What a token needs to call it over HTTP: read < write < admin (stdio's local owner may do anything).
+    role: ClassVar[Role]
 
     def __init__(self, core: ZapomniCore) -> None:
         self.core = core
@@ -33,6 +35,11 @@ class Tool(ABC, Generic[InputT, OutputT]):
     @abstractmethod
     def render(self, result: OutputT) -> str:
         """A readable text block beside the structured result."""
+
+    async def workspace(self, arguments: Mapping[str, Any], default: str) -> str | None:
+        """The workspace a call would act on, found before it runs so that it can be authorised; None: no
+        single one. Tools that take `workspace` act on it, or on the server's default without one."""
+        return named(arguments.get("workspace"), default)
 
     def definition(self) -> types.Tool:
         # Nothing a tool does reaches outside this machine's store.
@@ -58,6 +65,13 @@ class ToolRegistry:
 
     def definitions(self) -> list[types.Tool]:
         return [tool.definition() for tool in self._tools.values()]
+
+
+def named(value: Any, default: str) -> str:
+    """A workspace argument as given (a non-string one names no workspace a token may hold)."""
+    if value is None:
+        return default
+    return value if isinstance(value, str) else repr(value)
 
 
 def json_schema(model: type[BaseModel]) -> dict[str, Any]:

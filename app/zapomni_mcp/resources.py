@@ -12,6 +12,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from zapomni_core import GetMemoryRequest, ListMemoriesRequest, ZapomniCore, ZapomniError
+from zapomni_mcp.access import visible
 from zapomni_mcp.errors import public_message
 
 TEMPLATE = "memory://{workspace}/{memory_id}"
@@ -41,8 +42,8 @@ def templates() -> types.ListResourceTemplatesResult:
 
 
 async def list_page(core: ZapomniCore, cursor: str | None) -> types.ListResourcesResult:
-    """Every workspace's memories, newest first within each workspace, a page at a time."""
-    names = await core.workspaces.names()
+    """Every workspace's memories (that the caller sees), newest first within each workspace, a page at a time."""
+    names = [name for name in await core.workspaces.names() if visible(name)]
     position, inner = _decode(cursor) if cursor else (0, None)
     resources: list[types.Resource] = []
     while position < len(names) and len(resources) < PAGE:
@@ -65,6 +66,12 @@ async def list_page(core: ZapomniCore, cursor: str | None) -> types.ListResource
             position, inner = position + 1, None
     more = position < len(names)
     return types.ListResourcesResult(resources=resources, next_cursor=_encode(position, inner) if more else None)
+
+
+def workspace_of(uri: str) -> str | None:
+    """The workspace a resource URI names (None: not one of ours, which `read` refuses)."""
+    match = _URI.match(uri)
+    return match.group("workspace") if match else None
 
 
 async def read(core: ZapomniCore, uri: str, *, local: bool) -> types.ReadResourceResult:

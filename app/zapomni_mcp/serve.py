@@ -1,4 +1,9 @@
-"""`zapomni serve`: the stdio MCP server with graceful shutdown on EOF, SIGINT and SIGTERM."""
+"""`zapomni serve`: one start-up and shutdown for every transport; stdio here, HTTP in zapomni_http.
+
+The engine is opened once, the signals watched, and then a transport serves until it ends (stdin
+closed) or a signal stops it: stdio is cancelled, HTTP stops accepting and lets its requests finish.
+Either way the engine refuses new writes and lets those in flight finish within the grace period.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,14 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import structlog
 
-from zapomni_core import RuntimeInfo, Settings, ZapomniError, open_core, package_version
+from zapomni_core import RuntimeInfo, Settings, ZapomniCore, ZapomniError, open_core, package_version
 from zapomni_mcp.handlers import build_server
 from zapomni_mcp.tools import build_registry
 from zapomni_mcp.transport import STDIO_IS_LOCAL, stdio_transport
@@ -21,10 +26,12 @@ from zapomni_mcp.transport import STDIO_IS_LOCAL, stdio_transport
 log = structlog.get_logger(__name__)
 
 
-def run(settings: Settings) -> int:
-    """Serve until the client goes away or a signal arrives; the exit status (1: could not start)."""
+def run(settings: Settings, transport: Transport | None = None) -> int:
+    """Serve until the client goes away or a signal arrives; the exit status (1: could not start).
+
+    `transport`: what serves the engine once it is open (default: stdio)."""
     try:
-        asyncio.run(serve(settings))
+        asyncio.run(serve(settings, transport or serve_stdio))
     except KeyboardInterrupt:
         pass
     except (ZapomniError, BaseExceptionGroup) as exc:
@@ -43,29 +50,33 @@ def _zapomni_error(exc: BaseException) -> ZapomniError | None:
     return exc if isinstance(exc, ZapomniError) else None
 
 
-async def serve(settings: Settings) -> None:
+async def serve(settings: Settings, transport: Transport) -> None:
     log.info("server.config", **settings.masked())
     # Signals are ours until the process ends, not only while serving: a client that finds the stop slow
     # (the SDK waits 2 s after closing stdin, e.g. while spaCy is still loading for a job) signals the whole
     # process group, and a SIGTERM landing in the teardown would kill us half way (and make `make -s run`
     # report "make: *** [run] Terminated"). A signal while already stopping is noted; the stop goes on.
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        stop = _Stop()
+        stop = Stop()
         async with anyio.create_task_group() as watch:
             watch.start_soon(_stop_on_signals, signals, stop)
             try:
-                await _serve(settings, stop)
+                await _serve(settings, stop, transport)
             finally:
                 watch.cancel_scope.cancel()
     log.info("server.stopped")
 
 
-class _Stop:
-    """What a signal stops: the start-up until the server runs, then the server (the engine winds down)."""
+class Stop:
+    """What a signal stops: the start-up until the server runs, then the server (the engine winds down).
+
+    A transport that winds itself down (HTTP: stop accepting, finish the requests in flight) sets
+    `stop_serving`; any other is cancelled."""
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()  # start-up, then serving
         self.begin_shutdown: Callable[[], None] = lambda: None
+        self.stop_serving: Callable[[], None] | None = None
         self.requested = False
 
     def __call__(self, reason: str) -> None:
@@ -75,30 +86,41 @@ class _Stop:
         self.requested = True
         log.info("server.stopping", reason=reason)
         self.begin_shutdown()
-        self.scope.cancel()
+        if self.stop_serving is not None:
+            self.stop_serving()
+        else:
+            self.scope.cancel()
 
 
-async def _serve(settings: Settings, stop: _Stop) -> None:
+# Serves the open engine until the transport ends or `Stop` ends it.
+Transport = Callable[[ZapomniCore, RuntimeInfo, Stop], Awaitable[None]]
+
+
+async def _serve(settings: Settings, stop: Stop, transport: Transport) -> None:
     async with contextlib.AsyncExitStack() as stack:
         with stop.scope:
             core, info = await stack.enter_async_context(open_core(settings))
         if stop.requested:  # a signal during start-up: the engine winds down as it leaves the stack
             return
-        server = build_server(core, build_registry(core), local=STDIO_IS_LOCAL)
         stop.begin_shutdown = lambda: core.begin_shutdown(settings.shutdown_grace_s)
         async with anyio.create_task_group() as tasks:
             stop.scope = tasks.cancel_scope
             if stop.requested:
                 return
-            announce(info)
-            async with stdio_transport(on_eof=stop.begin_shutdown) as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
-            stop("stdin closed")
+            await transport(core, info, stop)
         # In-flight writes finished (or were abandoned at the grace deadline) before the task
         # group closed; leaving open_core closes the embedder and pool and releases the database.
 
 
-async def _stop_on_signals(signals: AsyncIterator[int], stop: _Stop) -> None:
+async def serve_stdio(core: ZapomniCore, info: RuntimeInfo, stop: Stop) -> None:
+    server = build_server(core, build_registry(core), local=STDIO_IS_LOCAL)
+    announce(info)
+    async with stdio_transport(on_eof=stop.begin_shutdown) as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+    stop("stdin closed")
+
+
+async def _stop_on_signals(signals: AsyncIterator[int], stop: Stop) -> None:
     async for signum in signals:
         stop(signal.Signals(signum).name)
 
@@ -109,8 +131,9 @@ def server_command() -> str:
     return f"{script} serve" if script.exists() else f"{sys.executable} -m zapomni_mcp"
 
 
-def announce(info: RuntimeInfo) -> None:
-    fields: dict[str, Any] = {
+def ready_fields(info: RuntimeInfo) -> dict[str, Any]:
+    """What the `server.ready` log line says of the engine, whatever the transport."""
+    return {
         "version": package_version(),
         "data": info.data_location,
         "embedder": info.embedder,
@@ -118,6 +141,10 @@ def announce(info: RuntimeInfo) -> None:
         "started_database": info.started_database,
         "startup_s": info.startup_s,
     }
+
+
+def announce(info: RuntimeInfo) -> None:
+    fields = ready_fields(info)
     log.info("server.ready", **fields)
     if sys.stdin.isatty():
         print(

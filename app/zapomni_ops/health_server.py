@@ -12,10 +12,8 @@ a probe every few seconds would drown everything else, and readiness changes are
 
 from __future__ import annotations
 
-import logging
 import signal
 import socket
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import FrameType
@@ -29,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from zapomni_core import HealthChecker, Report, Settings, open_health_checker
+from zapomni_core import HealthChecker, Report, Settings, open_health_checker, route_stdlib_logs
 
 log = structlog.get_logger(__name__)
 
@@ -107,7 +105,7 @@ def create_app(settings: Settings) -> Starlette:
 
 def serve(settings: Settings, host: str, port: int) -> int:
     """Serve until SIGTERM or SIGINT; 0 after a clean stop, 1 when the address cannot be bound."""
-    _uvicorn_logs_as_json(settings.log_level)
+    route_stdlib_logs(("uvicorn", "uvicorn.error", "uvicorn.asgi"), settings.log_level)
     # uvicorn re-raises the stop signal after its graceful shutdown, to the handler that was in
     # place before it started. This one makes that a clean exit (status 0, which supervisord and
     # Docker read as a normal stop), and also covers a signal that arrives before uvicorn is up.
@@ -140,25 +138,3 @@ def _bind(host: str, port: int) -> socket.socket:
     # Bound before anything is built: a taken port is reported at once, with nothing to undo.
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
     return socket.create_server((host, port), family=family)
-
-
-def _uvicorn_logs_as_json(level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.processors.JSONRenderer(),
-            ],
-            foreign_pre_chain=[
-                structlog.stdlib.add_logger_name,
-                structlog.processors.add_log_level,
-                structlog.processors.TimeStamper(fmt="iso", utc=True),
-            ],
-        )
-    )
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.asgi"):
-        logger = logging.getLogger(name)
-        logger.handlers = [handler]
-        logger.propagate = False
-        logger.setLevel(logging.getLevelName(level.upper()))

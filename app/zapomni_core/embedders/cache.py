@@ -145,6 +145,8 @@ class CachedEmbedder:
         self.cache = cache
         self.hits = 0
         self.misses = 0
+        # Told (kind, texts, seconds) after each call to the model: an adapter's latency metrics.
+        self.on_embedded: Callable[[str, int, float], None] | None = None
 
     @property
     def name(self) -> str:
@@ -194,7 +196,10 @@ class CachedEmbedder:
         self.misses += misses
         fresh: dict[str, list[float]] = {}
         if todo:
+            started = time.perf_counter()
             vectors = await compute([texts[i] for i in todo.values()])
+            if self.on_embedded is not None:
+                self.on_embedded(kind, len(todo), time.perf_counter() - started)
             fresh = dict(zip(todo, vectors, strict=True))
             await self.cache.set_many({key: _pack(vector) for key, vector in fresh.items()})
         return [_unpack(blob) if blob is not None else fresh[key] for key, blob in zip(keys, blobs, strict=True)]

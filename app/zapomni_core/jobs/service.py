@@ -76,6 +76,13 @@ class JobService:
     async def counts(self, workspace: str) -> dict[str, int]:
         return await self._workspaces.stores(workspace).jobs.count_by_state()
 
+    async def workspace_of(self, job_id: str) -> str | None:
+        """The workspace a job belongs to (None: no such job), for an adapter that authorises per workspace."""
+        try:
+            return (await self._find(job_id))[0]
+        except NotFound:
+            return None
+
     async def _find(self, job_id: str) -> tuple[str, JobRow]:
         """The job and its workspace: job ids are unique across workspaces, so callers need not say which."""
         names = await self._workspaces.names()

@@ -23,6 +23,7 @@ class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
     )
     input_model = AddMemoryRequest
     output_model = AddMemoryResult
+    role = "write"
     annotations = types.ToolAnnotations(
         title="Add memory", read_only_hint=False, destructive_hint=False, idempotent_hint=True
     )

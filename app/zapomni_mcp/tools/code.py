@@ -24,6 +24,7 @@ class FindSymbolTool(Tool[FindSymbolRequest, SymbolList]):
     )
     input_model = FindSymbolRequest
     output_model = SymbolList
+    role = "read"
     annotations = types.ToolAnnotations(title="Find symbol", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: FindSymbolRequest, ctx: RequestContext) -> SymbolList:
@@ -38,6 +39,7 @@ class FindSymbolTool(Tool[FindSymbolRequest, SymbolList]):
 class _CallsTool(Tool[SymbolRequest, CallGraph]):
     input_model = SymbolRequest
     output_model = CallGraph
+    role = "read"
 
     def render(self, result: CallGraph) -> str:
         names = ", ".join(s.qualified_name for s in result.matched)

@@ -18,6 +18,7 @@ class DeleteMemoryTool(Tool[DeleteMemoryRequest, DeleteMemoryResult]):
     )
     input_model = DeleteMemoryRequest
     output_model = DeleteMemoryResult
+    role = "write"
     annotations = types.ToolAnnotations(
         title="Delete memories", read_only_hint=False, destructive_hint=True, idempotent_hint=True
     )

@@ -27,6 +27,7 @@ class IngestPathTool(Tool[IngestPathRequest, WalkQueued]):
     )
     input_model = IngestPathRequest
     output_model = WalkQueued
+    role = "write"
     # Destructive: a re-ingest removes the memories of files deleted from the folder.
     annotations = types.ToolAnnotations(
         title="Ingest files", read_only_hint=False, destructive_hint=True, idempotent_hint=True
@@ -49,6 +50,7 @@ class IndexCodebaseTool(Tool[IndexCodebaseRequest, WalkQueued]):
     )
     input_model = IndexCodebaseRequest
     output_model = WalkQueued
+    role = "write"
     # Destructive: a re-index removes the code memories and symbols of deleted files.
     annotations = types.ToolAnnotations(
         title="Index codebase", read_only_hint=False, destructive_hint=True, idempotent_hint=True

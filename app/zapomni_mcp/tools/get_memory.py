@@ -13,6 +13,7 @@ class GetMemoryTool(Tool[GetMemoryRequest, MemoryDetail]):
     description = "One memory in full by its id: the whole text, its metadata, chunk count and timestamps."
     input_model = GetMemoryRequest
     output_model = MemoryDetail
+    role = "read"
     annotations = types.ToolAnnotations(title="Get memory", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: GetMemoryRequest, ctx: RequestContext) -> MemoryDetail:

@@ -17,6 +17,7 @@ class GetStatsTool(Tool[StatsRequest, Stats]):
     )
     input_model = StatsRequest
     output_model = Stats
+    role = "read"
     annotations = types.ToolAnnotations(title="Memory statistics", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: StatsRequest, ctx: RequestContext) -> Stats:

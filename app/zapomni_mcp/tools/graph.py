@@ -30,6 +30,7 @@ class BuildGraphTool(Tool[BuildGraphRequest, BuildGraphResult]):
     )
     input_model = BuildGraphRequest
     output_model = BuildGraphResult
+    role = "write"
     # Not destructive: it only rebuilds what is derived from the memories (entities, relations); no memory changes.
     annotations = types.ToolAnnotations(
         title="Build knowledge graph", read_only_hint=False, destructive_hint=False, idempotent_hint=True
@@ -58,6 +59,7 @@ class GraphStatusTool(Tool[GraphStatusRequest, GraphStatus]):
     )
     input_model = GraphStatusRequest
     output_model = GraphStatus
+    role = "read"
     annotations = types.ToolAnnotations(title="Graph status", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: GraphStatusRequest, ctx: RequestContext) -> GraphStatus:
@@ -97,6 +99,7 @@ class GetRelatedTool(Tool[GetRelatedRequest, RelatedResult]):
     )
     input_model = GetRelatedRequest
     output_model = RelatedResult
+    role = "read"
     annotations = types.ToolAnnotations(title="Related entities", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: GetRelatedRequest, ctx: RequestContext) -> RelatedResult:

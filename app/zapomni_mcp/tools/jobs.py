@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from typing import Any
+
 import mcp_types as types
 
 from zapomni_core import (
     MAX_WAIT_S,
+    UUID_PATTERN,
     CancelJobRequest,
     CancelJobResult,
     JobInfo,
@@ -13,6 +18,7 @@ from zapomni_core import (
     JobStatusRequest,
     ListJobsRequest,
     RequestContext,
+    ZapomniCore,
 )
 from zapomni_mcp.registry import Tool
 
@@ -30,7 +36,18 @@ def describe(job: JobInfo) -> str:
     return "; ".join([line, *filter(None, details)])
 
 
-class JobStatusTool(Tool[JobStatusRequest, JobInfo]):
+class _ActsOnTheJobsWorkspace:
+    core: ZapomniCore
+
+    async def workspace(self, arguments: Mapping[str, Any], default: str) -> str | None:
+        """Job ids are unique across workspaces, so a call names none: it acts on its job's."""
+        job_id = arguments.get("job_id")
+        if not isinstance(job_id, str) or not re.fullmatch(UUID_PATTERN, job_id):
+            return None  # refused by validation, with nothing looked up
+        return await self.core.jobs.workspace_of(job_id)
+
+
+class JobStatusTool(_ActsOnTheJobsWorkspace, Tool[JobStatusRequest, JobInfo]):
     name = "job_status"
     description = (
         "The state and progress of a background job (e.g. the job_id a large add_memory returned): pending, "
@@ -39,6 +56,7 @@ class JobStatusTool(Tool[JobStatusRequest, JobInfo]):
     )
     input_model = JobStatusRequest
     output_model = JobInfo
+    role = "read"
     annotations = types.ToolAnnotations(title="Job status", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: JobStatusRequest, ctx: RequestContext) -> JobInfo:
@@ -53,6 +71,7 @@ class ListJobsTool(Tool[ListJobsRequest, JobList]):
     description = "A workspace's background jobs, newest first, optionally only those in one state (e.g. failed)."
     input_model = ListJobsRequest
     output_model = JobList
+    role = "read"
     annotations = types.ToolAnnotations(title="List jobs", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: ListJobsRequest, ctx: RequestContext) -> JobList:
@@ -64,7 +83,7 @@ class ListJobsTool(Tool[ListJobsRequest, JobList]):
         return "\n".join(describe(job) for job in result.jobs)
 
 
-class CancelJobTool(Tool[CancelJobRequest, CancelJobResult]):
+class CancelJobTool(_ActsOnTheJobsWorkspace, Tool[CancelJobRequest, CancelJobResult]):
     name = "cancel_job"
     description = (
         "Stop a pending or running job. Cancelling a large add's indexing job withdraws that add: the memory "
@@ -72,6 +91,7 @@ class CancelJobTool(Tool[CancelJobRequest, CancelJobResult]):
     )
     input_model = CancelJobRequest
     output_model = CancelJobResult
+    role = "write"
     annotations = types.ToolAnnotations(title="Cancel job", read_only_hint=False, destructive_hint=True)
 
     async def execute(self, arguments: CancelJobRequest, ctx: RequestContext) -> CancelJobResult:

@@ -18,6 +18,7 @@ class ListMemoriesTool(Tool[ListMemoriesRequest, MemoryPage]):
     )
     input_model = ListMemoriesRequest
     output_model = MemoryPage
+    role = "read"
     annotations = types.ToolAnnotations(title="List memories", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: ListMemoriesRequest, ctx: RequestContext) -> MemoryPage:

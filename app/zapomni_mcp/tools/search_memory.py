@@ -20,6 +20,7 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
     )
     input_model = SearchRequest
     output_model = SearchResult
+    role = "read"
     annotations = types.ToolAnnotations(title="Search memory", read_only_hint=True, idempotent_hint=True)
 
     async def execute(self, arguments: SearchRequest, ctx: RequestContext) -> SearchResult:

@@ -17,6 +17,7 @@ class UpdateMemoryTool(Tool[UpdateMemoryRequest, UpdateMemoryResult]):
     )
     input_model = UpdateMemoryRequest
     output_model = UpdateMemoryResult
+    role = "write"
     annotations = types.ToolAnnotations(
         title="Update memory", read_only_hint=False, destructive_hint=True, idempotent_hint=True
     )

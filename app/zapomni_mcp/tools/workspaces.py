@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import mcp_types as types
 
 from zapomni_core import (
@@ -12,7 +15,8 @@ from zapomni_core import (
     RequestContext,
     WorkspaceList,
 )
-from zapomni_mcp.registry import Tool
+from zapomni_mcp.access import visible
+from zapomni_mcp.registry import Tool, named
 
 
 class ListWorkspacesTool(Tool[NoArguments, WorkspaceList]):
@@ -23,10 +27,15 @@ class ListWorkspacesTool(Tool[NoArguments, WorkspaceList]):
     )
     input_model = NoArguments
     output_model = WorkspaceList
+    role = "read"
     annotations = types.ToolAnnotations(title="List workspaces", read_only_hint=True, idempotent_hint=True)
 
+    async def workspace(self, arguments: Mapping[str, Any], default: str) -> str | None:
+        return None  # every workspace: the list shows those the caller's token sees
+
     async def execute(self, arguments: NoArguments, ctx: RequestContext) -> WorkspaceList:
-        return await self.core.workspaces.list()
+        listed = await self.core.workspaces.list()
+        return listed.model_copy(update={"workspaces": [w for w in listed.workspaces if visible(w.name)]})
 
     def render(self, result: WorkspaceList) -> str:
         lines = [f"{len(result.workspaces)} workspace(s); default: {result.default!r}"]
@@ -39,7 +48,12 @@ class DeleteWorkspaceTool(Tool[DeleteWorkspaceRequest, DeleteWorkspaceResult]):
     description = "Delete a workspace and every memory in it, irreversibly. confirm must repeat the name exactly."
     input_model = DeleteWorkspaceRequest
     output_model = DeleteWorkspaceResult
+    role = "admin"
     annotations = types.ToolAnnotations(title="Delete workspace", read_only_hint=False, destructive_hint=True)
+
+    async def workspace(self, arguments: Mapping[str, Any], default: str) -> str | None:
+        name = arguments.get("name")
+        return None if name is None else named(name, default)
 
     async def execute(self, arguments: DeleteWorkspaceRequest, ctx: RequestContext) -> DeleteWorkspaceResult:
         return await self.core.workspaces.delete(arguments)

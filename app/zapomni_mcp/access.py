@@ -1,0 +1,43 @@
+"""Who is calling: the grant of the HTTP request's bearer token, or no one in particular (stdio's local owner).
+
+The SDK's bearer middleware keeps the verified `AccessToken` in a context variable for the request;
+ours carries the `Grant` too, so a handler that filters what it shows (the workspaces a token sees)
+finds it there. Requests without one (stdio) are unrestricted.
+"""
+
+from __future__ import annotations
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from pydantic import ConfigDict
+
+from zapomni_core import ROLES, Grant, Role
+
+
+class GrantToken(AccessToken):
+    """The SDK's view of a verified token, with our grant inside (never the token's text: see `for_grant`)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    grant: Grant
+
+
+def for_grant(grant: Grant) -> GrantToken:
+    # `token` holds the id, not the secret: nothing downstream needs the secret, so nothing can leak it.
+    return GrantToken(token=grant.token_id, client_id=grant.token_id, scopes=scopes(grant.role), grant=grant)
+
+
+def scopes(role: Role) -> list[str]:
+    """A role and the roles below it, as OAuth-style scopes (a write token may also read)."""
+    return list(ROLES[: ROLES.index(role) + 1])
+
+
+def current_grant() -> Grant | None:
+    token = get_access_token()
+    return token.grant if isinstance(token, GrantToken) else None
+
+
+def visible(workspace: str) -> bool:
+    """Whether the caller may see this workspace exists (stdio: always)."""
+    grant = current_grant()
+    return grant is None or grant.sees(workspace)
