@@ -21,6 +21,7 @@ from zapomni_core import RuntimeInfo, Settings, ZapomniCore
 from zapomni_core import open_core as open_engine
 
 if TYPE_CHECKING:
+    from zapomni_core.access.service import AccessService
     from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
     from zapomni_db import GraphClient
 
@@ -177,3 +178,47 @@ def fill_disk(path: Path, leave_bytes: int) -> Path:
     with filler.open("wb") as out:
         out.write(b"\0" * max(shutil.disk_usage(path).free - leave_bytes, 0))
     return filler
+
+
+@asynccontextmanager
+async def access_service(data_dir: Path) -> AsyncIterator[AccessService]:
+    """core.access (what `zapomni token ...` uses) on the embedded database serving `data_dir` (running)."""
+    from zapomni_core.access.service import AccessService
+    from zapomni_db import AccessStore, DatabaseTarget, connect
+    from zapomni_db.embedded import EmbeddedPaths
+
+    connection = connect(DatabaseTarget(str(data_dir), "zapomni", socket=EmbeddedPaths(data_dir).socket))
+    try:
+        yield AccessService(AccessStore(connection, "zapomni"))
+    finally:
+        await connection.close()
+
+
+async def make_tokens(data_dir: Path, specs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Real tokens in the embedded database serving `data_dir`, by name: each spec has `role` and `workspaces`
+    (None: all), and may say `revoked: True` or `expired: True`. Made by core.access as `zapomni token create`
+    makes them; an expired one, which it refuses to make, goes straight into its store."""
+    from zapomni_core import CreateTokenRequest, RevokeTokenRequest
+    from zapomni_core.access.tokens import digest, new_token
+    from zapomni_db import TokenRecord
+
+    tokens = {}
+    async with access_service(data_dir) as service:
+        for name, spec in specs.items():
+            workspaces = spec["workspaces"]
+            if spec.get("expired"):
+                token_id, token = new_token()
+                now = time.time()
+                scope = tuple(workspaces) if workspaces is not None else None
+                record = TokenRecord(token_id, name, spec["role"], scope, now - 120, now - 60, digest(token))
+                await service._store.prepare()
+                assert await service._store.create(record, now - 120) is not None
+                tokens[name] = token
+                continue
+            request = CreateTokenRequest(
+                name=name, role=spec["role"], all_workspaces=workspaces is None, workspaces=list(workspaces or [])
+            )
+            tokens[name] = (await service.create(request)).token
+            if spec.get("revoked"):
+                await service.revoke(RevokeTokenRequest(name_or_id=name))
+    return tokens

@@ -2,7 +2,8 @@
 
 `Child` is the one subprocess wrapper: its stderr goes to a file a test can read (the JSON log),
 and `kill()` is safe whatever state the process is in. The servers below add what they speak:
-`RawServer` MCP line by line on stdin/stdout, `HealthServer` HTTP, `FalkorDB` the redis protocol.
+`RawServer` MCP line by line on stdin/stdout, `HttpServer` MCP over HTTP (`zapomni serve --http`),
+`HealthServer` HTTP, `FalkorDB` the redis protocol.
 """
 
 from __future__ import annotations
@@ -14,18 +15,21 @@ import os
 import queue
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import IO, Any, TextIO
 
 import httpx
+import httpx2
 import redis
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.helpers import free_port, wait_for
 
@@ -210,6 +214,90 @@ def raw_call(server: RawServer, request_id: int, tool: str, arguments: dict[str,
     reply = server.request(request_id, "tools/call", {"name": tool, "arguments": arguments})
     assert not reply["result"].get("isError"), reply
     return reply["result"]["structuredContent"]
+
+
+# -- zapomni serve --http ----------------------------------------------------------------------------
+
+
+class HttpServer(Child):
+    """`zapomni serve --http` on a free port of 127.0.0.1, answering /healthz when built."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        stderr_path: Path,
+        *,
+        args: tuple[str, ...] = (),
+        tls: tuple[Path, Path] | None = None,
+        **extra_env: str,
+    ) -> None:
+        self.port = free_port()
+        self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self.url = f"{self.base}/mcp"
+        # What verifies the server's certificate (a self-signed one: itself).
+        self.verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=str(tls[0])) if tls else True
+        if tls:
+            extra_env |= {"ZAPOMNI_TLS_CERT": str(tls[0]), "ZAPOMNI_TLS_KEY": str(tls[1])}
+        super().__init__(
+            [ZAPOMNI, "serve", "--http", "--port", str(self.port), *args],
+            env=server_env(data_dir, **extra_env),
+            stderr_path=stderr_path,
+        )
+        assert wait_for(self._alive, timeout_s=120), f"the HTTP server did not start: {self.stderr()}"
+
+    def _alive(self) -> bool:
+        assert self.running(), f"the HTTP server exited: {self.stderr()}"
+        try:
+            return self.get("/healthz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def get(self, path: str, token: str | None = None, **headers: str) -> httpx.Response:
+        return httpx.get(f"{self.base}{path}", headers=bearer(token) | headers, verify=self.verify, timeout=30)
+
+    def post(self, body: Any, token: str | None = None, **headers: str) -> httpx.Response:
+        """A raw POST to /mcp (for what the SDK client will not send), as a 2025-11-25 client sends one."""
+        defaults = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return httpx.post(
+            self.url, content=content, headers=defaults | bearer(token) | headers, verify=self.verify, timeout=60
+        )
+
+
+def bearer(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+@contextmanager
+def http_server(data_dir: Path, stderr_path: Path, **options: Any) -> Iterator[HttpServer]:
+    """A started `zapomni serve --http` (see HttpServer), stopped with SIGTERM on the way out (killed if it hangs)."""
+    server = HttpServer(data_dir, stderr_path, **options)
+    try:
+        yield server
+    finally:
+        if server.running():
+            server.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                server.wait(timeout_s=60)
+        server.kill()
+
+
+@asynccontextmanager
+async def http_session(server: HttpServer, token: str | None, *, legacy: bool = False) -> AsyncIterator[ClientSession]:
+    """The SDK's Streamable HTTP client with a bearer token: protocol 2026-07-28 (server/discover), or with
+    `legacy` the 2025-11-25 initialize handshake."""
+    client = httpx2.AsyncClient(headers=bearer(token), verify=server.verify, timeout=httpx2.Timeout(30, read=300))
+    async with (
+        client,
+        streamable_http_client(server.url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await (session.initialize() if legacy else session.discover())
+        yield session
 
 
 # -- zapomni health-server --------------------------------------------------------------------------

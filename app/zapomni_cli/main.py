@@ -48,7 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO on stderr")
 
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("serve", help="run the MCP server on stdin/stdout (what MCP clients start)", parents=[common])
+    _serve_parser(
+        commands.add_parser(
+            "serve", help="run the MCP server: on stdin/stdout (what MCP clients start), or --http", parents=[common]
+        )
+    )
     memory_commands.register(commands, common)
     job_commands.register(commands, common)
     file_commands.register(commands, common)
@@ -60,6 +64,28 @@ def build_parser() -> argparse.ArgumentParser:
                 "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log at INFO on stderr"
             )
     return parser
+
+
+def _serve_parser(serve: argparse.ArgumentParser) -> None:
+    serve.description = (
+        "Run the MCP server on stdin/stdout, which is how MCP clients start it; with --http, serve MCP Streamable "
+        "HTTP for remote clients instead (every request needs a token: `zapomni token create`). The other HTTP "
+        "settings come from the environment (ZAPOMNI_HTTP_*, ZAPOMNI_TLS_CERT, ZAPOMNI_TLS_KEY; see the README)."
+    )
+    serve.add_argument("--http", action="store_true", help="serve MCP over HTTP instead of stdio")
+    serve.add_argument("--host", help="address to listen on (default ZAPOMNI_HTTP_HOST, 127.0.0.1)")
+    serve.add_argument("--port", type=_port, help="port to listen on (default ZAPOMNI_HTTP_PORT, 8765)")
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow listening beyond the loopback without TLS (when a proxy in front terminates it)",
+    )
+
+
+def _port(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number, 1-65535 (got {value!r})")
+    return int(value)
 
 
 def log_level(args: argparse.Namespace, settings: Settings) -> str:
@@ -89,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
-        return _serve(settings)
+        return _serve(args, settings)
     if hasattr(args, "memory_command"):
         return commands.run(args, settings)
     # An operator command's parser sets `run` (zapomni_ops.cli).
@@ -101,7 +127,19 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return 1
 
 
-def _serve(settings: Settings) -> int:
-    from zapomni_mcp.serve import run  # the MCP SDK loads only for this command
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    # The MCP SDK (and uvicorn) load only for this command.
+    if args.http:
+        from zapomni_http.serve import run as run_http
+
+        updates: dict[str, object] = {"http_host": args.host, "http_port": args.port}
+        updates = {key: value for key, value in updates.items() if value is not None}
+        if args.insecure:
+            updates["http_insecure"] = True
+        return run_http(settings.model_copy(update=updates))
+    if args.host is not None or args.port is not None or args.insecure:
+        print("zapomni serve: --host, --port and --insecure go with --http", file=sys.stderr)
+        return 2
+    from zapomni_mcp.serve import run
 
     return run(settings)

@@ -1,6 +1,6 @@
 """The layers point one way — adapters → zapomni_core → zapomni_db — and the adapters see only the core's public face.
 
-The adapters (zapomni_mcp, zapomni_cli, zapomni_ops) import the engine as `from zapomni_core import
+The adapters (zapomni_mcp, zapomni_cli, zapomni_ops, zapomni_http) import the engine as `from zapomni_core import
 ...`, never from a module inside it: what they use is declared once, in zapomni_core/__init__.py's
 `__all__`, and the modules behind it may move freely (as they did when memories got their package).
 """
@@ -13,7 +13,7 @@ import zapomni_core
 from tests.static.imports import module_imports
 
 APP = Path(__file__).resolve().parents[2] / "app"
-ADAPTERS = ("zapomni_mcp", "zapomni_cli", "zapomni_ops")
+ADAPTERS = ("zapomni_mcp", "zapomni_cli", "zapomni_ops", "zapomni_http")
 # What each package must not import (its own layer or a higher one).
 FORBIDDEN = {
     "zapomni_db": ("zapomni_core", *ADAPTERS),

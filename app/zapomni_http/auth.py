@@ -1,0 +1,52 @@
+"""Bearer tokens through the SDK's own hooks: a `TokenVerifier` over `core.access`, and the resource server's settings.
+
+The SDK's middleware reads `Authorization: Bearer`, asks the verifier, answers 401 with
+`WWW-Authenticate: Bearer ... resource_metadata=...` when there is no valid token, and serves the
+protected-resource metadata (RFC 9728). Tokens are made by `zapomni token create`, not by an
+OAuth authorization server, so the metadata names this server as its own issuer and a client
+has nowhere to obtain one automatically (docs/decisions/0019-http-transport.md).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import structlog
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from pydantic import AnyHttpUrl
+
+from zapomni_core import ZapomniCore, ZapomniError
+from zapomni_http.metrics import Metrics
+from zapomni_mcp.access import for_grant
+
+log = structlog.get_logger(__name__)
+
+
+class CoreTokenVerifier:
+    """Every request's token is looked up in the database (no cache: a revocation holds at once on every replica)."""
+
+    def __init__(self, core: ZapomniCore, metrics: Metrics) -> None:
+        self._core = core
+        self._metrics = metrics
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            grant = await self._core.access.verify(token)
+        except ZapomniError as exc:  # the database is away: no one gets in, and the log says why
+            log.error("auth.unavailable", error=type(exc).__name__)
+            grant = None
+        if grant is None:
+            self._metrics.refused("InvalidToken")
+            return None
+        return for_grant(grant)
+
+
+def auth_settings(public_url: str) -> AuthSettings:
+    base = urlsplit(public_url)
+    return AuthSettings(
+        issuer_url=AnyHttpUrl(f"{base.scheme}://{base.netloc}"),
+        resource_server_url=AnyHttpUrl(public_url),
+        # Our tokens have no audience: each is looked up, and one store is one resource.
+        validate_token_resource=False,
+    )

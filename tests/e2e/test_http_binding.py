@@ -1,0 +1,82 @@
+"""Where `zapomni serve --http` listens: the loopback by default, beyond it only with TLS (or --insecure, see
+test_http_limits.py), and TLS served with the certificate and key it is given."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ipaddress
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tests.helpers import free_port, make_tokens, server_pids
+from tests.processes import ZAPOMNI, call, http_server, http_session, server_env
+
+pytestmark = pytest.mark.anyio
+
+
+def serve(data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [ZAPOMNI, "serve", *args], env=server_env(data_dir, **env), capture_output=True, text=True, timeout=60
+    )
+
+
+def test_a_host_beyond_the_loopback_without_tls_is_refused_in_one_line(data_dir: Path) -> None:
+    refused = serve(data_dir, "--http", "--host", "0.0.0.0", "--port", str(free_port()))
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        "zapomni serve --http: refusing to listen on 0.0.0.0 without TLS: set ZAPOMNI_TLS_CERT and "
+        "ZAPOMNI_TLS_KEY, or pass --insecure (ZAPOMNI_HTTP_INSECURE=true) when a proxy in front of it terminates TLS"
+    ]
+    assert refused.stdout == "" and server_pids(data_dir) == []  # refused before anything started
+
+    half = serve(data_dir, "--http", ZAPOMNI_TLS_CERT=str(data_dir / "cert.pem"))
+    assert half.returncode == 1 and "ZAPOMNI_TLS_CERT and ZAPOMNI_TLS_KEY go together" in half.stderr
+    stray = serve(data_dir, "--port", "9999")
+    assert stray.returncode == 2 and "go with --http" in stray.stderr
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by its own key (what a client is told to trust in the test)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "zapomni test")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert, private = directory / "cert.pem", directory / "key.pem"
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    private.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert, private
+
+
+async def test_tls_is_served_with_the_certificate_it_is_given(data_dir: Path, tmp_path: Path) -> None:
+    with http_server(data_dir, tmp_path / "server.log", tls=self_signed(tmp_path)) as server:
+        assert server.url.startswith("https://")
+        token = (await make_tokens(data_dir, {"laptop": {"role": "write", "workspaces": None}}))["laptop"]
+        async with http_session(server, token) as session:
+            added = await call(session, "add_memory", {"text": "Sent over TLS: the router password is on the fridge."})
+            found = await call(session, "search_memory", {"query": "where is the router password"})
+            assert found["results"][0]["memory_id"] == added["memory_id"]
+        with pytest.raises(httpx.TransportError):  # plain HTTP is not spoken on that port
+            await asyncio.to_thread(httpx.get, f"http://127.0.0.1:{server.port}/healthz", timeout=5)
+        ready = next(e for e in server.log_events() if e.get("event") == "server.ready")
+        assert ready["tls"] is True and ready["url"] == server.url

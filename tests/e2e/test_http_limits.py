@@ -1,0 +1,219 @@
+"""What protects `zapomni serve --http` and what operates it: Origin checks and CORS, the body limit (413), per-token
+rate limits (429), the request timeout, cancellation, /healthz, /readyz and /metrics, and logs without tokens.
+
+One server for the module, bound to every interface with --insecure (it must say so), with small limits.
+Adds are embedded within the request here (no background job), so a cancelled or timed-out one is still
+embedding when it stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.e2e.test_shutdown import long_text
+from tests.helpers import make_tokens, wait_for
+from tests.processes import HttpServer, call, http_server, http_session
+from zapomni_core import MAX_TEXT_BYTES
+
+pytestmark = pytest.mark.anyio
+
+TIMEOUT_S = 8
+LIMITS = {
+    "ZAPOMNI_HTTP_MAX_BODY_MB": "1",
+    "ZAPOMNI_HTTP_RATE": "2",
+    "ZAPOMNI_HTTP_BURST": "20",
+    "ZAPOMNI_HTTP_REQUEST_TIMEOUT_S": str(TIMEOUT_S),
+    "ZAPOMNI_HTTP_CORS_ORIGINS": "https://notes.example",
+    "ZAPOMNI_BACKGROUND_ADD_BYTES": str(MAX_TEXT_BYTES + 1),
+}
+TOKENS = {
+    "admin": {"role": "admin", "workspaces": None},
+    "burst": {"role": "read", "workspaces": None},
+    "monitor": {"role": "read", "workspaces": None},
+    "team": {"role": "read", "workspaces": ["team"]},
+}
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="zh-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("limits") / "server.log"
+
+
+@pytest.fixture(scope="module")
+def server(store: Path, log: Path) -> Iterator[HttpServer]:
+    with http_server(store, log, args=("--host", "0.0.0.0", "--insecure"), **LIMITS) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def tokens(server: HttpServer, store: Path) -> dict[str, str]:
+    return asyncio.run(make_tokens(store, TOKENS))
+
+
+def add_call(text: str, request_id: int = 1) -> dict[str, object]:
+    arguments = {"text": text}
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "add_memory", "arguments": arguments},
+    }
+
+
+async def memory_count(server: HttpServer, token: str) -> int:
+    async with http_session(server, token) as session:
+        return int((await call(session, "get_stats"))["total_memories"])
+
+
+def test_listening_beyond_the_loopback_without_tls_is_logged_as_insecure(server: HttpServer) -> None:
+    warnings = [e for e in server.log_events() if e.get("event") == "http.insecure"]
+    assert warnings and warnings[0]["level"] == "warning" and warnings[0]["host"] == "0.0.0.0"
+    ready = next(e for e in server.log_events() if e.get("event") == "server.ready")
+    assert ready["transport"] == "http" and ready["tls"] is False
+
+
+def test_a_foreign_origin_is_refused_and_an_allowed_browser_origin_served(
+    server: HttpServer, tokens: dict[str, str]
+) -> None:
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    refused = server.post(listing, tokens["admin"], Origin="https://evil.example")
+    assert refused.status_code == 403
+    assert "Origin 'https://evil.example' is not allowed" in refused.json()["error"]["message"]
+    assert server.post(listing, None, Origin="https://evil.example").status_code == 403  # before any token
+    assert server.post(listing, tokens["admin"], Origin="http://localhost:5173").status_code == 200
+    assert server.post(listing, tokens["admin"], Host="rebound.example").status_code == 421
+
+    # CORS for the configured browser origin: the preflight, then the request with its headers readable.
+    preflight = httpx.options(
+        server.url,
+        headers={
+            "Origin": "https://notes.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type, mcp-protocol-version",
+        },
+    )
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-origin"] == "https://notes.example"
+    served = server.post(listing, tokens["admin"], Origin="https://notes.example")
+    assert served.status_code == 200 and served.headers["access-control-allow-origin"] == "https://notes.example"
+    assert "WWW-Authenticate" in served.headers["access-control-expose-headers"]
+    unlisted = httpx.options(
+        server.url, headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}
+    )
+    assert "access-control-allow-origin" not in unlisted.headers
+
+
+async def test_an_oversized_body_gets_413_and_is_not_stored(server: HttpServer, tokens: dict[str, str]) -> None:
+    before = await memory_count(server, tokens["admin"])
+    refused = server.post(add_call("x" * (1024 * 1024 + 10)), tokens["admin"])
+    assert refused.status_code == 413
+    message = refused.json()["error"]["message"]
+    assert (
+        "Request body too large" in message and "at most 1048576" in message and "ZAPOMNI_HTTP_MAX_BODY_MB" in message
+    )
+    assert await memory_count(server, tokens["admin"]) == before
+
+
+def test_a_token_over_its_rate_gets_429_with_retry_after(server: HttpServer, tokens: dict[str, str]) -> None:
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    statuses = [server.post(listing, tokens["burst"]).status_code for _ in range(26)]
+    assert statuses[:20] == [200] * 20 and 429 in statuses[20:], statuses
+    refused = server.post(listing, tokens["burst"])
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+    assert "token 'burst' may make 2 per second" in refused.json()["error"]["message"]
+    assert server.post(listing, tokens["monitor"]).status_code == 200  # each token has its own bucket
+    time.sleep(int(refused.headers["retry-after"]))
+    assert server.post(listing, tokens["burst"]).status_code == 200
+
+
+async def test_a_request_past_the_timeout_is_answered_and_stores_nothing(
+    server: HttpServer, tokens: dict[str, str]
+) -> None:
+    before = await memory_count(server, tokens["admin"])
+    async with http_session(server, tokens["admin"]) as session:
+        started = time.monotonic()
+        with pytest.raises(MCPError, match=f"timed out after {TIMEOUT_S} s .ZAPOMNI_HTTP_REQUEST_TIMEOUT_S"):
+            await session.call_tool("add_memory", {"text": long_text(300)})
+        elapsed = time.monotonic() - started
+    assert TIMEOUT_S <= elapsed < TIMEOUT_S + 15, elapsed
+    assert wait_for(lambda: '"request.cancelled"' in server.stderr(), timeout_s=60)
+    assert await memory_count(server, tokens["admin"]) == before
+
+
+async def test_a_cancelled_call_stops_and_stores_nothing(server: HttpServer, tokens: dict[str, str]) -> None:
+    before = await memory_count(server, tokens["admin"])
+    cancelled_before = server.stderr().count('"request.cancelled"')
+    async with http_session(server, tokens["admin"]) as session:
+        with anyio.CancelScope() as scope:
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                scope.cancel()  # the first slice is embedded: the add is in flight, nothing written yet
+
+            await session.call_tool("add_memory", {"text": long_text(100)}, progress_callback=on_progress)
+        assert scope.cancelled_caught
+    assert wait_for(lambda: server.stderr().count('"request.cancelled"') > cancelled_before, timeout_s=60)
+    assert await memory_count(server, tokens["admin"]) == before
+
+
+async def test_health_readiness_and_metrics(server: HttpServer, tokens: dict[str, str]) -> None:
+    assert server.get("/healthz").json() == {"status": "alive"}
+    ready = server.get("/readyz", Host="10.0.0.7:80")  # probes come by any address, without a token
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+
+    async with http_session(server, tokens["admin"]) as session:
+        await call(session, "add_memory", {"text": "Metrics count this add.", "workspace": "metered"})
+        await call(session, "search_memory", {"query": "what do metrics count", "workspace": "metered"})
+        await session.call_tool("get_memory", {"memory_id": "not-an-id"})
+
+    assert server.get("/metrics").status_code == 401
+    scoped = server.get("/metrics", tokens["team"])
+    assert scoped.status_code == 403 and "metrics cover all of them" in scoped.json()["error"]["message"]
+    scraped = server.get("/metrics", tokens["monitor"])
+    assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
+    text = scraped.text
+    for line in (
+        'zapomni_tool_calls_total{outcome="ok",tool="add_memory"}',
+        'zapomni_tool_calls_total{outcome="error",tool="get_memory"}',
+        'zapomni_errors_total{type="InvalidArguments"}',
+        'zapomni_memories{workspace="metered"} 1.0',
+        'zapomni_jobs{state="queued"}',
+        'zapomni_jobs{state="running"}',
+        'zapomni_jobs{state="failed"}',
+        "zapomni_search_latency_seconds_count",
+        'zapomni_embedding_latency_seconds_count{kind="query"}',
+        "zapomni_embedding_cache_hit_ratio",
+        "zapomni_adds_total",
+        "zapomni_searches_total",
+        "process_resident_memory_bytes",
+    ):
+        assert line in text, line
+    assert _value(text, "zapomni_searches_total") >= 1 and _value(text, "zapomni_adds_total") >= 1
+
+
+def _value(exposition: str, name: str) -> float:
+    return float(next(line.split()[-1] for line in exposition.splitlines() if line.startswith(name + " ")))
+
+
+def test_no_token_ever_reaches_the_log(server: HttpServer, tokens: dict[str, str]) -> None:
+    log = server.stderr()
+    assert '"tool.called"' in log and '"token": "admin"' in log  # calls are logged, by token name
+    for token in tokens.values():
+        assert token not in log
+        assert token.split("_")[-1] not in log  # nor its secret part
