@@ -30,7 +30,7 @@ class RequestContext:
     cancelled: Callable[[], bool] = lambda: False
 
     async def progress(self, progress: Progress) -> None:
-        if self.progress_sink is not None:
+        if self.progress_sink is not None and not self.cancelled():  # a caller who gave up reads no progress
             await self.progress_sink(progress)
 
     def check_cancelled(self) -> None:

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import mcp_types as types
 import structlog
 from mcp.server.lowlevel import Server
@@ -18,6 +19,9 @@ from zapomni_mcp.errors import INVALID_ARGUMENTS, describe_validation_error, err
 from zapomni_mcp.registry import ToolRegistry
 
 log = structlog.get_logger(__name__)
+
+# How long a progress notification may wait for the client to take it.
+PROGRESS_SEND_TIMEOUT_S = 10.0
 
 # Told of every finished tool call: (tool, the kind of error it answered or None, seconds). The HTTP
 # server counts calls with it; stdio has no one listening.
@@ -100,10 +104,15 @@ async def _run(
 
 
 def _progress_sink(ctx: Any) -> ProgressSink:
-    """Progress as `notifications/progress` (sent only when the request carried a progressToken)."""
+    """Progress as `notifications/progress` (sent only when the request carried a progressToken).
+
+    A report that cannot be delivered in time is dropped rather than hold the work up: over HTTP a
+    cancelled request's stream has no reader left, and a write past the point of no return runs
+    shielded to its end (zapomni_core.context.until_committed), so it would wait for ever."""
 
     async def send(progress: Progress) -> None:
-        await ctx.session.report_progress(progress.done, progress.total, progress.describe())
+        with anyio.move_on_after(PROGRESS_SEND_TIMEOUT_S):
+            await ctx.session.report_progress(progress.done, progress.total, progress.describe())
 
     return send
 
