@@ -200,7 +200,7 @@ async def make_tokens(data_dir: Path, specs: dict[str, dict[str, Any]]) -> dict[
     makes them; an expired one, which it refuses to make, goes straight into its store."""
     from zapomni_core import CreateTokenRequest, RevokeTokenRequest
     from zapomni_core.access.tokens import digest, new_token
-    from zapomni_db import TokenRecord
+    from zapomni_db import TokenRow
 
     tokens = {}
     async with access_service(data_dir) as service:
@@ -210,7 +210,7 @@ async def make_tokens(data_dir: Path, specs: dict[str, dict[str, Any]]) -> dict[
                 token_id, token = new_token()
                 now = time.time()
                 scope = tuple(workspaces) if workspaces is not None else None
-                record = TokenRecord(token_id, name, spec["role"], scope, now - 120, now - 60, digest(token))
+                record = TokenRow(token_id, name, spec["role"], scope, now - 120, now - 60, None, None, digest(token))
                 await service._store.prepare()
                 assert await service._store.create(record, now - 120) is not None
                 tokens[name] = token

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ipaddress
+import json
 import subprocess
 from pathlib import Path
 
@@ -16,16 +17,18 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.helpers import free_port, make_tokens, server_pids
+from tests.helpers import free_port, server_pids
 from tests.processes import ZAPOMNI, call, http_server, http_session, server_env
 
 pytestmark = pytest.mark.anyio
 
 
+def run_zapomni(data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([ZAPOMNI, *args], env=server_env(data_dir, **env), capture_output=True, text=True, timeout=60)
+
+
 def serve(data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [ZAPOMNI, "serve", *args], env=server_env(data_dir, **env), capture_output=True, text=True, timeout=60
-    )
+    return run_zapomni(data_dir, "serve", *args, **env)
 
 
 def test_a_host_beyond_the_loopback_without_tls_is_refused_in_one_line(data_dir: Path) -> None:
@@ -71,7 +74,9 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
 async def test_tls_is_served_with_the_certificate_it_is_given(data_dir: Path, tmp_path: Path) -> None:
     with http_server(data_dir, tmp_path / "server.log", tls=self_signed(tmp_path)) as server:
         assert server.url.startswith("https://")
-        token = (await make_tokens(data_dir, {"laptop": {"role": "write", "workspaces": None}}))["laptop"]
+        # The token as the README makes it.
+        made = run_zapomni(data_dir, "token", "create", "--name", "laptop", "--all", "--role", "write", "--json")
+        token = json.loads(made.stdout)["token"]
         async with http_session(server, token) as session:
             added = await call(session, "add_memory", {"text": "Sent over TLS: the router password is on the fridge."})
             found = await call(session, "search_memory", {"query": "where is the router password"})
