@@ -30,6 +30,7 @@ import redis
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
 
 from tests.helpers import free_port, wait_for
 
@@ -140,6 +141,18 @@ async def call(session: ClientSession, tool: str, arguments: dict[str, Any] | No
     result = await session.call_tool(tool, arguments or {})
     assert not result.is_error, result.content
     return result.structured_content
+
+
+async def call_with_progress(
+    session: ClientSession, tool: str, arguments: dict[str, Any]
+) -> tuple[CallToolResult, list[tuple[float, float | None, str | None]]]:
+    """Call a tool asking for progress: its result, and the (progress, total, message) notifications before it."""
+    updates: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, total, message))
+
+    return await session.call_tool(tool, arguments, progress_callback=on_progress), updates
 
 
 class RawServer(Child):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,3 +24,11 @@ def raw_server(data_dir: Path, tmp_path: Path) -> Iterator[Callable[[], RawServe
     yield start
     for server in servers:
         server.kill()
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[Path]:
+    """A data directory shared by a module's tests, for one server that serves them all (`data_dir` is per test)."""
+    path = Path(tempfile.mkdtemp(prefix="zm-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

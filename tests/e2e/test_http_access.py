@@ -7,8 +7,6 @@ One `zapomni serve --http` serves the whole module; every test leaves the store 
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,13 +30,6 @@ TOKENS: dict[str, dict[str, Any]] = {
     "lapsed": {"role": "write", "workspaces": None, "expired": True},
 }
 READ_TOOLS = {tool.name for tool in TOOLS if tool.role == "read"}
-
-
-@pytest.fixture(scope="module")
-def store() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="zh-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

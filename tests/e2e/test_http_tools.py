@@ -8,8 +8,6 @@ One server serves the module (each start costs seconds); the tests use workspace
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,17 +15,10 @@ import pytest
 
 from tests.e2e.test_large_adds import document
 from tests.helpers import make_tokens
-from tests.processes import HttpServer, call, http_server, http_session, mcp_session
+from tests.processes import HttpServer, call, call_with_progress, http_server, http_session, mcp_session
 from zapomni_mcp.tools import TOOLS
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def store() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="zh-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -130,14 +121,7 @@ async def test_a_large_add_is_a_job_whose_progress_streams_over_sse(server: Http
         added = await call(session, "add_memory", {"text": document("glacier", 120), **ws})
         assert added["status"] == "indexing" and added["job_id"]
 
-        updates: list[tuple[float, float | None, str | None]] = []
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            updates.append((progress, total, message))
-
-        result = await session.call_tool(
-            "job_status", {"job_id": added["job_id"], "wait_s": 50}, progress_callback=on_progress
-        )
+        result, updates = await call_with_progress(session, "job_status", {"job_id": added["job_id"], "wait_s": 50})
         final = result.structured_content
         assert not result.is_error and final is not None and final["state"] == "completed"
         assert len(updates) >= 2, updates

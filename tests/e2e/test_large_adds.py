@@ -13,7 +13,7 @@ import pytest
 from mcp import ClientSession
 
 from tests.helpers import chunk_node_count, server_pids, wait_for
-from tests.processes import RawServer, call, mcp_session, raw_call
+from tests.processes import RawServer, call, call_with_progress, mcp_session, raw_call
 
 pytestmark = pytest.mark.anyio
 
@@ -49,14 +49,7 @@ async def test_a_large_add_is_answered_at_once_and_searches_do_not_wait_for_its_
         shown = await call(session, "get_memory", {"memory_id": added["memory_id"]})
         assert shown["status"] == "indexing" and shown["job_id"] == added["job_id"]
 
-        updates: list[tuple[float, float | None, str | None]] = []
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            updates.append((progress, total, message))
-
-        result = await session.call_tool(
-            "job_status", {"job_id": added["job_id"], "wait_s": 50}, progress_callback=on_progress
-        )
+        result, updates = await call_with_progress(session, "job_status", {"job_id": added["job_id"], "wait_s": 50})
         final = result.structured_content
         assert not result.is_error and final is not None
         assert final["state"] == "completed" and final["counts"]["chunks"] > 64
