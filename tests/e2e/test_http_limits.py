@@ -26,7 +26,7 @@ from zapomni_core import MAX_TEXT_BYTES
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT_S = 15
+TIMEOUT_S = 20
 LIMITS = {
     "ZAPOMNI_HTTP_MAX_BODY_MB": "1",
     "ZAPOMNI_HTTP_RATE": "1",
@@ -149,9 +149,9 @@ async def test_a_request_past_the_timeout_is_answered_and_stores_nothing(
     async with http_session(server, tokens["admin"]) as session:
         started = time.monotonic()
         with pytest.raises(MCPError, match=f"timed out after {TIMEOUT_S} s .ZAPOMNI_HTTP_REQUEST_TIMEOUT_S"):
-            await session.call_tool("add_memory", {"text": long_text(400)})
+            await session.call_tool("add_memory", {"text": long_text(600)})
         elapsed = time.monotonic() - started
-    assert TIMEOUT_S <= elapsed < TIMEOUT_S + 15, elapsed
+    assert TIMEOUT_S <= elapsed < TIMEOUT_S + 60, elapsed  # the rest: the slice being embedded
     assert wait_for(lambda: '"request.cancelled"' in server.stderr(), timeout_s=60)
     assert await memory_count(server, tokens["admin"]) == before
 
