@@ -81,6 +81,7 @@ def build_server(
         on_list_resources=list_resources,
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
+        get_tool_input_schema=registry.input_schema,
     )
 
 

@@ -56,6 +56,10 @@ class Tool(ABC, Generic[InputT, OutputT]):
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool[Any, Any]]) -> None:
         self._tools = {tool.name: tool for tool in tools}
+        # Built once: a schema costs milliseconds, and over HTTP the SDK checks each call's argument headers
+        # against its tool's input schema.
+        self._definitions = [tool.definition() for tool in self._tools.values()]
+        self._input_schemas = {d.name: d.input_schema for d in self._definitions}
 
     def get(self, name: str) -> Tool[Any, Any] | None:
         return self._tools.get(name)
@@ -64,7 +68,10 @@ class ToolRegistry:
         return list(self._tools)
 
     def definitions(self) -> list[types.Tool]:
-        return [tool.definition() for tool in self._tools.values()]
+        return list(self._definitions)
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        return self._input_schemas.get(name)
 
 
 def named(value: Any, default: str) -> str:

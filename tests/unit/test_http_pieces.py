@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
 
 from zapomni_core import Settings
-from zapomni_http.binding import public_url, refusal
+from zapomni_http.binding import bind, public_url, refusal
 from zapomni_http.limits import TokenBuckets
 from zapomni_http.security import transport_security
 from zapomni_mcp.tools import TOOLS
@@ -80,3 +81,9 @@ def test_every_tool_declares_the_role_it_needs() -> None:
         if hints is not None and hints.destructive_hint:
             assert tool.role != "read", tool.name
     assert roles["delete_workspace"] == "admin" and roles["cancel_job"] == "write" and roles["job_status"] == "read"
+
+
+def test_the_listener_sends_small_writes_at_once() -> None:
+    """TCP_NODELAY, inherited by every accepted connection: without it each response waited ~40 ms."""
+    with bind("127.0.0.1", 0) as listener:
+        assert listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
