@@ -44,6 +44,10 @@ class ZapomniCore:
     def writes_committed(self) -> int:
         return self.memories.writes_committed + self.workspaces.writes_committed + self.transfer.writes_committed
 
+    @property
+    def writes_in_flight(self) -> int:
+        return self.memories.writes_in_flight
+
     def begin_shutdown(self, grace_s: float) -> None:
         """Refuse new writes; let the ones in flight finish within `grace_s` seconds."""
         self.memories.begin_shutdown(grace_s)

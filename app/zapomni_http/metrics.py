@@ -50,6 +50,9 @@ class Metrics:
             registry=r,
         )
         self.jobs = Gauge("zapomni_jobs", "Background jobs by state, across workspaces.", ["state"], registry=r)
+        self.writes_in_flight = Gauge(
+            "zapomni_writes_in_flight", "Memory writes begun, not yet stored or abandoned (this process).", registry=r
+        )
         core.embedder.on_embedded = self._embedded
 
     def observe_call(self, tool: str, error: str | None, seconds: float) -> None:
@@ -82,4 +85,5 @@ class Metrics:
         for state, count in jobs.items():
             self.jobs.labels(state).set(count)
         self.cache_hit_ratio.set(self._core.embedder.hit_rate or 0.0)
+        self.writes_in_flight.set(self._core.writes_in_flight)
         return generate_latest(self.registry)

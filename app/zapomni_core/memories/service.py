@@ -370,6 +370,11 @@ class MemoryService:
             if self._writes_in_flight == 0:
                 self._writes_done.set()
 
+    @property
+    def writes_in_flight(self) -> int:
+        """Writes begun and not yet stored or abandoned (a shutdown waits for them)."""
+        return self._writes_in_flight
+
     def _cancellable(self) -> bool:
         # A shutdown cancels every request too; then the grace deadline decides, not the cancellation.
         return not self._shutdown.closed
