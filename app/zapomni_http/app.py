@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from zapomni_core import Settings, ZapomniCore
 from zapomni_http.auth import CoreTokenVerifier, auth_settings
 from zapomni_http.binding import public_url
-from zapomni_http.guard import MB, Guard, grant_of
+from zapomni_http.guard import MB, Guard, grant_of, unchecked_refusal
 from zapomni_http.health import health_routes
 from zapomni_http.limits import TokenBuckets
 from zapomni_http.metrics import Metrics
@@ -77,6 +77,9 @@ def _metrics_endpoint(metrics: Metrics) -> ASGIApp:
 
     async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         grant = grant_of(scope)
+        if grant is None:
+            await unchecked_refusal()(scope, receive, send)
+            return
         reason = grant.refusal("read", None)
         if reason is None and grant.workspaces is not None:
             reason = f"token {grant.name!r} is limited to some workspaces; metrics cover all of them"

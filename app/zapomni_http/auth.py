@@ -23,6 +23,20 @@ from zapomni_mcp.access import for_grant
 log = structlog.get_logger(__name__)
 
 
+class UncheckedToken(AccessToken):
+    """A bearer token that could not be looked up because the database is away: the guard answers 503.
+
+    Refusing it as invalid (401) would tell a client to drop a token that is fine; letting it through
+    is out of the question. So authentication passes it on marked, and nothing past the guard sees it.
+    """
+
+
+UNAVAILABLE_MESSAGE = (
+    "The database is not answering, so the token could not be checked; nothing was done. Retry in a moment."
+)
+RETRY_AFTER_S = 5
+
+
 class CoreTokenVerifier:
     """Every request's token is looked up in the database (no cache: a revocation holds at once on every replica)."""
 
@@ -35,7 +49,8 @@ class CoreTokenVerifier:
             grant = await self._core.access.verify(token)
         except ZapomniError as exc:  # the database is away: no one gets in, and the log says why
             log.error("auth.unavailable", error=type(exc).__name__)
-            grant = None
+            self._metrics.refused("TokenUncheckable")
+            return UncheckedToken(token="unchecked", client_id="unchecked", scopes=[])
         if grant is None:
             self._metrics.refused("InvalidToken")
             return None

@@ -21,9 +21,11 @@ import anyio
 import structlog
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT, RequestId
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from zapomni_core import Grant, Settings, ZapomniError
+from zapomni_http.auth import RETRY_AFTER_S, UNAVAILABLE_MESSAGE, UncheckedToken
 from zapomni_http.authorise import refusal
 from zapomni_http.limits import BodyTooLarge, ClientGone, TokenBuckets, read_body
 from zapomni_http.metrics import Metrics
@@ -55,6 +57,9 @@ class Guard:
             await self.app(scope, receive, send)
             return
         grant = grant_of(scope)
+        if grant is None:  # already counted by the verifier; the log has why
+            await unchecked_refusal()(scope, receive, send)
+            return
         with structlog.contextvars.bound_contextvars(token=grant.name):
             await self._guarded(grant, scope, receive, send)
 
@@ -180,12 +185,20 @@ class _Response:
             await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def grant_of(scope: Scope) -> Grant:
+def grant_of(scope: Scope) -> Grant | None:
+    """The grant of the request's verified token; None when the database could not check the token."""
     user = scope.get("user")
     token = user.access_token if isinstance(user, AuthenticatedUser) else None
+    if isinstance(token, UncheckedToken):
+        return None
     if not isinstance(token, GrantToken):  # the SDK's RequireAuthMiddleware lets no other request through
         raise RuntimeError("the guard must run behind the SDK's bearer authentication")
     return token.grant
+
+
+def unchecked_refusal() -> Response:
+    """503, not 401: the token may well be good, and a client told it is not would drop it."""
+    return refusal_response(503, UNAVAILABLE, UNAVAILABLE_MESSAGE, headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

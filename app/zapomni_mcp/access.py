@@ -33,8 +33,13 @@ def scopes(role: Role) -> list[str]:
 
 
 def current_grant() -> Grant | None:
+    """The caller's grant; None for stdio's local owner. Any other token fails closed: it never reads as the owner."""
     token = get_access_token()
-    return token.grant if isinstance(token, GrantToken) else None
+    if token is None:
+        return None
+    if not isinstance(token, GrantToken):
+        raise RuntimeError(f"a request authenticated without a grant ({type(token).__name__}) reached a handler")
+    return token.grant
 
 
 def visible(workspace: str) -> bool:
