@@ -402,3 +402,18 @@ def test_token_verify_bench_reports_every_call(tmp_path: Path) -> None:
     assert report["verify_malformed_us"] < report["verify"]["p50"] * 1000  # no read at all
     assert report["concurrent"]["verifies"] == 32 and report["tokens"] == 5
     assert "| verify, a working token (one indexed read) |" in out.read_text()
+
+
+def test_http_load_bench_drives_one_replica_and_two_and_compares_with_stdio(tmp_path: Path) -> None:
+    out = tmp_path / "http_load.md"
+    sizes = ["--clients", "4", "--seconds", "3", "--memories", "20", "--searches", "5"]
+    done = run_module("bench.http_load", *sizes, "--output", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert [run["replicas"] for run in report["runs"]] == [1, 2]
+    for run in report["runs"]:
+        assert run["errors"] == 0, run["error_samples"]
+        assert run["per_tool_ms"]["search_memory"]["count"] > 0 and run["requests_per_s"] > 0
+        assert len(run["peak_rss_mb"]) == run["replicas"] and all(mb > 50 for mb in run["peak_rss_mb"].values())
+    assert report["overhead"]["stdio_ms"]["p50"] > 0 and report["overhead"]["http_ms"]["p50"] > 0
+    assert "| 2 | 4 |" in out.read_text()
