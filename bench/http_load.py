@@ -230,6 +230,27 @@ async def run_load(
     }
 
 
+def server_side(replica: Replica, token: str) -> dict[str, float]:
+    """Where a replica's time went, from its own /metrics: mean search and embedding durations (ms)."""
+    text = httpx.get(replica.url.removesuffix("/mcp") + "/metrics", headers={"Authorization": f"Bearer {token}"}).text
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = float(value)
+
+    def mean_ms(metric: str, labels: str = "") -> float:
+        count = values.get(f"{metric}_count{labels}", 0.0)
+        return round(values.get(f"{metric}_sum{labels}", 0.0) / count * 1000, 2) if count else 0.0
+
+    embedding = "zapomni_embedding_latency_seconds"
+    return {
+        "search_mean_ms": mean_ms("zapomni_search_latency_seconds"),
+        "query_embedding_mean_ms": mean_ms(embedding, '{kind="query"}'),
+        "document_embedding_mean_ms": mean_ms(embedding, '{kind="document"}'),
+    }
+
+
 def database_pid(data_dir: Path) -> int | None:
     """The embedded FalkorDB's pid, from the process table (its command line names the data directory)."""
     found = subprocess.run(["pgrep", "-f", f"redis-server.*{data_dir}"], capture_output=True, text=True)
@@ -270,6 +291,8 @@ async def measure(workdir: Path, clients: int, seconds: float, memories: int, se
             print(f"load: {clients} clients on {count} replica(s) for {seconds:g} s ...", file=sys.stderr)
             run = await run_load(group, token, asked, pool, clients, seconds)
             run["idle_search_ms"] = idle
+            # Idle searches are in the counters too; the load's thousands outweigh them.
+            run["server_side"] = [server_side(replica, token) for replica in group]
             pid = database_pid(data_dir)
             run["database_peak_rss_mb"] = round(peak_rss_mb(pid), 1) if pid else None
             loaded_p95 = run["per_tool_ms"].get("search_memory", {}).get("p95")
@@ -300,6 +323,15 @@ def report(results: dict[str, Any]) -> str:
             f"| {run['idle_search_ms']['p95']} | {run['search_p95_over_idle']} | {rss} "
             f"| {run['database_peak_rss_mb']} |"
         )
+    lines += ["", "Where the time went, from each replica's /metrics (means, ms; the idle searches included):", ""]
+    for run in results["runs"]:
+        for index, side in enumerate(run["server_side"]):
+            client_mean = run["per_tool_ms"].get("search_memory", {}).get("mean")
+            lines.append(
+                f"- {run['replicas']} replica(s), replica {index}: search in the server {side['search_mean_ms']} "
+                f"(client round trip {client_mean}), of which query embedding {side['query_embedding_mean_ms']}; "
+                f"document embedding per add {side['document_embedding_mean_ms']}"
+            )
     overhead = results["overhead"]
     lines += [
         "",

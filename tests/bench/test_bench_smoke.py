@@ -415,5 +415,6 @@ def test_http_load_bench_drives_one_replica_and_two_and_compares_with_stdio(tmp_
         assert run["errors"] == 0, run["error_samples"]
         assert run["per_tool_ms"]["search_memory"]["count"] > 0 and run["requests_per_s"] > 0
         assert len(run["peak_rss_mb"]) == run["replicas"] and all(mb > 50 for mb in run["peak_rss_mb"].values())
+        assert all(side["search_mean_ms"] > 0 and side["query_embedding_mean_ms"] > 0 for side in run["server_side"])
     assert report["overhead"]["stdio_ms"]["p50"] > 0 and report["overhead"]["http_ms"]["p50"] > 0
     assert "| 2 | 4 |" in out.read_text()
