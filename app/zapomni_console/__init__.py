@@ -7,5 +7,6 @@ it into another Starlette app.
 """
 
 from zapomni_console.app import console_app, console_routes
+from zapomni_console.limits import Limits
 
-__all__ = ["console_app", "console_routes"]
+__all__ = ["Limits", "console_app", "console_routes"]

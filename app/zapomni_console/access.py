@@ -18,12 +18,14 @@ SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 
 class NotAllowed(Exception):
-    """The request may not do this: `status` 401 (not signed in), 403 (no right) or 400 (no CSRF proof)."""
+    """The request may not do this: `status` 401 (not signed in), 403 (no right), 400 (no CSRF proof), 413 (too
+    large) or 429 (rate limit, with `retry_after` seconds)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,15 @@ from starlette.staticfiles import StaticFiles
 from zapomni_console import graph_pages, job_pages, memory_pages, search_pages, signin, workspace_pages
 from zapomni_console.console import Console
 from zapomni_console.headers import SecurityHeaders
+from zapomni_console.limits import Limits
 from zapomni_core import ZapomniCore
 
 STATIC = Path(__file__).parent / "static"
 
 
-def console_routes(core: ZapomniCore, *, secure_cookies: bool = False) -> list[BaseRoute]:
-    """Every page of the console and its static files: to mount beside other routes (the MCP endpoint)."""
-    console = Console(core, secure_cookies=secure_cookies)
+def console_routes(core: ZapomniCore, *, secure_cookies: bool = False, limits: Limits | None = None) -> list[BaseRoute]:
+    """Every page of the console and its static files (without the headers and compression of `console_app`)."""
+    console = Console(core, secure_cookies=secure_cookies, limits=limits)
     return [
         *signin.routes(console),
         *memory_pages.routes(console),
@@ -32,9 +33,10 @@ def console_routes(core: ZapomniCore, *, secure_cookies: bool = False) -> list[B
     ]
 
 
-def console_app(core: ZapomniCore, *, secure_cookies: bool = False) -> Starlette:
-    """The console alone, with its security headers and compression (`zapomni console`)."""
+def console_app(core: ZapomniCore, *, secure_cookies: bool = False, limits: Limits | None = None) -> Starlette:
+    """The console with its security headers and compression: served alone (`zapomni console`) or mounted at `/`
+    of `zapomni serve --http`."""
     return Starlette(
-        routes=console_routes(core, secure_cookies=secure_cookies),
+        routes=console_routes(core, secure_cookies=secure_cookies, limits=limits),
         middleware=[Middleware(SecurityHeaders), Middleware(GZipMiddleware, minimum_size=1024)],
     )

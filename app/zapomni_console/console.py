@@ -8,6 +8,7 @@ what was wrong. Handlers only call the core and pick a template.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from zapomni_console.access import CSRF_FIELD, Caller, NotAllowed, check_csrf, check_origin, identify
+from zapomni_console.limits import Limits
 from zapomni_console.rendering import Renderer, describe
 from zapomni_console.sessions import Sessions
 from zapomni_core import Conflict, InvalidRequest, NotFound, Role, ZapomniCore, ZapomniError
@@ -67,8 +69,9 @@ Handler = Callable[[Ctx], Awaitable[Response]]
 class Console:
     """The core, the sessions and the templates, built once with the app."""
 
-    def __init__(self, core: ZapomniCore, *, secure_cookies: bool = False) -> None:
+    def __init__(self, core: ZapomniCore, *, secure_cookies: bool = False, limits: Limits | None = None) -> None:
         self.core = core
+        self.limits = limits or Limits()
         self.sessions = Sessions()
         self.renderer = Renderer()
         self.secure_cookies = secure_cookies
@@ -91,6 +94,7 @@ class Console:
                     if request.method == "GET" and "hx-request" not in request.headers:
                         return RedirectResponse(f"/login?next={quote(request.url.path)}", status_code=303)
                     raise NotAllowed(401, "not signed in: sign in with a token")
+                self._check_limits(request, caller)
                 form = await request.form() if request.method == "POST" else None
                 if request.method == "POST":
                     raw = form.get(CSRF_FIELD) if form is not None else None
@@ -99,7 +103,10 @@ class Console:
                 caller.require(role, ctx.workspace)
                 return await handler(ctx)
             except NotAllowed as exc:
-                return self.error(request, exc.status, exc.message)
+                response = self.error(request, exc.status, exc.message)
+                if exc.retry_after is not None:
+                    response.headers["Retry-After"] = str(exc.retry_after)
+                return response
             except ValidationError as exc:
                 return self.error(request, 400, describe(exc))
             except (InvalidRequest, NotFound, Conflict) as exc:
@@ -110,6 +117,15 @@ class Console:
                 return self.error(request, 503, str(exc))
 
         return endpoint
+
+    def _check_limits(self, request: Request, caller: Caller) -> None:
+        declared = request.headers.get("content-length", "")
+        if request.method == "POST" and declared.isdigit() and int(declared) > self.limits.max_body:
+            raise NotAllowed(413, f"request too large: {declared} bytes, at most {self.limits.max_body}")
+        wait = self.limits.wait(caller.grant.token_id) if self.limits.wait is not None else 0.0
+        if wait:
+            retry = math.ceil(wait)
+            raise NotAllowed(429, f"too many requests by token {caller.grant.name!r}: retry in {retry} s", retry)
 
     async def _context(self, request: Request, caller: Caller, form: FormData | None) -> Ctx:
         raw = request.query_params.get("workspace") or (form.get("workspace") if form is not None else None)

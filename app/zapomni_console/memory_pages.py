@@ -18,8 +18,16 @@ from zapomni_core import (
     UpdateMemoryRequest,
 )
 
-FILTER_FIELDS = ("tag", "source", "kind", "date_from", "date_to")
+FILTER_FIELDS = ("tag", "source", "kind", "thread", "date_from", "date_to")
 KINDS = ("note", "document", "code")
+# The delete-by-filter preview shows a line of text for this many memories, then how many more go too.
+PREVIEW_LINES = 50
+LINE_CHARS = 160
+
+
+def one_line(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= LINE_CHARS else flat[: LINE_CHARS - 1] + "…"
 
 
 def filters(ctx: Ctx) -> dict[str, Any] | None:
@@ -28,7 +36,7 @@ def filters(ctx: Ctx) -> dict[str, Any] | None:
     tags = [tag.strip() for tag in ctx.field("tag").split(",") if tag.strip()]
     if tags:
         chosen["tags"] = tags
-    for name in ("source", "kind", "date_from", "date_to"):
+    for name in FILTER_FIELDS[1:]:
         if value := ctx.field(name):
             chosen[name] = value
     return chosen or None
@@ -128,7 +136,15 @@ def routes(console: Console) -> list[Route]:
             {"workspace": ctx.workspace, "filters": filters(ctx), "dry_run": True}
         )
         preview = await core.memories.delete(request)
-        return ctx.render("forget.html", query=_query(ctx), kinds=KINDS, preview=preview, active="forget")
+        # One read per line shown (a primary-key lookup each), for the first PREVIEW_LINES only.
+        lines = []
+        for memory_id in preview.memory_ids[:PREVIEW_LINES]:
+            got = await core.memories.get(GetMemoryRequest(workspace=ctx.workspace, memory_id=memory_id))
+            lines.append((memory_id, one_line(got.text)))
+        return ctx.render(
+            "forget.html", query=_query(ctx), kinds=KINDS, preview=preview, lines=lines, active="forget",
+            unshown=max(0, preview.deleted_count - len(lines)),
+        )  # fmt: skip
 
     async def forget(ctx: Ctx) -> Response:
         # Exactly the ids the preview showed (sent back with the confirmation): what was previewed is what

@@ -11,6 +11,7 @@ import structlog
 import uvicorn
 
 from zapomni_console.app import console_app
+from zapomni_console.limits import MB, Limits
 from zapomni_core import Settings, open_core
 
 log = structlog.get_logger(__name__)
@@ -32,7 +33,11 @@ async def _serve(settings: Settings, port: int) -> int:
     async with open_core(settings) as (core, info):
         # An open job stream (server-sent events) never ends by itself: shutdown waits for it 3 s at most.
         config = uvicorn.Config(
-            console_app(core), log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=3
+            console_app(core, limits=Limits(max_body=int(settings.http_max_body_mb * MB))),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=3,
         )
         server = uvicorn.Server(config)
         address = f"http://{HOST}:{listener.getsockname()[1]}/"

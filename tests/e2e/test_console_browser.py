@@ -1,8 +1,9 @@
-"""The web console in a real headless Chromium (Debian's, driven by playwright), served by `zapomni console`.
+"""The web console in a real headless Chromium (Debian's, driven by playwright), served at `/` of `zapomni serve
+--http` (one test signs in to `zapomni console` too).
 
-One console server and one browser for the module; memories go in through the MCP server and come back
-out through it, so the console is checked against the API, not against itself. Screenshots of every page
-land in the test's output directory.
+One server and one browser for the module; memories go in through the MCP server and come back out through
+it, so the console is checked against the API, not against itself. Screenshots of every page land in the
+test's output directory.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.processes import ConsoleServer, call, create_token, mcp_session, server_env
+from tests.processes import ConsoleServer, HttpServer, call, create_token, http_server, mcp_session, server_env
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -71,14 +72,17 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def console(store: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleServer]:
+def server(store: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     logs = tmp_path_factory.mktemp("console-logs")
-    # The console runs the job worker: the graph is extracted there, and build_graph jobs show progress.
-    server = ConsoleServer(server_env(store["data_dir"], ZAPOMNI_GRAPH_AUTO="true"), logs / "console.err")
-    try:
-        yield server
-    finally:
-        server.terminate()
+    # The server runs the job worker: the graph is extracted there, and build_graph jobs show progress.
+    with http_server(store["data_dir"], logs / "serve.err", ZAPOMNI_GRAPH_AUTO="true") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def site(server: HttpServer) -> str:
+    """The console's address: `/` of the HTTP server."""
+    return server.base
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +113,8 @@ def until(page: Any, expression: str, timeout_s: float = 30.0) -> None:
 class Tab:
     """One signed-in page, with every browser console error and page error it met."""
 
-    def __init__(self, browser: Any, console: ConsoleServer, token: str, **context: Any) -> None:
-        self.base = console.url.rstrip("/")
+    def __init__(self, browser: Any, site: str, token: str, **context: Any) -> None:
+        self.base = site.rstrip("/")
         self.context = browser.new_context(**({"viewport": {"width": 1440, "height": 900}} | context))
         self.page = self.context.new_page()
         self.errors: list[str] = []
@@ -132,8 +136,8 @@ class Tab:
 
 
 @pytest.fixture
-def admin(browser: Any, console: ConsoleServer, store: dict[str, Any]) -> Iterator[Tab]:
-    tab = Tab(browser, console, store["admin"])
+def admin(browser: Any, site: str, store: dict[str, Any]) -> Iterator[Tab]:
+    tab = Tab(browser, site, store["admin"])
     yield tab
     tab.close()
 
@@ -145,10 +149,10 @@ def test_a_memory_added_through_mcp_is_listed_after_sign_in(admin: Tab, shots: P
     page.screenshot(path=shots / "memories-1440.png", full_page=True)
 
 
-def test_a_wrong_token_is_refused(browser: Any, console: ConsoleServer) -> None:
+def test_a_wrong_token_is_refused(browser: Any, site: str) -> None:
     context = browser.new_context()
     page = context.new_page()
-    page.goto(console.url + "login")
+    page.goto(site + "/login")
     page.fill("#token", "zap_000000000000_not-a-token")
     page.click("button[type=submit]")
     assert "not a working token" in page.locator(".error").inner_text()
@@ -207,6 +211,7 @@ def test_delete_by_filter_deletes_exactly_what_the_preview_showed(admin: Tab, st
     assert page.locator("#preview-count").inner_text() == "3"
     previewed = sorted(page.locator(".preview input[name=memory_id]").evaluate_all("els => els.map(e => e.value)"))
     assert previewed == sorted(store["ids"][4:7])
+    assert sorted(page.locator(".preview .line").all_inner_texts()) == sorted(SCRATCH)  # what goes, as text
     page.click(".preview button.destructive")
     deleted = sorted(page.locator(".ids code").all_inner_texts())
     assert deleted == previewed
@@ -241,8 +246,8 @@ def test_the_graph_draws_the_neighbourhood_and_expands_on_click(admin: Tab, shot
     assert any("Lisbon" in line for line in overview)
 
 
-def test_a_read_token_sees_but_cannot_edit(browser: Any, console: ConsoleServer, store: dict[str, Any]) -> None:
-    tab = Tab(browser, console, store["reader"])
+def test_a_read_token_sees_but_cannot_edit(browser: Any, site: str, store: dict[str, Any]) -> None:
+    tab = Tab(browser, site, store["reader"])
     page = tab.go(f"/memories/{store['ids'][1]}")
     assert MARIA in page.locator("#memory-text").inner_text()
     assert page.locator("form.edit, details.danger, textarea").count() == 0
@@ -274,9 +279,9 @@ def test_a_cookie_alone_cannot_change_anything(admin: Tab, store: dict[str, Any]
 
 @pytest.mark.parametrize(("width", "scheme"), [(390, "light"), (1440, "dark")])
 def test_every_page_is_readable_at_phone_and_desktop_widths(
-    browser: Any, console: ConsoleServer, store: dict[str, Any], shots: Path, width: int, scheme: str
+    browser: Any, site: str, store: dict[str, Any], shots: Path, width: int, scheme: str
 ) -> None:
-    tab = Tab(browser, console, store["admin"], viewport={"width": width, "height": 900}, color_scheme=scheme)
+    tab = Tab(browser, site, store["admin"], viewport={"width": width, "height": 900}, color_scheme=scheme)
     for name, path in [
         ("memories", "/"),
         ("search", "/search?q=Lisbon"),
@@ -292,3 +297,38 @@ def test_every_page_is_readable_at_phone_and_desktop_widths(
         assert overflow <= 1, f"{name} scrolls sideways by {overflow} px at {width} px"
         page.screenshot(path=shots / f"{name}-{width}-{scheme}.png", full_page=True)
     tab.close()
+
+
+@pytest.mark.parametrize("where", ["another origin", "an opaque origin"])
+def test_a_form_posted_from_elsewhere_is_refused(browser: Any, site: str, store: dict[str, Any], where: str) -> None:
+    tab = Tab(browser, site, store["admin"])
+    page = tab.page
+    if where == "another origin":
+        # The same server by another name: an allowed Host, but another origin (the check outside lets any
+        # loopback origin through; the console's own check wants exactly its own).
+        page.goto(site.replace("127.0.0.1", "localhost") + "/healthz")
+    else:
+        page.goto("about:blank")  # a page with no origin: the browser sends `Origin: null`
+    target = f"{site}/memories/{store['ids'][1]}/edit"
+    page.set_content(f'<form method="post" action="{target}"><input name="tags" value="x"><button>go</button></form>')
+    with page.expect_response(target) as caught:
+        page.click("button")
+    assert caught.value.status == 403, caught.value.text()
+    assert ("cross-origin" if where == "another origin" else "Origin 'null'") in caught.value.text()
+    tab.errors.clear()  # the refusal's own 403
+    tab.close()
+    (got,) = mcp(store["data_dir"], ("get_memory", {"memory_id": store["ids"][1]}))
+    assert got["tags"] == ["people"]
+
+
+def test_zapomni_console_serves_the_same_pages_on_the_loopback(
+    browser: Any, store: dict[str, Any], tmp_path: Path
+) -> None:
+    server = ConsoleServer(server_env(store["data_dir"]), tmp_path / "console.err")
+    try:
+        tab = Tab(browser, server.url, store["reader"])
+        page = tab.go("/")
+        assert page.locator(".memory .preview", has_text="Maria Lopez").count() == 1
+        tab.close()
+    finally:
+        server.terminate()
