@@ -108,6 +108,7 @@ bench: $(BENCH_STAMP)  ## run the benchmarks (~85 min on 2 cores), results in be
 	$(BIN)/python -m bench.graph_large_memory
 	$(BIN)/python -m bench.token_verify
 	$(BIN)/python -m bench.http_load
+	$(BIN)/python -m bench.console
 
 # The appliance's figures (bench/results/appliance.md), on the stack `make test-appliance` built and left ready.
 bench-appliance: test-appliance  ## measure the appliance under podman (image, builds, starts, backup, restore)

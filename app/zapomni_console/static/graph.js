@@ -71,12 +71,15 @@ async function drawGraph() {
 
   const first = await load(box.dataset.source);
   if (first) add(first);
+  performance.mark("zapomni-graph-drawn");  // bench/console.py times the page to here
   cy.on("tap", "node", async (event) => {
     const node = event.target;
     if (node.hasClass("expanded")) return;
     node.addClass("expanded");
+    performance.mark("zapomni-expand-start");
     const more = await load(box.dataset.expand + encodeURIComponent(node.id()));
     if (more) add(more);
+    performance.mark("zapomni-expand-drawn");
     box.dataset.expandedCount = String(cy.nodes(".expanded").length);
   });
   cy.on("tap", "edge", (event) => edgeInfo(panel, event.target.data()));
