@@ -159,10 +159,10 @@ def measure(base: str, token: str, repeats: int) -> dict[str, Any]:
                     context.add_cookies(cookies)
                     page = context.new_page()
                     page.goto(base + path, wait_until="load")
+                    wait_for_entry(page, "first-contentful-paint")  # on a loaded machine it may follow `load`
                     if name == "graph":
                         page.wait_for_selector("#cy[data-ready=true]")
-                        while page.evaluate("performance.getEntriesByName('zapomni-graph-drawn').length") == 0:
-                            page.wait_for_timeout(20)
+                        wait_for_entry(page, "zapomni-graph-drawn")
                     else:
                         assert page.locator(".memory").count() > 0
                     got = page.evaluate(TIMINGS)
@@ -176,14 +176,22 @@ def measure(base: str, token: str, repeats: int) -> dict[str, Any]:
     return pages
 
 
+def wait_for_entry(page: Any, name: str, timeout_s: float = 60.0) -> None:
+    """Poll for a performance entry (wait_for_function would need eval, which the console's CSP forbids)."""
+    deadline = time.monotonic() + timeout_s
+    while page.evaluate(f"performance.getEntriesByName('{name}').length") == 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no {name} entry in {timeout_s} s")
+        page.wait_for_timeout(20)
+
+
 def expand(page: Any) -> dict[str, Any]:
     """Click the first neighbour: its 99 others join the drawing, 200 entities laid out again."""
     drawn = page.evaluate("window.zapomniGraph.nodes().length")
     box = page.locator("#cy").bounding_box()
     where = page.evaluate(f"window.zapomniGraph.getElementById('{FIRST}').renderedPosition()")
     page.mouse.click(box["x"] + where["x"], box["y"] + where["y"])
-    while page.evaluate("performance.getEntriesByName('zapomni-expand-drawn').length") == 0:
-        page.wait_for_timeout(20)
+    wait_for_entry(page, "zapomni-expand-drawn")
     took = page.evaluate(
         "performance.getEntriesByName('zapomni-expand-drawn')[0].startTime"
         " - performance.getEntriesByName('zapomni-expand-start')[0].startTime"
