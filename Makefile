@@ -41,9 +41,12 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	@touch $@
 
 # The suite smoke-runs the benchmarks (tests/bench), so the test set includes the bench tools.
+# The console's browser tests drive Debian's chromium through playwright (never `playwright install`, which
+# downloads a browser): ops/setup-chromium installs it from apt when /usr/bin/chromium is missing.
 $(TEST_STAMP): $(STAMP)
 	@echo "adding the test tools to $(VENV) (pinned by constraints.txt)..." >&2
 	@$(PIP) -c constraints.txt -e '.[test,bench]' >&2
+	@ops/setup-chromium
 	@rm -f $(VENV)/.installed-test-*
 	@touch $@
 
@@ -105,6 +108,7 @@ bench: $(BENCH_STAMP)  ## run the benchmarks (~85 min on 2 cores), results in be
 	$(BIN)/python -m bench.graph_large_memory
 	$(BIN)/python -m bench.token_verify
 	$(BIN)/python -m bench.http_load
+	$(BIN)/python -m bench.console
 
 # The appliance's figures (bench/results/appliance.md), on the stack `make test-appliance` built and left ready.
 bench-appliance: test-appliance  ## measure the appliance under podman (image, builds, starts, backup, restore)

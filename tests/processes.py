@@ -457,3 +457,31 @@ class FalkorDB:
                 await connection.close()
 
         asyncio.run(run())
+
+
+class ConsoleServer(Child):
+    """`zapomni console --port 0`: the web console on the loopback; `url` is the address it printed on stdout."""
+
+    def __init__(self, env: dict[str, str], stderr_path: Path, timeout_s: float = 90.0) -> None:
+        super().__init__(
+            [ZAPOMNI, "console", "--port", "0"], env=env, stderr_path=stderr_path, stdout=subprocess.PIPE, text=True
+        )
+        lines: queue.Queue[str] = queue.Queue()
+        assert self.process.stdout is not None
+        stdout = self.process.stdout
+        threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
+        try:
+            self.url = lines.get(timeout=timeout_s).strip()
+        except queue.Empty:
+            self.kill()
+            raise AssertionError(f"zapomni console printed no address in {timeout_s} s:\n{self.stderr()}") from None
+        assert self.url.startswith("http://127.0.0.1:"), (self.url, self.stderr())
+
+
+def create_token(env: dict[str, str], name: str, role: str) -> str:
+    """A token made by `zapomni token create` (the way the README says to make one)."""
+    done = subprocess.run(
+        [ZAPOMNI, "token", "create", "--name", name, "--all", "--role", role],
+        env=env, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return next(line.strip() for line in (done.stdout + done.stderr).splitlines() if line.startswith("zap_"))

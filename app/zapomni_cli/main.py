@@ -14,7 +14,7 @@ from zapomni_core import Settings, ZapomniError, configure_logging, describe_set
 from zapomni_ops.cli import register as register_operator_commands
 
 # Commands that run until stopped: they log at LOG_LEVEL (default INFO), like any server.
-LONG_RUNNING = frozenset({"serve", "health-server"})
+LONG_RUNNING = frozenset({"serve", "health-server", "console"})
 # One-shot commands log less unless asked: the memory commands only errors (their result says
 # the rest), the operator commands warnings too (a skipped file in a backup is worth a line).
 MEMORY_COMMAND_LEVEL = "ERROR"
@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
             "serve", help="run the MCP server: on stdin/stdout (what MCP clients start), or --http", parents=[common]
         )
     )
+    console = commands.add_parser(
+        "console",
+        help="serve the web console of the local store on 127.0.0.1 (prints its address; sign in with a token)",
+        parents=[common],
+    )
+    console.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0: any free one; default 8765)")
     memory_commands.register(commands, common)
     job_commands.register(commands, common)
     file_commands.register(commands, common)
@@ -116,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "serve":
         return _serve(args, settings)
+    if args.command == "console":
+        return _console(settings, args.port)
     if hasattr(args, "memory_command"):
         return commands.run(args, settings)
     # An operator command's parser sets `run` (zapomni_ops.cli).
@@ -143,3 +151,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from zapomni_mcp.serve import run
 
     return run(settings)
+
+
+def _console(settings: Settings, port: int) -> int:
+    from zapomni_console.serve import run  # the web stack loads only for this command
+
+    return run(settings, port)

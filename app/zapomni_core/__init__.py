@@ -73,6 +73,8 @@ from zapomni_core.files.requests import (
 )
 from zapomni_core.graph.replies import (
     BuildGraphResult,
+    ConnectedEntity,
+    GraphOverview,
     GraphStatus,
     RelatedEntity,
     RelatedResult,
@@ -80,6 +82,7 @@ from zapomni_core.graph.replies import (
 from zapomni_core.graph.requests import (
     BuildGraphRequest,
     GetRelatedRequest,
+    GraphOverviewRequest,
     GraphStatusRequest,
 )
 from zapomni_core.health import (
@@ -103,7 +106,9 @@ from zapomni_core.logs import (
 )
 from zapomni_core.memories.replies import (
     AddMemoryResult,
+    ChunkOut,
     DeleteMemoryResult,
+    MemoryChunks,
     MemoryDetail,
     MemoryPage,
     SearchResult,
@@ -160,7 +165,9 @@ from zapomni_core.validation import (
     NoArguments,
 )
 from zapomni_core.workspaces.replies import (
+    DayCount,
     DeleteWorkspaceResult,
+    Growth,
     Stats,
     WorkspaceList,
 )
@@ -196,12 +203,15 @@ __all__ = [
     "CancelJobRequest",
     "CancelJobResult",
     "Cancelled",
+    "ChunkOut",
     "CodeNeighbours",
     "ConfigurationError",
     "Conflict",
+    "ConnectedEntity",
     "CreateTokenRequest",
     "CreatedToken",
     "DatabaseInterrupted",
+    "DayCount",
     "DeleteMemoryRequest",
     "DeleteMemoryResult",
     "DeleteWorkspaceRequest",
@@ -213,8 +223,11 @@ __all__ = [
     "GetMemoryRequest",
     "GetRelatedRequest",
     "Grant",
+    "GraphOverview",
+    "GraphOverviewRequest",
     "GraphStatus",
     "GraphStatusRequest",
+    "Growth",
     "HealthChecker",
     "ImportReport",
     "IndexCodebaseRequest",
@@ -226,6 +239,7 @@ __all__ = [
     "JobStatusRequest",
     "ListJobsRequest",
     "ListMemoriesRequest",
+    "MemoryChunks",
     "MemoryDetail",
     "MemoryPage",
     "Migration",

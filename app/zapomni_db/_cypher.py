@@ -10,7 +10,10 @@ FILTER = (
     "AND ($tags IS NULL OR any(t IN m.tags WHERE t IN $tags)) "
     "AND ($date_from IS NULL OR m.date_ts >= $date_from) "
     "AND ($date_to IS NULL OR m.date_ts <= $date_to) "
-    "AND ($kind IS NULL OR coalesce(m.kind, 'note') = $kind)"
+    "AND ($kind IS NULL OR coalesce(m.kind, 'note') = $kind) "
+    # A conversation turn's thread is a property (search reads a turn with the turns before it); its speaker
+    # is kept in the metadata JSON only, so there is no speaker filter (docs/decisions/0022-web-console.md).
+    "AND ($thread IS NULL OR m.thread = $thread)"
 )
 
 # A Chunk's properties at creation. Nothing is ever SET on a Chunk afterwards: FalkorDB 4.16.3 re-inserts

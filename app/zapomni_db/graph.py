@@ -211,6 +211,12 @@ class _Prepared:
     chunk_count: int | None
 
 
+_MOST_CONNECTED = (
+    "MATCH (e:Entity) OPTIONAL MATCH (e)-[r:RELATED_TO]-(:Entity) WITH e, count(r) AS degree "
+    "ORDER BY degree DESC, e.name LIMIT $limit RETURN e.name, e.type, degree"
+)
+
+
 class GraphStore:
     """Reads and writes of the knowledge graph in one workspace's graph."""
 
@@ -406,6 +412,13 @@ class GraphStore:
         # Control characters stay raw inside the strings: `strict=False` reads them.
         entities = json.loads(rows[0][0], strict=False) if rows and rows[0][0] else []
         return [KnownEntity(r[0], r[1], r[2], tuple(r[3] or ()), float(r[4] or 0.0)) for r in entities]
+
+    async def most_connected(self, limit: int) -> list[tuple[str, str, int]]:
+        """(name, type, relation edges) of the `limit` entities with the most relation edges, then by name.
+
+        Reads every entity's degree: an overview for a person, not for a request path that must scale."""
+        rows = await self._client.ro_query(_MOST_CONNECTED, {"limit": limit})
+        return [(row[0], row[1], int(row[2] or 0)) for row in rows]
 
     async def entities_by_key(self, keys: Sequence[str]) -> list[EntityInfo]:
         """The entities with these keys (those that exist), in the order asked."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from zapomni_db._cypher import FILTER
@@ -76,6 +77,15 @@ class MemoryReads:
         )
         return {row[0] for row in rows}
 
+    async def created_per_day(self) -> list[tuple[str, int]]:
+        """(UTC day as YYYY-MM-DD, memories added that day) for every day with any, oldest first.
+
+        One pass over the memories' creation times, grouped here: Cypher has no date formatting."""
+        rows = await self._client.ro_query(
+            "MATCH (m:Memory) WITH toInteger(floor(m.created_at / 86400)) AS day RETURN day, count(*) ORDER BY day"
+        )
+        return [(_day(int(row[0])), int(row[1])) for row in rows if row[0] is not None]
+
     async def chunks(self, memory_id: str) -> list[StoredChunk]:
         """A memory's chunks with their vectors, in order."""
         return await self.chunks_of([memory_id])
@@ -146,3 +156,7 @@ def _stored_chunk(row: list[Any]) -> StoredChunk:
         place=ChunkPlace.from_row(row, 5),
         context=row[5 + ChunkPlace.WIDTH],
     )
+
+
+def _day(epoch_day: int) -> str:
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(days=epoch_day)).strftime("%Y-%m-%d")

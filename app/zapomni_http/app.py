@@ -2,7 +2,8 @@
 
 Outside in: CORS (browser origins, when configured) → Host/Origin check → the SDK's Starlette app
 (bearer authentication on every route; /mcp requires it, then our guard, then the SDK transport;
-/healthz and /readyz need none; /metrics a token for every workspace).
+/healthz and /readyz need none; /metrics a token for every workspace; every other path is the web
+console, which signs its users in with the same tokens and shares the guard's rate and body limits).
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from mcp.server.auth.routes import build_resource_metadata_url
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from zapomni_console import Limits, console_app
 from zapomni_core import Settings, ZapomniCore
 from zapomni_http.auth import CoreTokenVerifier, auth_settings
-from zapomni_http.binding import public_url
+from zapomni_http.binding import public_url, uses_tls
 from zapomni_http.guard import MB, Guard, grant_of, unchecked_refusal
 from zapomni_http.health import health_routes
 from zapomni_http.limits import TokenBuckets
@@ -42,6 +44,12 @@ def build_app(core: ZapomniCore, settings: Settings) -> ASGIApp:
     auth = auth_settings(url)
     assert auth.resource_server_url is not None
     metadata_url = build_resource_metadata_url(auth.resource_server_url)
+    buckets = TokenBuckets(settings.http_rate, settings.http_burst)
+    console = console_app(
+        core,
+        secure_cookies=uses_tls(settings),
+        limits=Limits(max_body=int(settings.http_max_body_mb * MB), wait=buckets.take),
+    )
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
@@ -58,7 +66,10 @@ def build_app(core: ZapomniCore, settings: Settings) -> ASGIApp:
             Route("/metrics", RequireAuthMiddleware(_metrics_endpoint(metrics), [], metadata_url), methods=["GET"]),
         ],
     )
-    buckets = TokenBuckets(settings.http_rate, settings.http_burst)
+    # Last (the SDK types its custom routes as plain Routes, so the mount is added here): every path the routes
+    # above do not take. The console checks the Origin again, more strictly: exactly its own origin, where the
+    # check outside lets any loopback port through.
+    app.router.routes.append(Mount("/", app=console))
     _guard_mcp(app, lambda inner: Guard(inner, registry=registry, settings=settings, buckets=buckets, metrics=metrics))
     return with_cors(OriginCheck(app, security, OPEN_PATHS), settings.http_cors_origins)
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -418,3 +420,22 @@ def test_http_load_bench_drives_one_replica_and_two_and_compares_with_stdio(tmp_
         assert all(side["search_mean_ms"] > 0 and side["query_embedding_mean_ms"] > 0 for side in run["server_side"])
     assert report["overhead"]["stdio_ms"]["p50"] > 0 and report["overhead"]["http_ms"]["p50"] > 0
     assert "| 2 | 4 |" in out.read_text()
+
+
+@pytest.mark.skipif(
+    not Path("/usr/bin/chromium").exists(), reason="Debian's chromium is missing: run ops/setup-chromium"
+)
+def test_console_bench_times_the_list_and_the_graph_in_the_browser(tmp_path: Path) -> None:
+    out, figures = tmp_path / "console.md", tmp_path / "console.json"
+    done = run_module(
+        "bench.console", "--memories", "200", "--repeats", "1", "--output", str(out), "--json", str(figures)
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(figures.read_text())
+    assert report["list"]["fcp_ms"] > 0 and report["list"]["interactive_ms"] > 0
+    assert report["graph"]["first_nodes"] == 101 and report["graph"]["nodes"] == 200
+    assert report["graph"]["drawn_ms"] > 0 and report["graph"]["expand_ms"] > 0
+    # Cytoscape.js alone is ~440 KB minified: the graph page carries it, the list does not.
+    assert report["list"]["payload"]["uncompressed_kb"] < 200 < report["graph"]["payload"]["uncompressed_kb"]
+    assert report["graph"]["payload"]["compressed_kb"] < report["graph"]["payload"]["uncompressed_kb"]
+    assert "| memory list (25 newest) |" in out.read_text()

@@ -10,6 +10,7 @@ from zapomni_core.memories.requests import (
     AddMemoryRequest,
     DeleteMemoryRequest,
     GetMemoryRequest,
+    ListMemoriesRequest,
     SearchRequest,
     UpdateMemoryRequest,
 )
@@ -98,3 +99,13 @@ async def test_bad_turn_metadata_is_refused_by_name(core: ZapomniCore) -> None:
         AddMemoryRequest.model_validate({"text": "hi", "metadata": {"speaker": ""}})
     with pytest.raises(ValueError, match="thread"):
         AddMemoryRequest.model_validate({"text": "hi", "metadata": {"thread": 7}})
+
+
+async def test_a_thread_filters_the_list_and_the_search(core: ZapomniCore) -> None:
+    first = await add_chat(core, "chat-1")
+    other = {"speaker": "Tom", "date": DATE, "thread": "chat-2"}
+    second = (await core.memories.add(AddMemoryRequest(text="My blue bowl broke.", metadata=other))).memory_id
+    listed = await core.memories.page(ListMemoriesRequest(filters={"thread": "chat-2"}, limit=50))
+    assert [memory.memory_id for memory in listed.memories] == [second]
+    found = await core.memories.search(SearchRequest(query="blue bowl", filters={"thread": "chat-1"}, limit=10))
+    assert {hit.memory_id for hit in found.results} <= set(first) and found.results

@@ -13,7 +13,7 @@ import zapomni_core
 from tests.static.imports import module_imports
 
 APP = Path(__file__).resolve().parents[2] / "app"
-ADAPTERS = ("zapomni_mcp", "zapomni_cli", "zapomni_ops", "zapomni_http")
+ADAPTERS = ("zapomni_mcp", "zapomni_cli", "zapomni_ops", "zapomni_http", "zapomni_console")
 # What each package must not import (its own layer or a higher one).
 FORBIDDEN = {
     "zapomni_db": ("zapomni_core", *ADAPTERS),

@@ -27,7 +27,15 @@ def _recipe(target: str) -> list[str]:
 
 def test_make_lint_runs_mypy_on_every_package() -> None:
     mypy = PYPROJECT["tool"]["mypy"]
-    assert PACKAGES == ["zapomni_cli", "zapomni_core", "zapomni_db", "zapomni_http", "zapomni_mcp", "zapomni_ops"]
+    assert PACKAGES == [
+        "zapomni_cli",
+        "zapomni_console",
+        "zapomni_core",
+        "zapomni_db",
+        "zapomni_http",
+        "zapomni_mcp",
+        "zapomni_ops",
+    ]
     assert sorted(mypy["packages"]) == PACKAGES, "a package of app/ is not type-checked"
     assert mypy["strict"] is True and mypy["warn_unused_ignores"] is True
     assert "$(BIN)/mypy" in _recipe("lint"), _recipe("lint")

@@ -61,6 +61,7 @@ class RelationOut(BaseModel):
 class RelatedEntity(BaseModel):
     entity: EntityRef
     distance: int = Field(description="Hops from the entity asked about.")
+    via: str | None = Field(None, description="The entity before it on the path (the one `relation` links it to).")
     path: list[str] = Field(description="Relation types along the way.")
     relation: RelationOut = Field(description="The strongest relation linking it (to the entity before it).")
     evidence: list[Evidence]
@@ -78,3 +79,14 @@ class RelatedResult(BaseModel):
         description="When the name is a function, method or class of an indexed codebase: each such symbol with its "
         "callers, callees, members, bases and subclasses.",
     )
+
+
+class ConnectedEntity(BaseModel):
+    name: str
+    type: str
+    relations: int = Field(description="Relation edges touching it (current and superseded).")
+
+
+class GraphOverview(BaseModel):
+    workspace: str
+    entities: list[ConnectedEntity] = Field(description="The most connected entities, most relations first.")

@@ -24,6 +24,10 @@ class BuildGraphRequest(ScopedRequest):
     )
 
 
+class GraphOverviewRequest(ScopedRequest):
+    limit: int = Field(30, ge=1, le=MAX_RELATED, description=f"The most connected entities (1-{MAX_RELATED}).")
+
+
 class GraphStatusRequest(ScopedRequest):
     job_id: JobId | None = Field(None, description="A build_graph job to report on; by default the latest one.")
     wait_s: WaitSeconds = 0

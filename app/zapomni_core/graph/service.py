@@ -15,15 +15,17 @@ from zapomni_core.graph.building import KIND, build_job
 from zapomni_core.graph.merge import EntityIndex, Lookup
 from zapomni_core.graph.replies import (
     BuildGraphResult,
+    ConnectedEntity,
     EntityRef,
     Evidence,
     GraphCountsOut,
+    GraphOverview,
     GraphStatus,
     RelatedEntity,
     RelatedResult,
     RelationOut,
 )
-from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, GraphStatusRequest
+from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, GraphOverviewRequest, GraphStatusRequest
 from zapomni_core.jobs.requests import JobStatusRequest
 from zapomni_core.jobs.service import JobService
 from zapomni_core.memories.replies import HitEntity, HitRelation
@@ -156,10 +158,12 @@ class GraphService:
         rows = await stores.graph.related(
             found.entity.key, depth=request.depth, limit=request.limit, relation_types=request.relation_types
         )
+        names = {found.entity.key: found.entity.name} | {row.entity.key: row.entity.name for row in rows}
         related = [
             RelatedEntity(
                 entity=EntityRef(name=row.entity.name, type=row.entity.type, aliases=list(row.entity.aliases)),
                 distance=row.distance,
+                via=names.get(row.via_key),
                 path=list(row.path),
                 relation=RelationOut(
                     type=row.relation.type,
@@ -186,6 +190,16 @@ class GraphService:
             count=len(related),
             code=code,
         )
+
+    async def overview(self, request: GraphOverviewRequest) -> GraphOverview:
+        """The workspace's most connected entities: where a person starts looking at its graph."""
+        name = self._workspaces.resolve(request.workspace)
+        workspace = await self._workspaces.get(name, create=False)
+        if workspace is None:
+            return GraphOverview(workspace=name, entities=[])
+        rows = await workspace.stores.graph.most_connected(request.limit)
+        entities = [ConnectedEntity(name=entity, type=etype, relations=degree) for entity, etype, degree in rows]
+        return GraphOverview(workspace=name, entities=entities)
 
     async def _resolve(self, stores: GraphStores, name: str) -> Lookup:
         """The entity a name means: an exact name or alias (one indexed read) before a fuzzy match, which

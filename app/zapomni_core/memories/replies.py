@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from zapomni_core.memories.requests import MetadataValue
 from zapomni_core.search import Ranked
-from zapomni_db import MemoryInfo, MemoryKind, MemoryStatus, StoredMemory
+from zapomni_db import MemoryInfo, MemoryKind, MemoryStatus, StoredChunk, StoredMemory
 
 PREVIEW_CHARS = 200
 
@@ -62,6 +62,24 @@ class MemorySummary(MemoryFields):
 class MemoryDetail(MemoryFields):
     text: str
     metadata: dict[str, MetadataValue] = Field(description="The extra metadata keys (besides tags, source, date).")
+
+
+class ChunkOut(BaseModel):
+    """One chunk of a memory, where it sits in the file it came from (page, section or symbol, lines)."""
+
+    chunk_id: str
+    index: int
+    text: str
+    page: int | None = None
+    section: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+
+class MemoryChunks(BaseModel):
+    memory_id: str
+    workspace: str
+    chunks: list[ChunkOut] = Field(description="In order; a large add still indexing has none yet.")
 
 
 class MemoryPage(BaseModel):
@@ -174,6 +192,19 @@ def summary(info: MemoryInfo, text_start: str, workspace: str) -> MemorySummary:
 
 def detail(memory: StoredMemory, workspace: str) -> MemoryDetail:
     return MemoryDetail.of(memory.info, workspace, text=memory.text, metadata=json.loads(memory.metadata_json))
+
+
+def chunk_out(chunk: StoredChunk) -> ChunkOut:
+    place = chunk.place
+    return ChunkOut(
+        chunk_id=chunk.id,
+        index=chunk.index,
+        text=chunk.text,
+        page=place.page,
+        section=place.section,
+        line_start=place.line_start,
+        line_end=place.line_end,
+    )
 
 
 def hit(ranked: Ranked, workspace: str) -> SearchHit:

@@ -107,6 +107,9 @@ class SearchFilters(StrictModel):
     kind: MemoryKind | None = Field(
         None, description="note: added with add_memory; document: read by ingest_path; code: read by index_codebase."
     )
+    thread: str | None = Field(
+        None, min_length=1, max_length=200, description="Conversation turns of this thread (metadata.thread)."
+    )
 
     @field_validator("date_from", "date_to")
     @classmethod
@@ -132,6 +135,7 @@ class SearchFilters(StrictModel):
             date_from_ts=parse_iso8601(self.date_from).timestamp() if self.date_from else None,
             date_to_ts=parse_iso8601(self.date_to).timestamp() if self.date_to else None,
             kind=self.kind,
+            thread=self.thread,
         )
 
 

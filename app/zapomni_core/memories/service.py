@@ -24,6 +24,7 @@ from zapomni_core.memories.indexing_job import index_job
 from zapomni_core.memories.replies import (
     AddMemoryResult,
     DeleteMemoryResult,
+    MemoryChunks,
     MemoryDetail,
     MemoryPage,
     SearchResult,
@@ -342,6 +343,16 @@ class MemoryService:
         if stored is None:
             raise NotFound(f"memory_id: no memory {request.memory_id} in workspace {workspace.name!r}")
         return replies.detail(stored, workspace.name)
+
+    async def chunks(self, request: GetMemoryRequest) -> MemoryChunks:
+        """A memory's chunks in order, each with its place in the file it came from (no vectors)."""
+        workspace = await self._workspaces.require(request.workspace)
+        if not await workspace.stores.reads.existing_ids([request.memory_id]):
+            raise NotFound(f"memory_id: no memory {request.memory_id} in workspace {workspace.name!r}")
+        chunks = await workspace.stores.reads.chunks(request.memory_id)
+        return MemoryChunks(
+            memory_id=request.memory_id, workspace=workspace.name, chunks=[replies.chunk_out(c) for c in chunks]
+        )
 
     async def page(self, request: ListMemoriesRequest) -> MemoryPage:
         name = self._workspaces.resolve(request.workspace)

@@ -37,10 +37,14 @@ class TransferService:
         self._graph_name = graph_name
         self.writes_committed = 0
 
-    async def export_to(self, out: IO[str], progress: ProgressFn | None = None) -> ExportReport:
-        """Write every memory of every workspace to `out` as portable JSONL (docs/export-format.md)."""
+    async def export_to(
+        self, out: IO[str], progress: ProgressFn | None = None, *, only: str | None = None
+    ) -> ExportReport:
+        """Write every memory of every workspace (or of workspace `only`) to `out` as portable JSONL
+        (docs/export-format.md)."""
         embedder = EmbedderInfo(self._embedder.name, self._embedder.dimension)
-        sources = [ExportSource(name, self._workspaces.stores(name)) for name in await self._workspaces.names()]
+        names = [name for name in await self._workspaces.names() if only is None or name == only]
+        sources = [ExportSource(name, self._workspaces.stores(name)) for name in names]
         return await export_memories(sources, embedder, out, progress, graph_name=self._graph_name)
 
     async def import_from(self, src: BinaryIO, progress: ProgressFn | None = None) -> ImportReport:

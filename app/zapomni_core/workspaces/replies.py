@@ -53,3 +53,13 @@ class Stats(BaseModel):
     disk_warning: str | None = Field(
         None, description="Set while free space is below ZAPOMNI_MIN_FREE_MB: writes are refused, reads go on."
     )
+
+
+class DayCount(BaseModel):
+    day: str = Field(description="A UTC day, YYYY-MM-DD.")
+    memories: int = Field(description="Memories added that day (those still stored).")
+
+
+class Growth(BaseModel):
+    workspace: str
+    days: list[DayCount] = Field(description="Days with any memory added, oldest first.")

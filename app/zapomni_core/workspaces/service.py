@@ -15,7 +15,14 @@ from zapomni_core.graph.service import GraphService
 from zapomni_core.jobs import JobService
 from zapomni_core.memories.service import MemoryService
 from zapomni_core.workspaces.registry import Workspaces
-from zapomni_core.workspaces.replies import DeleteWorkspaceResult, Stats, WorkspaceInfo, WorkspaceList
+from zapomni_core.workspaces.replies import (
+    DayCount,
+    DeleteWorkspaceResult,
+    Growth,
+    Stats,
+    WorkspaceInfo,
+    WorkspaceList,
+)
 from zapomni_core.workspaces.requests import DeleteWorkspaceRequest, StatsRequest
 
 log = structlog.get_logger(__name__)
@@ -66,6 +73,13 @@ class WorkspaceService:
         self.writes_committed += 1
         log.warning("workspace.deleted", workspace=request.name, memories=counts.memories)
         return DeleteWorkspaceResult(name=request.name, deleted_memories=counts.memories, deleted_chunks=counts.chunks)
+
+    async def growth(self, request: StatsRequest) -> Growth:
+        """Memories added per day, as they stand now (a deleted memory no longer counts on its day)."""
+        name = self._registry.resolve(request.workspace)
+        workspace = await self._registry.get(name, create=False)
+        days = await workspace.stores.reads.created_per_day() if workspace is not None else []
+        return Growth(workspace=name, days=[DayCount(day=day, memories=n) for day, n in days])
 
     async def stats(self, request: StatsRequest | None = None) -> Stats:
         name = self._registry.resolve(request.workspace if request else None)

@@ -142,11 +142,12 @@ class SearchFilter:
     date_from_ts: float | None = None
     date_to_ts: float | None = None
     kind: str | None = None
+    thread: str | None = None
 
     @property
     def active(self) -> bool:
         return bool(self.tags) or any(
-            v is not None for v in (self.source, self.date_from_ts, self.date_to_ts, self.kind)
+            v is not None for v in (self.source, self.date_from_ts, self.date_to_ts, self.kind, self.thread)
         )
 
     def as_params(self) -> dict[str, Any]:
@@ -156,6 +157,7 @@ class SearchFilter:
             "date_from": self.date_from_ts,
             "date_to": self.date_to_ts,
             "kind": self.kind,
+            "thread": self.thread,
         }
 
 

@@ -1,0 +1,42 @@
+"""The console as a Starlette app, built once from an engine that is already open (never per request)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.routing import BaseRoute, Mount
+from starlette.staticfiles import StaticFiles
+
+from zapomni_console import graph_pages, job_pages, memory_pages, search_pages, signin, workspace_pages
+from zapomni_console.console import Console
+from zapomni_console.headers import SecurityHeaders
+from zapomni_console.limits import Limits
+from zapomni_core import ZapomniCore
+
+STATIC = Path(__file__).parent / "static"
+
+
+def console_routes(core: ZapomniCore, *, secure_cookies: bool = False, limits: Limits | None = None) -> list[BaseRoute]:
+    """Every page of the console and its static files (without the headers and compression of `console_app`)."""
+    console = Console(core, secure_cookies=secure_cookies, limits=limits)
+    return [
+        *signin.routes(console),
+        *memory_pages.routes(console),
+        *search_pages.routes(console),
+        *job_pages.routes(console),
+        *graph_pages.routes(console),
+        *workspace_pages.routes(console),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+
+
+def console_app(core: ZapomniCore, *, secure_cookies: bool = False, limits: Limits | None = None) -> Starlette:
+    """The console with its security headers and compression: served alone (`zapomni console`) or mounted at `/`
+    of `zapomni serve --http`."""
+    return Starlette(
+        routes=console_routes(core, secure_cookies=secure_cookies, limits=limits),
+        middleware=[Middleware(SecurityHeaders), Middleware(GZipMiddleware, minimum_size=1024)],
+    )

@@ -1,0 +1,334 @@
+"""The web console in a real headless Chromium (Debian's, driven by playwright), served at `/` of `zapomni serve
+--http` (one test signs in to `zapomni console` too).
+
+One server and one browser for the module; memories go in through the MCP server and come back out through
+it, so the console is checked against the API, not against itself. Screenshots of every page land in the
+test's output directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.processes import ConsoleServer, HttpServer, call, create_token, http_server, mcp_session, server_env
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is missing: run ops/setup-chromium")
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+NOTE = "Project Falcon kickoff: the Falcon team meets every Tuesday to review the launch checklist."
+MARIA = "Maria Lopez moved to Lisbon in 2024."
+TOM = "Tom Baker moved to Lisbon last spring."
+HOSTILE = (
+    '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> '
+    '[click me](javascript:alert(1)) <b>bold?</b> <a href="https://example.com">a link</a>'
+)
+SCRATCH = ["scratch note one about parsley", "scratch note two about basil", "scratch note three about thyme"]
+
+
+def mcp(data_dir: Path, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """Call MCP tools in order through one `zapomni serve` and the official client; their structured results."""
+
+    async def run() -> list[Any]:
+        async with mcp_session(data_dir) as session:
+            return [await call(session, tool, arguments) for tool, arguments in calls]
+
+    # In a thread of its own: playwright's sync API keeps an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, run()).result()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    data_dir = tmp_path_factory.mktemp("console-data")
+    added = mcp(
+        data_dir,
+        ("add_memory", {"text": NOTE, "metadata": {"tags": ["falcon"], "source": "notes/falcon.md"}}),
+        ("add_memory", {"text": MARIA, "metadata": {"tags": ["people"]}}),
+        ("add_memory", {"text": TOM, "metadata": {"tags": ["people"]}}),
+        ("add_memory", {"text": HOSTILE, "metadata": {"tags": ["hostile"]}}),
+        *[("add_memory", {"text": text, "metadata": {"tags": ["scratch"]}}) for text in SCRATCH],
+    )
+    env = server_env(data_dir)
+    return {
+        "data_dir": data_dir,
+        "ids": [reply["memory_id"] for reply in added],
+        "admin": create_token(env, "console-admin", "admin"),
+        "reader": create_token(env, "console-reader", "read"),
+    }
+
+
+@pytest.fixture(scope="module")
+def server(store: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    logs = tmp_path_factory.mktemp("console-logs")
+    # The server runs the job worker: the graph is extracted there, and build_graph jobs show progress.
+    with http_server(store["data_dir"], logs / "serve.err", ZAPOMNI_GRAPH_AUTO="true") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def site(server: HttpServer) -> str:
+    """The console's address: `/` of the HTTP server."""
+    return server.base
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as driver:
+        chromium = driver.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = Path(os.environ.get("ZAPOMNI_CONSOLE_SHOTS") or tmp_path_factory.mktemp("screenshots"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def until(page: Any, expression: str, timeout_s: float = 30.0) -> None:
+    """Poll a page expression until it is true (wait_for_function would need eval, which the CSP forbids)."""
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"never true: {expression}"
+        page.wait_for_timeout(100)
+
+
+class Tab:
+    """One signed-in page, with every browser console error and page error it met."""
+
+    def __init__(self, browser: Any, site: str, token: str, **context: Any) -> None:
+        self.base = site.rstrip("/")
+        self.context = browser.new_context(**({"viewport": {"width": 1440, "height": 900}} | context))
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.goto(self.base + "/")
+        assert "/login" in self.page.url
+        self.page.fill("#token", token)
+        self.page.click("button[type=submit]")
+        self.page.wait_for_url(re.compile(r"/(\?.*)?$"))
+
+    def go(self, path: str) -> Any:
+        self.page.goto(self.base + path)
+        return self.page
+
+    def close(self) -> None:
+        self.context.close()
+        assert self.errors == [], self.errors
+
+
+@pytest.fixture
+def admin(browser: Any, site: str, store: dict[str, Any]) -> Iterator[Tab]:
+    tab = Tab(browser, site, store["admin"])
+    yield tab
+    tab.close()
+
+
+def test_a_memory_added_through_mcp_is_listed_after_sign_in(admin: Tab, shots: Path) -> None:
+    page = admin.go("/")
+    assert page.locator(".memory .preview", has_text="Project Falcon kickoff").count() == 1
+    assert page.locator(".memory").count() == 7
+    page.screenshot(path=shots / "memories-1440.png", full_page=True)
+
+
+def test_a_wrong_token_is_refused(browser: Any, site: str) -> None:
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(site + "/login")
+    page.fill("#token", "zap_000000000000_not-a-token")
+    page.click("button[type=submit]")
+    assert "not a working token" in page.locator(".error").inner_text()
+    context.close()
+
+
+def test_search_shows_the_three_modes_with_the_leg_that_found_each_hit(admin: Tab, shots: Path) -> None:
+    page = admin.go("/search?q=Falcon+kickoff+checklist")
+    for mode in ("hybrid", "vector", "keyword"):
+        column = page.locator(f'.mode[data-mode="{mode}"]')
+        first = column.locator(".hit").first
+        assert "Falcon" in first.locator("pre.text").inner_text()
+        legs = first.locator(".leg").all_inner_texts()
+        assert legs and set(legs) <= {"vector", "keyword", "graph"}
+        if mode != "hybrid":
+            assert mode in legs
+        assert re.search(r"sim \d\.\d{3}", first.inner_text())
+    page.screenshot(path=shots / "search-1440.png", full_page=True)
+
+
+def test_a_hostile_memory_renders_as_inert_text(admin: Tab, store: dict[str, Any], shots: Path) -> None:
+    page = admin.go(f"/memories/{store['ids'][3]}")
+    text = page.locator("#memory-text")
+    assert text.inner_text() == HOSTILE
+    assert text.locator("script, img, a, b").count() == 0
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator('a[href^="javascript:"]').count() == 0
+    page.screenshot(path=shots / "memory-hostile.png", full_page=True)
+    listing = admin.go("/?tag=hostile")
+    assert listing.locator(".memory img, .memory script").count() == 0
+    assert listing.evaluate("window.__pwned") is None
+
+
+def test_edit_and_delete_take_effect_and_the_api_agrees(admin: Tab, store: dict[str, Any]) -> None:
+    memory_id = store["ids"][0]
+    page = admin.go(f"/memories/{memory_id}")
+    page.fill("#edit-text", NOTE + " Corrected: the meeting moved to Wednesday.")
+    page.fill("input[name=tags]", "falcon, corrected")
+    page.click("form.edit button[type=submit]")
+    page.wait_for_selector("p.note")
+    assert "Corrected: the meeting moved to Wednesday." in page.locator("#memory-text").inner_text()
+    (got,) = mcp(store["data_dir"], ("get_memory", {"memory_id": memory_id}))
+    assert got["text"].endswith("Corrected: the meeting moved to Wednesday.")
+    assert got["tags"] == ["falcon", "corrected"]
+    page.click("details.danger summary")
+    page.click("details.danger button")
+    assert page.locator("#deleted-count").inner_text().startswith("1 memory deleted")
+    (listed,) = mcp(store["data_dir"], ("list_memories", {"filters": {"tags": ["falcon"]}}))
+    assert listed["memories"] == []
+
+
+def test_delete_by_filter_deletes_exactly_what_the_preview_showed(admin: Tab, store: dict[str, Any]) -> None:
+    page = admin.go("/forget")
+    page.fill("input[name=tag]", "scratch")
+    page.click("form.filters button[type=submit]")
+    assert page.locator("#preview-count").inner_text() == "3"
+    previewed = sorted(page.locator(".preview input[name=memory_id]").evaluate_all("els => els.map(e => e.value)"))
+    assert previewed == sorted(store["ids"][4:7])
+    assert sorted(page.locator(".preview .line").all_inner_texts()) == sorted(SCRATCH)  # what goes, as text
+    page.click(".preview button.destructive")
+    deleted = sorted(page.locator(".ids code").all_inner_texts())
+    assert deleted == previewed
+    (listed,) = mcp(store["data_dir"], ("list_memories", {"filters": {"tags": ["scratch"]}}))
+    assert listed["memories"] == []
+
+
+def test_a_job_shows_live_progress_until_it_completes(admin: Tab, store: dict[str, Any], shots: Path) -> None:
+    page = admin.go("/jobs")
+    page.wait_for_selector("#live:text('live')")
+    (queued,) = mcp(store["data_dir"], ("build_graph", {"memory_ids": store["ids"][1:4]}))
+    row = page.locator(f'tr[data-job-id="{queued["job_id"]}"]')
+    row.wait_for(timeout=60_000)  # the page learnt of the new job over its event stream, without a reload
+    page.wait_for_selector(f'tr[data-job-id="{queued["job_id"]}"][data-state="completed"]', timeout=120_000)
+    assert row.locator(".count").inner_text().startswith("3/3")
+    page.screenshot(path=shots / "jobs-1440.png", full_page=True)
+
+
+def test_the_graph_draws_the_neighbourhood_and_expands_on_click(admin: Tab, shots: Path) -> None:
+    page = admin.go("/graph?entity=Maria+Lopez&depth=1")
+    page.wait_for_selector("#cy[data-ready=true]")
+    nodes = set(page.evaluate("window.zapomniGraph.nodes().map(n => n.id())"))
+    assert {"Maria Lopez", "Lisbon"} <= nodes and "Tom Baker" not in nodes
+    edge = page.evaluate("window.zapomniGraph.edges().filter(e => e.target().id() === 'Lisbon')[0].data()")
+    assert edge["source"] == "Maria Lopez" and edge["predicate"] and edge["method"] and edge["evidence"]
+    box = page.locator("#cy").bounding_box()
+    where = page.evaluate("window.zapomniGraph.getElementById('Lisbon').renderedPosition()")
+    page.mouse.click(box["x"] + where["x"], box["y"] + where["y"])
+    until(page, "window.zapomniGraph.nodes().map(n => n.id()).includes('Tom Baker')")
+    page.screenshot(path=shots / "graph-1440.png", full_page=True)
+    overview = page.locator(".overview li").all_inner_texts()
+    assert any("Lisbon" in line for line in overview)
+
+
+def test_a_read_token_sees_but_cannot_edit(browser: Any, site: str, store: dict[str, Any]) -> None:
+    tab = Tab(browser, site, store["reader"])
+    page = tab.go(f"/memories/{store['ids'][1]}")
+    assert MARIA in page.locator("#memory-text").inner_text()
+    assert page.locator("form.edit, details.danger, textarea").count() == 0
+    assert page.locator('nav a[href^="/forget"]').count() == 0
+    csrf = re.search(r'"X-CSRF-Token": "([^"]+)"', page.locator("body").get_attribute("hx-headers") or "")
+    assert csrf is not None
+    status = page.evaluate(
+        """([url, token]) => fetch(url, {method: "POST", headers: {"X-CSRF-Token": token,
+             "Content-Type": "application/x-www-form-urlencoded"}, body: "tags=x"}).then(r => r.status)""",
+        [f"/memories/{store['ids'][1]}/edit", csrf.group(1)],
+    )
+    assert status == 403
+    tab.errors.remove("Failed to load resource: the server responded with a status of 403 (Forbidden)")
+    (got,) = mcp(store["data_dir"], ("get_memory", {"memory_id": store["ids"][1]}))
+    assert got["tags"] == ["people"]
+    tab.close()
+
+
+def test_a_cookie_alone_cannot_change_anything(admin: Tab, store: dict[str, Any]) -> None:
+    page = admin.go("/")
+    status = page.evaluate(
+        """(url) => fetch(url, {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"},
+             body: "tags=x"}).then(r => r.status)""",
+        f"/memories/{store['ids'][2]}/edit",
+    )
+    assert status == 400
+    admin.errors.clear()  # the browser logs the refused fetch itself
+
+
+@pytest.mark.parametrize(("width", "scheme"), [(390, "light"), (1440, "dark")])
+def test_every_page_is_readable_at_phone_and_desktop_widths(
+    browser: Any, site: str, store: dict[str, Any], shots: Path, width: int, scheme: str
+) -> None:
+    tab = Tab(browser, site, store["admin"], viewport={"width": width, "height": 900}, color_scheme=scheme)
+    for name, path in [
+        ("memories", "/"),
+        ("search", "/search?q=Lisbon"),
+        ("graph", "/graph?entity=Lisbon&depth=2"),
+        ("jobs", "/jobs"),
+        ("workspaces", "/workspaces"),
+        ("forget", "/forget"),
+    ]:
+        page = tab.go(path)
+        if name == "graph":
+            page.wait_for_selector("#cy[data-ready=true]")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"{name} scrolls sideways by {overflow} px at {width} px"
+        page.screenshot(path=shots / f"{name}-{width}-{scheme}.png", full_page=True)
+    tab.close()
+
+
+@pytest.mark.parametrize("where", ["another origin", "an opaque origin"])
+def test_a_form_posted_from_elsewhere_is_refused(browser: Any, site: str, store: dict[str, Any], where: str) -> None:
+    tab = Tab(browser, site, store["admin"])
+    page = tab.page
+    if where == "another origin":
+        # The same server by another name: an allowed Host, but another origin (the check outside lets any
+        # loopback origin through; the console's own check wants exactly its own).
+        page.goto(site.replace("127.0.0.1", "localhost") + "/healthz")
+    else:
+        page.goto("about:blank")  # a page with no origin: the browser sends `Origin: null`
+    target = f"{site}/memories/{store['ids'][1]}/edit"
+    page.set_content(f'<form method="post" action="{target}"><input name="tags" value="x"><button>go</button></form>')
+    with page.expect_response(target) as caught:
+        page.click("button")
+    assert caught.value.status == 403, caught.value.text()
+    assert ("cross-origin" if where == "another origin" else "Origin 'null'") in caught.value.text()
+    tab.errors.clear()  # the refusal's own 403
+    tab.close()
+    (got,) = mcp(store["data_dir"], ("get_memory", {"memory_id": store["ids"][1]}))
+    assert got["tags"] == ["people"]
+
+
+def test_zapomni_console_serves_the_same_pages_on_the_loopback(
+    browser: Any, store: dict[str, Any], tmp_path: Path
+) -> None:
+    server = ConsoleServer(server_env(store["data_dir"]), tmp_path / "console.err")
+    try:
+        tab = Tab(browser, server.url, store["reader"])
+        page = tab.go("/")
+        assert page.locator(".memory .preview", has_text="Maria Lopez").count() == 1
+        tab.close()
+    finally:
+        server.terminate()
