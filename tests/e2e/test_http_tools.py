@@ -121,9 +121,15 @@ async def test_a_large_add_is_a_job_whose_progress_streams_over_sse(server: Http
         added = await call(session, "add_memory", {"text": document("glacier", 120), **ws})
         assert added["status"] == "indexing" and added["job_id"]
 
-        result, updates = await call_with_progress(session, "job_status", {"job_id": added["job_id"], "wait_s": 50})
-        final = result.structured_content
-        assert not result.is_error and final is not None and final["state"] == "completed"
+        updates: list[tuple[float, float | None, str | None]] = []
+        for _ in range(5):  # a loaded machine may need more than one wait of 50 s
+            result, more = await call_with_progress(session, "job_status", {"job_id": added["job_id"], "wait_s": 50})
+            updates += more
+            final = result.structured_content
+            assert not result.is_error and final is not None, result
+            if final["state"] != "running" and final["state"] != "pending":
+                break
+        assert final["state"] == "completed", final
         assert len(updates) >= 2, updates
         assert [u[0] for u in updates] == sorted(u[0] for u in updates)
         await call(session, "delete_workspace", {"name": "large", "confirm": "large"})
