@@ -17,6 +17,7 @@ single-hop; see bench/graph_retrieval.py for where these names come from).
 Storage variants, each in a fresh data directory per conversation. A turn's text is the turn's text
 plus ` [shares a photo: caption]` when it shares one; `date` is the session's date and time (ISO 8601):
 - `before`: `speaker: text`, no metadata (how the project measured before: hybrid recall@10 0.601);
+- `name_date`: `speaker: text`, metadata `date` only (the issue-25 table's "as most agents do");
 - `full`: the text, metadata `thread` ("conv-26 session 3"), `speaker` and `date` (what the README asks
   agents to store);
 - `equal_weights`: as `full`, on a server fusing with equal leg weights (`ZAPOMNI_VECTOR_WEIGHT=1`;
@@ -127,6 +128,7 @@ VARIANTS = {
     v.name: v
     for v in (
         Variant("before", "`speaker: text`, no metadata (how the project measured before)", speaker_prefix=True),
+        Variant("name_date", "`speaker: text`, metadata date only", speaker_prefix=True, date=True),
         Variant(
             "full", "text; metadata thread, speaker, date (the README's advice)", thread=True, speaker=True, date=True
         ),
@@ -151,7 +153,9 @@ VARIANTS = {
 @asynccontextmanager
 async def mcp_server(data_dir: Path, extra_env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
     """An initialised official-client session with a fresh `zapomni serve` on `data_dir` (stderr to a log)."""
-    env = {"ZAPOMNI_DATA_DIR": str(data_dir), "PATH": os.environ.get("PATH", ""), **SERVER_ENV, **(extra_env or {})}
+    # PYTHONPATH passes through so that a worktree's code is the server measured, not the venv's install.
+    passed = {k: os.environ[k] for k in ("PATH", "PYTHONPATH") if k in os.environ}
+    env = {"ZAPOMNI_DATA_DIR": str(data_dir), **passed, **SERVER_ENV, **(extra_env or {})}
     params = StdioServerParameters(command=ZAPOMNI, args=["serve"], env=env)
     data_dir.mkdir(parents=True, exist_ok=True)
     with (data_dir.parent / f"{data_dir.name}.log").open("w") as errlog:
@@ -254,17 +258,22 @@ async def store_turns(session: ClientSession, conversation: Conversation, varian
     return to_turns
 
 
-async def run_variant(conversation: Conversation, variant: Variant, data_dir: Path, into: LocomoRun) -> None:
+async def run_variant(
+    conversation: Conversation, variant: Variant, data_dir: Path, into: LocomoRun, modes: Sequence[str] = MODES
+) -> None:
     """One fresh store: the conversation stored the variant's way, every question asked in every mode."""
-    by_mode = into.scores.setdefault(variant.name, {mode: Scores() for mode in MODES})
+    by_mode = into.scores.setdefault(variant.name, {mode: Scores() for mode in modes})
+    this_conversation = Scores()  # hybrid, for leave-one-conversation-out figures
     async with mcp_server(data_dir, dict(variant.server_env)) as session:
         started = time.perf_counter()
         to_turns = await store_turns(session, conversation, variant)
         ingest_s = time.perf_counter() - started
-        for mode in MODES:
+        for mode in modes:
             for question in conversation.questions:
                 ids, ms = await search(session, question.text, mode, LIMIT)
                 by_mode[mode].add(question, keyed(ids, to_turns))
+                if mode == "hybrid":
+                    this_conversation.add(question, keyed(ids, to_turns))
                 if variant.name == "full" and mode == "hybrid":
                     into.full_hybrid_ms.append(ms)
     into.stores.setdefault(variant.name, []).append(
@@ -274,6 +283,7 @@ async def run_variant(conversation: Conversation, variant: Variant, data_dir: Pa
             "memories": len(to_turns),
             "questions": len(conversation.questions),
             "ingest_s": round(ingest_s, 1),
+            "hybrid": this_conversation.figures(),
         }
     )
     hybrid = by_mode["hybrid"].figures().get("all", {})
@@ -291,13 +301,15 @@ def run_bm25s(conversation: Conversation, into: Scores) -> None:
         into.add(question, [[conversation.turns[i].dia_id] for i in row])
 
 
-async def locomo_run(conversations: Sequence[Conversation], variants: Sequence[Variant], workdir: Path) -> LocomoRun:
+async def locomo_run(
+    conversations: Sequence[Conversation], variants: Sequence[Variant], workdir: Path, modes: Sequence[str] = MODES
+) -> LocomoRun:
     out = LocomoRun()
     for conversation in conversations:
         if conversation.questions:
             run_bm25s(conversation, out.bm25s)
         for variant in variants:
-            await run_variant(conversation, variant, workdir / f"{variant.name}-{conversation.sample_id}", out)
+            await run_variant(conversation, variant, workdir / f"{variant.name}-{conversation.sample_id}", out, modes)
     return out
 
 
@@ -458,7 +470,7 @@ def variant_table(name: str, results: dict[str, Any]) -> list[str]:
         "| search | " + " | ".join(f"{t} @5 | {t} @10" for t in titles) + " |",
         "|---|" + "---:|---:|" * len(groups),
     ]
-    rows = [(f"Zapomni `{mode}`", modes[mode]) for mode in MODES] + [(BM25S, results["bm25s"])]
+    rows = [(f"Zapomni `{mode}`", modes[mode]) for mode in MODES if mode in modes] + [(BM25S, results["bm25s"])]
     for label, figures in rows:
         cells = [f"{figures[g]['recall5']:.3f} | {figures[g]['recall10']:.3f}" for g in groups]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
@@ -571,7 +583,7 @@ def render(results: dict[str, Any]) -> str:
 
 async def run(args: argparse.Namespace, conversations: list[Conversation], workdir: Path) -> dict[str, Any]:
     variants = [VARIANTS[name] for name in args.variants]
-    locomo = await locomo_run(conversations, variants, workdir)
+    locomo = await locomo_run(conversations, variants, workdir, args.modes)
     results: dict[str, Any] = {
         "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "cpus": os.cpu_count(),
@@ -619,6 +631,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=None, help="the first N conversations only")
     parser.add_argument("--variants", type=comma_list(list(VARIANTS)), default=list(VARIANTS),
                         help=f"comma list of storage variants (default all: {','.join(VARIANTS)})")  # fmt: skip
+    parser.add_argument("--modes", type=comma_list(list(MODES)), default=list(MODES),
+                        help=f"comma list of search modes (default all: {','.join(MODES)})")  # fmt: skip
     parser.add_argument("--turns", type=int, default=None,
                         help="the first N turns of each conversation (and only the questions they answer)")  # fmt: skip
     parser.add_argument("--questions", type=int, default=None, help="the first N questions of each conversation")

@@ -28,6 +28,9 @@ class RequestContext:
     request_id: str = "-"
     progress_sink: ProgressSink | None = None
     cancelled: Callable[[], bool] = lambda: False
+    # Who sent it (an MCP session or access token), for telling one client's conversation from
+    # another's (zapomni_core.memories.turns); None when no client is known (the CLI, an import).
+    client: str | None = None
 
     async def progress(self, progress: Progress) -> None:
         if self.progress_sink is not None and not self.cancelled():  # a caller who gave up reads no progress

@@ -15,7 +15,7 @@ PAGE_TEXT_CHARS = 400
 
 # A chunk with its vector and its place in its file, for a memory bound to `m`, as `_stored_chunk` reads it.
 _CHUNK = f"m.id, c.id, c.idx, c.text, c.embedding, {ChunkPlace.projection('c')}, c.context"
-_STORED = f"{MemoryInfo.PROJECTION}, m.text, m.metadata, m.content_hash, m.seq, m.file_hash"
+_STORED = f"{MemoryInfo.PROJECTION}, m.text, m.metadata, m.content_hash, m.seq, m.file_hash, m.inferred"
 # Keyset pagination on (creation time in whole microseconds, id), which never change: adds and
 # deletes while a client pages neither shift nor repeat what it has not seen yet. The key is an
 # integer computed in the database because FalkorDB returns doubles with 15 significant digits:
@@ -143,6 +143,7 @@ def _stored(row: list[Any]) -> StoredMemory:
         content_hash=row[w + 2],
         seq=int(row[w + 3] or 0),
         file_hash=row[w + 4],
+        inferred_json=row[w + 5],
     )
 
 

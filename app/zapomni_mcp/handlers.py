@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from zapomni_core import Progress, ProgressSink, RequestContext, ZapomniCore, package_version
 from zapomni_mcp import resources
+from zapomni_mcp.access import current_grant
 from zapomni_mcp.errors import INVALID_ARGUMENTS, describe_validation_error, error_kind, failure_message
 from zapomni_mcp.registry import ToolRegistry
 
@@ -53,7 +54,7 @@ def build_server(
         request_id = str(ctx.request_id)
         with structlog.contextvars.bound_contextvars(request_id=request_id, tool=tool.name):
             started = time.perf_counter()
-            context = RequestContext(request_id=request_id, progress_sink=_progress_sink(ctx))
+            context = RequestContext(request_id=request_id, progress_sink=_progress_sink(ctx), client=_client(ctx))
             result, error = await _run(tool, params.arguments or {}, context, local=local)
             elapsed = time.perf_counter() - started
             log.info("tool.called", ok=error is None, duration_ms=round(elapsed * 1000, 2))
@@ -102,6 +103,17 @@ async def _run(
         structured_content=output.model_dump(mode="json"),
     )
     return result, None
+
+
+def _client(ctx: Any) -> str:
+    """Who is calling, for telling one client's conversation from another's: over stdio the one
+    process is the one client; over HTTP its token, and its MCP session when it keeps one."""
+    grant = current_grant()
+    if grant is None:
+        return "local"
+    headers = getattr(ctx.request, "headers", None)
+    session = headers.get("mcp-session-id") if headers is not None else None
+    return f"token {grant.token_id}" + (f" session {session}" if session else "")
 
 
 def _progress_sink(ctx: Any) -> ProgressSink:

@@ -18,14 +18,23 @@ from zapomni_core.validation import parse_iso8601
 THREAD_WINDOW = 2
 
 
-def reading_context(metadata: MemoryMetadata | None) -> str | None:
-    """`Speaker (8 May 2023)`, `Speaker` or None: what a reader needs before a turn's text."""
-    if metadata is None or metadata.speaker is None:
+def reading_context(metadata: MemoryMetadata | None, inferred_speaker: str | None = None) -> str | None:
+    """`Speaker (8 May 2023)`, `Speaker` or None: what a reader needs before a turn's text.
+
+    A speaker inferred from the text's own `Name:` lead (zapomni_core.memories.turns) is already
+    read with the text, so only the date is added: `(8 May 2023)`.
+    """
+    if metadata is None or (metadata.speaker is None and inferred_speaker is None):
         return None
-    if metadata.date is None:
-        return metadata.speaker
-    date = parse_iso8601(metadata.date)
-    return f"{metadata.speaker} ({date.day} {date:%B %Y})"
+    date = _day(metadata.date) if metadata.date else None
+    if metadata.speaker is None:
+        return f"({date})" if date else None
+    return f"{metadata.speaker} ({date})" if date else metadata.speaker
+
+
+def _day(iso: str) -> str:
+    parsed = parse_iso8601(iso)
+    return f"{parsed.day} {parsed:%B %Y}"
 
 
 def indexed_text(context: str | None, text: str) -> str:

@@ -62,6 +62,11 @@ class MemorySummary(MemoryFields):
 class MemoryDetail(MemoryFields):
     text: str
     metadata: dict[str, MetadataValue] = Field(description="The extra metadata keys (besides tags, source, date).")
+    inferred: dict[str, str] = Field(
+        default_factory=dict,
+        description="What the server read into the memory that was not sent: a speaker from a leading 'Name:', "
+        "a thread from the client session and the time between its turns. Metadata stays as sent.",
+    )
 
 
 class ChunkOut(BaseModel):
@@ -191,7 +196,13 @@ def summary(info: MemoryInfo, text_start: str, workspace: str) -> MemorySummary:
 
 
 def detail(memory: StoredMemory, workspace: str) -> MemoryDetail:
-    return MemoryDetail.of(memory.info, workspace, text=memory.text, metadata=json.loads(memory.metadata_json))
+    return MemoryDetail.of(
+        memory.info,
+        workspace,
+        text=memory.text,
+        metadata=json.loads(memory.metadata_json),
+        inferred=json.loads(memory.inferred_json or "{}"),
+    )
 
 
 def chunk_out(chunk: StoredChunk) -> ChunkOut:

@@ -41,6 +41,7 @@ from zapomni_core.memories.requests import (
     SearchRequest,
     UpdateMemoryRequest,
 )
+from zapomni_core.memories.turns import Inferred, ThreadTracker
 from zapomni_core.memories.writing import WritePipeline, content_hash, memory_record, metadata_of, new_id
 from zapomni_core.search import RetrievalQuery, SearchOptions
 from zapomni_core.workspaces.registry import Workspace, Workspaces
@@ -78,6 +79,7 @@ class MemoryService:
         disk: DiskGuard,
         wake_jobs: Callable[[], None],
         background_add_bytes: int,
+        threads: ThreadTracker | None = None,
     ) -> None:
         self._workspaces = workspaces
         self._embedder = embedder
@@ -87,6 +89,7 @@ class MemoryService:
         self._disk = disk  # free space on the data directory's disk: checked before every add and update
         self._wake_jobs = wake_jobs
         self._background_add_bytes = background_add_bytes
+        self._threads = threads or ThreadTracker()  # each client's open conversation, for turns sent without one
         self.latency = _LatencyMeter()
         self._writes_in_flight = 0
         self._writes_done = asyncio.Event()
@@ -107,18 +110,19 @@ class MemoryService:
             text_bytes = len(request.text.encode(errors="surrogatepass"))
             await self._disk.ensure_writable(write_estimate(text_bytes, self._embedder.dimension))
             if text_bytes >= self._background_add_bytes:
-                return await until_committed(lambda c: self._add_in_background(request), ctx, honour=lambda: False)
+                return await until_committed(lambda c: self._add_in_background(request, c), ctx, honour=lambda: False)
             return await until_committed(lambda c: self._add(request, c), ctx, honour=self._cancellable)
 
-    async def _add_in_background(self, request: AddMemoryRequest) -> AddMemoryResult:
+    async def _add_in_background(self, request: AddMemoryRequest, ctx: RequestContext) -> AddMemoryResult:
         """Store the text durably with a job that indexes it, and answer before any embedding."""
         workspace = await self._workspaces.get(request.workspace, create=True)
         assert workspace is not None
-        record = memory_record(new_id(), request.text, request.metadata, created_at=time.time())
-        existing = await workspace.stores.reads.by_content_hash(record.content_hash)
+        existing = await workspace.stores.reads.by_content_hash(content_hash(request.text))
         if existing is not None:
             return await self._merge_duplicate(workspace, existing, request)
-        job = index_job(record.id, reading_context(request.metadata))
+        inferred = self._infer(request, ctx, workspace.name)
+        record = memory_record(new_id(), request.text, request.metadata, created_at=time.time(), inferred=inferred)
+        job = index_job(record.id, reading_context(request.metadata, inferred.speaker))
         if not await workspace.stores.writes.insert_pending(record, job):
             existing = await workspace.stores.reads.by_content_hash(record.content_hash)
             if existing is None:
@@ -143,8 +147,9 @@ class MemoryService:
         existing = await workspace.stores.reads.by_content_hash(content_hash(request.text))
         if existing is not None:
             return await self._merge_duplicate(workspace, existing, request)
-        chunks = await self._writer.rows(request.text, ctx, reading_context(request.metadata))
-        record = memory_record(new_id(), request.text, request.metadata, created_at=time.time())
+        inferred = self._infer(request, ctx, workspace.name)
+        chunks = await self._writer.rows(request.text, ctx, reading_context(request.metadata, inferred.speaker))
+        record = memory_record(new_id(), request.text, request.metadata, created_at=time.time(), inferred=inferred)
         ctx.check_cancelled()  # the last point where a cancelled add leaves nothing behind
         if not await workspace.stores.writes.insert(record, chunks):
             # Another caller stored the same text meanwhile: this add becomes a duplicate of it.
@@ -169,6 +174,9 @@ class MemoryService:
             text_preview=replies.preview(request.text),
         )
 
+    def _infer(self, request: AddMemoryRequest, ctx: RequestContext, workspace: str) -> Inferred:
+        return self._threads.infer(request.text, request.metadata, ctx.client, workspace, time.time())
+
     async def _merge_duplicate(
         self, workspace: Workspace, existing: StoredMemory, request: AddMemoryRequest
     ) -> AddMemoryResult:
@@ -180,11 +188,13 @@ class MemoryService:
                 merged,
                 created_at=existing.info.created_at,
                 updated_at=time.time(),
+                inferred=Inferred.from_json(existing.inferred_json),
             )
             await workspace.stores.writes.update_fields(record)
         info = existing.info
         if info.status == "failed":  # adding it again is the way to retry its indexing
-            job = index_job(info.id, reading_context(metadata_of(existing)))
+            inferred = Inferred.from_json(existing.inferred_json)
+            job = index_job(info.id, reading_context(metadata_of(existing), inferred.speaker))
             if await workspace.stores.writes.requeue(info.id, job):
                 info = replace(info, status="indexing", job_id=job.id)
                 self._wake_jobs()
@@ -221,8 +231,10 @@ class MemoryService:
         text_changed = request.text is not None and content_hash(request.text) != stored.content_hash
         # The same text differently spaced is no change: the stored text stays, nothing is re-embedded.
         text = request.text if text_changed and request.text is not None else stored.text
+        # What was inferred when the turn arrived stays; a thread or speaker the agent now gives wins.
+        inferred = Inferred.from_json(stored.inferred_json)
         record = memory_record(
-            stored.info.id, text, metadata, created_at=stored.info.created_at, updated_at=time.time()
+            stored.info.id, text, metadata, created_at=stored.info.created_at, updated_at=time.time(), inferred=inferred
         )
         result = UpdateMemoryResult(
             memory_id=stored.info.id,
@@ -235,10 +247,10 @@ class MemoryService:
         )
         if not result.text_changed and not result.metadata_changed:
             return result
-        context = reading_context(metadata)
+        context = reading_context(metadata, inferred.speaker)
         # A turn's new speaker, date or thread changes how its chunks are indexed, not only its fields.
-        rethread = metadata.thread != old_metadata.thread
-        reindex = text_changed or rethread or context != reading_context(old_metadata)
+        rethread = (metadata.thread or inferred.thread) != (old_metadata.thread or inferred.thread)
+        reindex = text_changed or rethread or context != reading_context(old_metadata, inferred.speaker)
         if text_changed:
             duplicate = await workspace.stores.reads.by_content_hash(record.content_hash)
             if duplicate is not None:

@@ -17,6 +17,7 @@ from zapomni_core.errors import ShuttingDown
 from zapomni_core.memories.chunking import Chunker
 from zapomni_core.memories.conversation import indexed_text
 from zapomni_core.memories.requests import MemoryMetadata
+from zapomni_core.memories.turns import NOTHING, Inferred
 from zapomni_core.progress import Progress
 from zapomni_core.search.analyzer import Analyzer, TermCounts
 from zapomni_core.validation import parse_iso8601
@@ -45,8 +46,12 @@ def memory_record(
     *,
     created_at: float,
     updated_at: float | None = None,
+    inferred: Inferred = NOTHING,
 ) -> MemoryRecord:
-    """The stored form of a memory; add, update and import build it the same way."""
+    """The stored form of a memory; add, update and import build it the same way.
+
+    The thread the keyword index reads is the agent's, else the inferred one (`inferred`, kept apart).
+    """
     date = metadata.date if metadata else None
     return MemoryRecord(
         id=memory_id,
@@ -59,7 +64,8 @@ def memory_record(
         date=date,
         date_ts=parse_iso8601(date).timestamp() if date else created_at,
         metadata_json=json.dumps(metadata.extra() if metadata else {}, sort_keys=True),
-        thread=metadata.thread if metadata else None,
+        thread=(metadata.thread if metadata else None) or inferred.thread,
+        inferred_json=inferred.to_json(),
     )
 
 

@@ -33,6 +33,8 @@ class MemoryRecord:
     file_hash: str | None = None
     # The conversation a turn belongs to: the keyword index reads a turn with the ones before it.
     thread: str | None = None
+    # What the server inferred and the agent did not send (a speaker, a thread), as JSON; None: nothing.
+    inferred_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,7 @@ class StoredMemory:
     content_hash: str | None
     seq: int
     file_hash: str | None = None  # a file's memory (see MemoryRecord.file_hash)
+    inferred_json: str | None = None  # as in MemoryRecord
 
 
 @dataclass(frozen=True)

@@ -24,5 +24,9 @@ class GetMemoryTool(Tool[GetMemoryRequest, MemoryDetail]):
         return (
             f"Memory {result.memory_id} in {result.workspace!r}"
             f"{f' [{labels}]' if labels else ''}, added {result.created_at}, updated {result.updated_at}, "
-            f"{result.chunk_count} chunk(s):\n{result.text}"
+            f"{result.chunk_count} chunk(s){_inferred(result.inferred)}:\n{result.text}"
         )
+
+
+def _inferred(inferred: dict[str, str]) -> str:
+    return f" (inferred: {', '.join(f'{k} {v}' for k, v in sorted(inferred.items()))})" if inferred else ""
