@@ -42,9 +42,10 @@ async def test_turns_without_speaker_or_thread_get_them_inferred_per_session_and
         got = await call(first, "get_memory", {"memory_id": ids[3]})
         assert (got["text"], got["metadata"], got["date"]) == (TURNS[3][0], {}, "2023-05-08T13:57:00+00:00")
         assert got["inferred"]["speaker"] == "Caroline"
-        assert "inferred: speaker Caroline, thread " in (
-            await first.call_tool("get_memory", {"memory_id": ids[3]})
-        ).content[0].text
+        assert (
+            "inferred: speaker Caroline, thread "
+            in (await first.call_tool("get_memory", {"memory_id": ids[3]})).content[0].text
+        )
         threads = {(await inferred(first, i))["thread"] for i in ids}
         assert len(threads) == 1  # one session, within the gap: one conversation
 

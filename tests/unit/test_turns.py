@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from zapomni_core.memories.conversation import indexed_text, reading_context
 from zapomni_core.memories.requests import MemoryMetadata
 from zapomni_core.memories.turns import THREAD_GAP_S, Inferred, ThreadTracker, leading_speaker
 
@@ -53,3 +54,14 @@ def test_only_turns_get_a_thread_and_only_what_was_not_given_is_inferred() -> No
     assert tracker.infer("Caroline: hi", given, "a", "default", 0.0) == Inferred()
     dated = MemoryMetadata.model_validate({"date": "2023-05-08T18:00"})
     assert tracker.infer("Caroline: later", dated, "a", "default", 0.0).thread != turn.thread
+
+
+def test_a_turn_that_opens_with_its_speaker_is_read_with_the_name_once() -> None:
+    dated = MemoryMetadata.model_validate({"date": "2023-05-08T13:56"})
+    context = reading_context(dated, "Caroline")
+    assert context == "Caroline (8 May 2023)"
+    assert indexed_text(context, "Caroline: I went.") == "Caroline (8 May 2023): I went."
+    assert indexed_text(reading_context(None, "Caroline"), "Caroline: I went.") == "Caroline: I went."
+    given = MemoryMetadata.model_validate({"speaker": "Caro"})
+    assert indexed_text(reading_context(given, None), "Caroline: hi") == "Caro: Caroline: hi"
+    assert reading_context(dated, None) is None  # a dated note has no reader's context

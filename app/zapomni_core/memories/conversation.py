@@ -21,15 +21,13 @@ THREAD_WINDOW = 2
 def reading_context(metadata: MemoryMetadata | None, inferred_speaker: str | None = None) -> str | None:
     """`Speaker (8 May 2023)`, `Speaker` or None: what a reader needs before a turn's text.
 
-    A speaker inferred from the text's own `Name:` lead (zapomni_core.memories.turns) is already
-    read with the text, so only the date is added: `(8 May 2023)`.
+    The speaker is the one given, else the one inferred from the text's `Name:` lead
+    (zapomni_core.memories.turns).
     """
-    if metadata is None or (metadata.speaker is None and inferred_speaker is None):
+    speaker = (metadata.speaker if metadata else None) or inferred_speaker
+    if speaker is None:
         return None
-    date = _day(metadata.date) if metadata.date else None
-    if metadata.speaker is None:
-        return f"({date})" if date else None
-    return f"{metadata.speaker} ({date})" if date else metadata.speaker
+    return f"{speaker} ({_day(metadata.date)})" if metadata and metadata.date else speaker
 
 
 def _day(iso: str) -> str:
@@ -38,5 +36,13 @@ def _day(iso: str) -> str:
 
 
 def indexed_text(context: str | None, text: str) -> str:
-    """The text that is embedded and counted for the keyword index."""
-    return f"{context}: {text}" if context else text
+    """The text that is embedded and counted for the keyword index.
+
+    A text that already opens with its speaker's name (`Caroline: ...`) is not read with the name
+    twice: `Caroline (8 May 2023): ...`, as a turn stored with metadata is.
+    """
+    if not context:
+        return text
+    speaker = context.rsplit(" (", 1)[0] if context.endswith(")") else context
+    lead = f"{speaker}:"
+    return f"{context}: {text.removeprefix(lead).lstrip()}" if text.startswith(lead) else f"{context}: {text}"
