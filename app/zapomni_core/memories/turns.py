@@ -3,7 +3,7 @@
 Most agents store a chat as `Caroline: I went to the support group yesterday`, one turn per
 memory, with no `speaker` or `thread`. A person reading those turns would take the name before
 the colon as the speaker, and would take turns that one client sent close together in time as
-one conversation. That is what is inferred here (docs/decisions/0022-threads-without-being-told.md):
+one conversation. That is what is inferred here (docs/decisions/0023-threads-without-being-told.md):
 
 - a speaker from a leading `Name:` (one to three capitalised words, not a label such as `Note:`);
 - a thread, for a turn (a speaker given or inferred) without one, from the client that sent it
@@ -27,7 +27,7 @@ from zapomni_core.memories.requests import MemoryMetadata
 from zapomni_core.validation import parse_iso8601
 
 # Idle time that ends a conversation: the customary session timeout of web analytics (30 min). On
-# LoCoMo any value between a minute and a day splits sessions the same way (decision 0022).
+# LoCoMo any value between a minute and a day splits sessions the same way (decision 0023).
 THREAD_GAP_S = 30 * 60
 
 # One to three capitalised words (a name like "Dr. Mei-Ling O'Hara" too), then a colon and text.
