@@ -27,7 +27,7 @@ from zapomni_core.memories.requests import MemoryMetadata
 from zapomni_core.validation import parse_iso8601
 
 # Idle time that ends a conversation: the customary session timeout of web analytics (30 min). On
-# LoCoMo any value between a minute and a day splits sessions the same way (decision 0023).
+# LoCoMo any value under 28 hours splits dated turns into its sessions (decision 0023).
 THREAD_GAP_S = 30 * 60
 
 # One to three capitalised words (a name like "Dr. Mei-Ling O'Hara" too), then a colon and text.
