@@ -492,6 +492,22 @@ def summary_table(results: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def per_conversation_table(results: dict[str, Any]) -> list[str]:
+    """Hybrid recall@10 of each conversation: the held-out figure of a leave-one-conversation-out choice."""
+    names = [c["sample_id"] for c in results["conversations"]]
+    lines = [
+        "## Hybrid evidence recall@10 per conversation",
+        "",
+        "| variant | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for variant, stores in results["stores"].items():
+        by_name = {s["conversation"]: s.get("hybrid", {}).get("all", {}).get("recall10") for s in stores}
+        cells = [f"{by_name[n]:.3f}" if by_name.get(n) is not None else "–" for n in names]
+        lines.append(f"| `{variant}` | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
 def scifact_section(results: dict[str, Any]) -> list[str]:
     lines = ["## SciFact test through MCP (hybrid, limit 100, server defaults)", ""]
     scifact = results.get("scifact")
@@ -564,6 +580,7 @@ def render(results: dict[str, Any]) -> str:
         "can never be found, as in the reference.",
         "",
         *summary_table(results),
+        *per_conversation_table(results),
     ]
     if latency:
         lines += [
