@@ -61,7 +61,7 @@ async def test_the_paper_of_a_source_line_is_based_in_its_city(extractor: SpacyE
 async def test_a_home_named_with_its_us_state_is_one_place_a_foreign_city_keeps_its_country(
     extractor: SpacyExtractor,
 ) -> None:
-    us, unlinked, abroad = await extractor.extract(
+    us, relative, abroad = await extractor.extract(
         [
             "In 1800, the 13th president of the United States, Millard Fillmore, was born in Summerhill, N.Y.",
             "Actress Angie Dickinson, who was born in Kulm, N.D., donated a coat.",
@@ -72,6 +72,34 @@ async def test_a_home_named_with_its_us_state_is_one_place_a_foreign_city_keeps_
     assert ("Millard Fillmore", "LIVES_IN", "Summerhill, N.Y") in typed(us)
     assert "Summerhill" not in kinds(us), "the town is named with its state, as one place"
     assert ("Millard Fillmore", "LIVES_IN", "United States") not in typed(us)
-    assert kinds(unlinked).get("Kulm, N.D") == "PLACE", "a birthplace is one place even where no person is linked"
+    assert kinds(relative).get("Kulm, N.D") == "PLACE", "a birthplace is one place"
+    assert ("Angie Dickinson", "LIVES_IN", "Kulm, N.D") in typed(relative), "'who' stands for the person described"
     assert ("Hilda Vance", "LIVES_IN", "Bergen") in typed(abroad)
     assert ("Bergen", "LOCATED_IN", "Norway") in typed(abroad)
+
+
+async def test_a_birth_told_of_the_person_an_unnamed_subject_is_put_beside(extractor: SpacyExtractor) -> None:
+    beside_the_title, misparsed, conjoined = await extractor.extract(
+        [
+            # "Wilson" hangs on "President": the verb's subject is the title, the person stands beside it.
+            "In 1856, the 28th President of the United States, Thomas Woodrow Wilson, was born in Staunton, Va.",
+            # "Garfield" hangs on "the United States", the last name of the title's "of" phrase.
+            "In 1831, the 20th president of the United States, James Garfield, was born in Orange, Ohio.",
+            "In 1892, author and newscaster Lowell Thomas was born in Woodington, Ohio.",
+        ]
+    )
+    assert ("Thomas Woodrow Wilson", "LIVES_IN", "Staunton, Va") in typed(beside_the_title)
+    assert ("James Garfield", "LIVES_IN", "Orange, Ohio") in typed(misparsed)
+    assert ("Lowell Thomas", "LIVES_IN", "Woodington, Ohio") in typed(conjoined)
+
+
+async def test_a_relative_clause_speaks_of_the_noun_it_describes(extractor: SpacyExtractor) -> None:
+    sister, alias = await extractor.extract(
+        [
+            "Campbell asked that his sister Mary, who lives in Rock Hill, be mailed tickets as well.",
+            "Yount, who was living in Coeur under the alias James Marvin Forsgren, was sentenced to life in prison.",
+        ]
+    )
+    assert ("Mary", "LIVES_IN", "Rock Hill") in typed(sister)
+    # A name inside the clause is not the one it describes.
+    assert not any(r[0] == "James Marvin Forsgren" for r in typed(alias))
