@@ -103,3 +103,30 @@ async def test_a_relative_clause_speaks_of_the_noun_it_describes(extractor: Spac
     assert ("Mary", "LIVES_IN", "Rock Hill") in typed(sister)
     # A name inside the clause is not the one it describes.
     assert not any(r[0] == "James Marvin Forsgren" for r in typed(alias))
+
+
+async def test_a_byline_names_the_agency_its_correspondent_works_for(extractor: SpacyExtractor) -> None:
+    plain, with_adjective, home = await extractor.extract(
+        [
+            "(By ITAR-TASS correspondent Mikhail Shevtsov)",
+            "(By ITAR-TASS diplomatic correspondent Yuriy Tyssovsky)",
+            "Our Moscow correspondent Anna Lee wrote.",
+        ]
+    )
+    assert ("Mikhail Shevtsov", "WORKS_FOR", "ITAR-TASS") in typed(plain)
+    assert "By ITAR-TASS" not in kinds(plain)
+    assert ("Yuriy Tyssovsky", "WORKS_FOR", "ITAR-TASS") in typed(with_adjective)
+    assert kinds(home).get("Moscow") == "PLACE", "a city before 'correspondent' stays a place"
+
+
+async def test_reporting_for_and_newsroom_roles_are_employment(extractor: SpacyExtractor) -> None:
+    covers, anchor, lobbyist = await extractor.extract(
+        [
+            "Lee Mitgang has covered education for the AP since 1981.",
+            "CBS anchorman Dan Rather spoke to the governors.",
+            "Michael Mason, a lobbyist with the American Petroleum Institute, told the news conference.",
+        ]
+    )
+    assert ("Lee Mitgang", "WORKS_FOR", "AP") in typed(covers)
+    assert ("Dan Rather", "WORKS_FOR", "CBS") in typed(anchor)
+    assert ("Michael Mason", "WORKS_FOR", "American Petroleum Institute") in typed(lobbyist)

@@ -298,6 +298,8 @@ _VERB_RULES: tuple[tuple[frozenset[str], str | None, str, str, bool], ...] = (
     (_forms("join joins joined joining"), None, "active", "WORKS_FOR", False),
     (_forms("drive drives drove driving play plays played playing"), "for", "active", "WORKS_FOR", False),
     (_forms("teach teaches taught teaching lecture lectures lectured"), "at", "active", "WORKS_FOR", False),
+    # "W. Dale Nelson covers the White House for The Associated Press", "she writes for the Guardian"
+    (_forms("cover covers covered covering write writes wrote writing"), "for", "active", "WORKS_FOR", False),
     (_forms("study studies studied studying"), "at", "active", "MEMBER_OF", False),
     (
         _forms("live lives lived living reside resides resided settle settles settled"),
