@@ -61,7 +61,7 @@ async def test_the_paper_of_a_source_line_is_based_in_its_city(extractor: SpacyE
 async def test_a_home_named_with_its_us_state_is_one_place_a_foreign_city_keeps_its_country(
     extractor: SpacyExtractor,
 ) -> None:
-    us, unlinked, abroad = await extractor.extract(
+    us, relative, abroad = await extractor.extract(
         [
             "In 1800, the 13th president of the United States, Millard Fillmore, was born in Summerhill, N.Y.",
             "Actress Angie Dickinson, who was born in Kulm, N.D., donated a coat.",
@@ -72,6 +72,63 @@ async def test_a_home_named_with_its_us_state_is_one_place_a_foreign_city_keeps_
     assert ("Millard Fillmore", "LIVES_IN", "Summerhill, N.Y") in typed(us)
     assert "Summerhill" not in kinds(us), "the town is named with its state, as one place"
     assert ("Millard Fillmore", "LIVES_IN", "United States") not in typed(us)
-    assert kinds(unlinked).get("Kulm, N.D") == "PLACE", "a birthplace is one place even where no person is linked"
+    assert kinds(relative).get("Kulm, N.D") == "PLACE", "a birthplace is one place"
+    assert ("Angie Dickinson", "LIVES_IN", "Kulm, N.D") in typed(relative), "'who' stands for the person described"
     assert ("Hilda Vance", "LIVES_IN", "Bergen") in typed(abroad)
     assert ("Bergen", "LOCATED_IN", "Norway") in typed(abroad)
+
+
+# Round 3 (decision 0021): who the sentence is about when its subject is not a name, wire bylines, reporting roles.
+STATED = {
+    # "Wilson" hangs on "President": the verb's subject is the title, the person stands beside it.
+    "In 1856, the 28th President of the United States, Thomas Woodrow Wilson, was born in Staunton, Va.": (
+        "Thomas Woodrow Wilson",
+        "LIVES_IN",
+        "Staunton, Va",
+    ),
+    # "Garfield" hangs on "the United States", the last name of the title's "of" phrase.
+    "In 1831, the 20th president of the United States, James Garfield, was born in Orange, Ohio.": (
+        "James Garfield",
+        "LIVES_IN",
+        "Orange, Ohio",
+    ),
+    "In 1892, author and newscaster Lowell Thomas was born in Woodington, Ohio.": (
+        "Lowell Thomas",
+        "LIVES_IN",
+        "Woodington, Ohio",
+    ),
+    # "who" stands for the noun the clause describes.
+    "Campbell asked that his sister Mary, who lives in Rock Hill, be mailed tickets as well.": (
+        "Mary",
+        "LIVES_IN",
+        "Rock Hill",
+    ),
+    "(By ITAR-TASS correspondent Mikhail Shevtsov)": ("Mikhail Shevtsov", "WORKS_FOR", "ITAR-TASS"),
+    "(By ITAR-TASS diplomatic correspondent Yuriy Tyssovsky)": ("Yuriy Tyssovsky", "WORKS_FOR", "ITAR-TASS"),
+    "Lee Mitgang has covered education for the AP since 1981.": ("Lee Mitgang", "WORKS_FOR", "AP"),
+    "CBS anchorman Dan Rather spoke to the governors.": ("Dan Rather", "WORKS_FOR", "CBS"),
+    "Michael Mason, a lobbyist with the American Petroleum Institute, told the news conference.": (
+        "Michael Mason",
+        "WORKS_FOR",
+        "American Petroleum Institute",
+    ),
+}
+
+
+@pytest.mark.parametrize("text", list(STATED))
+async def test_news_wording_states_the_relation(extractor: SpacyExtractor, text: str) -> None:
+    [graph] = await extractor.extract([text])
+    assert STATED[text] in typed(graph)
+
+
+async def test_what_the_new_readings_leave_alone(extractor: SpacyExtractor) -> None:
+    alias, byline, home = await extractor.extract(
+        [
+            "Yount, who was living in Coeur under the alias James Marvin Forsgren, was sentenced to life in prison.",
+            "(By ITAR-TASS correspondent Mikhail Shevtsov)",
+            "Our Moscow correspondent Anna Lee wrote.",
+        ]
+    )
+    assert not any(r[0] == "James Marvin Forsgren" for r in typed(alias)), "a name inside the clause is not its noun"
+    assert "By ITAR-TASS" not in kinds(byline), "'By' is no part of the agency's name"
+    assert kinds(home).get("Moscow") == "PLACE", "a city before 'correspondent' stays a place"

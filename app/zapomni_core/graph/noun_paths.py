@@ -161,6 +161,7 @@ ROLES = frozenset(
     commander general admiral captain colonel governor senator representative deputy ambassador envoy
     adviser advisor counsel consultant aide assistant coordinator administrator commissioner inspector
     agent detective justice prosecutor candidate nominee delegate chancellor premier
+    anchorman anchorwoman newsman newswoman commentator lobbyist
     treasurer controller auditor accountant developer designer architect programmer nurse doctor physician
     surgeon pilot driver coach player captain trainer curator librarian principal dean provost rector
     lt capt col sgt gen adm cmdr sen rep gov supt insp det prof

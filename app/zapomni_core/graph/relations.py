@@ -298,6 +298,8 @@ _VERB_RULES: tuple[tuple[frozenset[str], str | None, str, str, bool], ...] = (
     (_forms("join joins joined joining"), None, "active", "WORKS_FOR", False),
     (_forms("drive drives drove driving play plays played playing"), "for", "active", "WORKS_FOR", False),
     (_forms("teach teaches taught teaching lecture lectures lectured"), "at", "active", "WORKS_FOR", False),
+    # "W. Dale Nelson covers the White House for The Associated Press", "she writes for the Guardian"
+    (_forms("cover covers covered covering write writes wrote writing"), "for", "active", "WORKS_FOR", False),
     (_forms("study studies studied studying"), "at", "active", "MEMBER_OF", False),
     (
         _forms("live lives lived living reside resides resided settle settles settled"),
@@ -306,6 +308,7 @@ _VERB_RULES: tuple[tuple[frozenset[str], str | None, str, str, bool], ...] = (
         "LIVES_IN",
         False,
     ),
+    (_forms("born"), "in", "passive", "LIVES_IN", False),
     (
         _forms("move moves moved moving relocate relocates relocated emigrate emigrated"),
         "to",
@@ -430,6 +433,8 @@ def _conjuncts(token: Token) -> list[Token]:
 
 def _subjects(verb: Token, depth: int = 0) -> list[Token]:
     found = [t for c in verb.children if c.dep_ in ("nsubj", "nsubjpass") for t in _conjuncts(c)]
+    if verb.dep_ == "relcl":  # "his sister Mary, who lives in Rock Hill": "who" stands for the noun described
+        found = [verb.head if t.lower_ in _RELATIVE_PRONOUNS else t for t in found]
     if found or depth > 3:
         return found
     # "Lena lives in Hamburg and works for Airbus", "Kenji moved to Seattle to work for Amazon"
@@ -452,6 +457,9 @@ def _objects(verb: Token, at: dict[int, Spot]) -> Iterator[tuple[str | None, Tok
             # The tagger misreads code ("uses asyncio.to_thread() for ..." as an adverb): a named thing hanging
             # straight off the verb is its object.
             yield None, child, False
+
+
+_RELATIVE_PRONOUNS = frozenset({"who", "which", "that"})
 
 
 def _passive(verb: Token) -> bool:
@@ -501,7 +509,7 @@ def _verb(state: _Sentence, verb: Token, emit: Emit) -> Iterator[Found]:
         if later and obj_token.i not in state.at:
             continue  # "built with React and talks to ...": a misparsed verb joined to a named object
         for subject_token in subjects:
-            subject_spot = state.spot(subject_token)
+            subject_spot = state.spot(subject_token) or _named_beside(state, subject_token)
             # "X took place in 1066", "the Olympics were held in Paris"
             if subject_spot is not None and subject_spot.type == "EVENT" and prep in ("in", "on"):
                 obj_spot = state.spot(obj_token)
@@ -521,7 +529,7 @@ def _verb(state: _Sentence, verb: Token, emit: Emit) -> Iterator[Found]:
                 if voice == "passive" and not passive:
                     continue
                 concepts_ok = type_ in _CONCEPT_RELATIONS
-                subject = state.concept(subject_token) if concepts_ok else state.spot(subject_token)
+                subject = state.concept(subject_token) if concepts_ok else subject_spot
                 obj = state.concept(obj_token) if concepts_ok else state.spot(obj_token)
                 if type_ == "LOCATED_IN" and form == "based" and subject is not None and subject.type == "PERSON":
                     type_ = "LIVES_IN"
@@ -533,6 +541,21 @@ def _verb(state: _Sentence, verb: Token, emit: Emit) -> Iterator[Found]:
         spots = [state.spot(s) for s in subjects]
         for a, b in pairwise(spots):
             yield from emit("FAMILY_OF", a, b, "married")
+
+
+def _named_beside(state: _Sentence, noun: Token) -> Spot | None:
+    """ "the 28th President of the United States, Thomas Woodrow Wilson, was born in Staunton": the person an
+    unnamed subject is put beside. The parser hangs the apposition on the noun or, as often, on the last name of
+    its "of" phrase ("the United States, Calvin Coolidge"): either way it stays inside the subject's phrase."""
+    if noun.pos_ not in ("NOUN", "PROPN"):
+        return None
+    of_names = [t for p in noun.children if p.lower_ == "of" for t in p.children if t.dep_ == "pobj"]
+    for owner in (noun, *of_names):
+        for token in owner.children:
+            spot = state.at.get(token.i)
+            if token.dep_ == "appos" and spot is not None and spot.type == "PERSON":
+                return spot
+    return None
 
 
 def _copula(state: _Sentence, be: Token, subjects: list[Token], emit: Emit) -> Iterator[Found]:

@@ -27,6 +27,8 @@ ORG_SLOTS: tuple[re.Pattern[str], ...] = (
     re.compile(rf"\b(?:{_ROLE})\s+(?:of|at)\s+{_NAME}{_END}"),
     # "Globex spokesman Ravi Menon", "Initech CEO Bill Lumbergh"
     re.compile(rf"{_NAME}\s+(?:spokesman|spokeswoman|spokesperson|CEO|CTO|CFO|chairman|chairwoman|founder)\s+[A-Z]"),
+    # A wire story's byline, "(By ITAR-TASS diplomatic correspondent Yuriy Tyssovsky)": "By" is no part of the name.
+    re.compile(rf"(?:\bBy\s+)?(?<![\w-]){_NAME}\s+(?:[a-z]+\s+)?correspondents?\s+[A-Z]"),
     re.compile(
         rf"(?:^|(?<=[.;:!?]\s)|(?<=\n)){_NAME}\s+(?:was|is|has been)\s+(?:co-?)?"
         r"(?:founded|headquartered|incorporated|acquired)\b"
