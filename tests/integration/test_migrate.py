@@ -97,7 +97,12 @@ async def write_version_zero(client: GraphClient) -> dict[str, str]:
 
 
 async def snapshot(client: GraphClient) -> dict[str, Any]:
-    """What a migration may change: version, memory numbers, counter, indexes."""
+    """What a migration may change: version, memory numbers, counter, indexes.
+
+    A database that has just restarted rebuilds its indexes from its files ("UNDER CONSTRUCTION"): the
+    snapshot waits for them, since that state is the restart's, not the migration's.
+    """
+    await wait_for_indexes(client)
     seqs = await client.ro_query("MATCH (m:Memory) RETURN m.id, m.seq")
     counter = await client.ro_query("MATCH (q:Sequence {id: 'chunks'}) RETURN q.value")
     indexes = await client.ro_query("CALL db.indexes() YIELD label, properties, types, options, status")
