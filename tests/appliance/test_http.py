@@ -4,37 +4,13 @@ the client line), and the official SDK's Streamable HTTP client works with it.""
 from __future__ import annotations
 
 import stat
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
 
 import pytest
 
 from tests.appliance.harness import Appliance
-from tests.processes import call, http_session
+from tests.processes import HttpEndpoint, call, claude_code_line, http_session, status_without_token
 
 pytestmark = pytest.mark.anyio
-
-
-@dataclass
-class Endpoint:
-    """What tests.processes.http_session needs of a server: where /mcp is, and how to check its certificate."""
-
-    url: str
-    verify: bool = True
-
-
-def client_line(url: str, token: str) -> str:
-    return f'claude mcp add --transport http zapomni {url} --header "Authorization: Bearer {token}"'
-
-
-def status_without_token(url: str) -> int:
-    request = urllib.request.Request(url, data=b"{}", headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
 
 
 async def test_the_first_start_prints_the_token_once_and_it_opens_the_http_server(appliance: Appliance) -> None:
@@ -45,13 +21,13 @@ async def test_the_first_start_prints_the_token_once_and_it_opens_the_http_serve
     assert stat.S_IMODE(appliance.token_file.parent.stat().st_mode) == 0o700
     # Printed once, on stderr, with the exact line to paste; no log file has it.
     printed = appliance.first_up.stderr
-    assert printed.count(token) == 1 and client_line(appliance.http_url, token) in printed, printed
+    assert printed.count(token) == 1 and claude_code_line(appliance.http_url, token) in printed, printed
     assert token not in appliance.first_up.stdout
     for log in (appliance.dir / "log").iterdir():
         assert token not in log.read_text(errors="replace"), log
 
     assert status_without_token(appliance.http_url) == 401
-    async with http_session(Endpoint(appliance.http_url), token) as session:  # type: ignore[arg-type]
+    async with http_session(HttpEndpoint(appliance.http_url), token) as session:
         workspace = "http-native"
         added = await call(session, "add_memory", {"text": "The kayaks hang in the boathouse.", "workspace": workspace})
         found = await call(session, "search_memory", {"query": "where are the kayaks?", "workspace": workspace})
