@@ -216,6 +216,9 @@ stack() {
     export ZAPOMNI_DATA_DIR="${ZAPOMNI_DATA_DIR:-/data}"
     export ZAPOMNI_HEALTH_HOST="${ZAPOMNI_HEALTH_HOST:-127.0.0.1}" ZAPOMNI_HEALTH_PORT="${ZAPOMNI_HEALTH_PORT:-8090}"
     export ZAPOMNI_HTTP_TOKEN_FILE="${ZAPOMNI_HTTP_TOKEN_FILE:-$ZAPOMNI_DATA_DIR/secrets/http.token}"
+    # Memories are private: what the servers write (logs, the token) is this user's only. supervisord's own
+    # umask setting applies only when it daemonises, which here it does not.
+    umask 077
     mkdir -p "$ZAPOMNI_RUN_DIR" "$ZAPOMNI_LOG_DIR"
     chmod 700 "$ZAPOMNI_RUN_DIR" "$ZAPOMNI_LOG_DIR"
     # The token first, so a client can connect the moment the server answers; printed on the first start only.
