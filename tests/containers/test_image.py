@@ -80,7 +80,7 @@ def test_the_image_carries_no_secret_and_no_build_machine_certificate(tmp_path: 
     try:
         subprocess.run(["podman", "export", "-o", str(archive), name], check=True, env=engine_env())
     finally:
-        podman("rm", "-f", name, check=False)
+        podman("rm", "-f", "--volumes", name, check=False)  # and the anonymous /data volume
 
     found: list[str] = []
     files = 0
