@@ -15,8 +15,13 @@
 #                       e.g. docker run -i --rm -v zapomni-data:/data IMAGE standalone
 #   local CMD...        CMD in a running standalone container's environment, for `docker exec`:
 #                       docker exec -i CONTAINER /app/ops/docker-entrypoint.sh local zapomni backup
-#   health              the stack's long-running service: wait for FalkorDB, apply schema migrations, then
-#                       the health endpoint (GET /healthz, /readyz) for the compose health check.
+#   stack               the compose stack's long-running service: wait for FalkorDB, apply schema migrations,
+#                       make the HTTP server's first token on the first start (kept in ZAPOMNI_HTTP_TOKEN_FILE,
+#                       /data/secrets/http.token, mode 0600; printed once on stderr with the client line),
+#                       then supervisord (ops/supervisord.conf, the servers only) runs the health endpoint
+#                       and `zapomni serve --http` until the container stops.
+#   health              the health endpoint alone (GET /healthz, /readyz) after the same wait and migrations:
+#                       what the stack ran before it served HTTP.
 #   anything else       `zapomni ARGS...`: backup, restore, doctor, migrate, export, import, ...
 #
 # Only MCP may reach stdout: every other message goes to stderr or to log files.
@@ -177,7 +182,7 @@ stack_env() {  # the stack's modes: compose gives the settings, the secrets volu
     zapomni_stack_password
 }
 
-health() {
+stack_prepare() {  # the stack's modes: FalkorDB answering and the schema at the latest version
     stack_env
     # As PID 1 this shell ignores signals it does not trap: `docker stop` must not wait out its timeout.
     trap 'on_signal TERM' TERM
@@ -190,8 +195,37 @@ health() {
     # container's restart policy tries again.
     zapomni migrate apply >&2
     exit_if_signalled
+}
+
+health() {
+    stack_prepare
     trap - TERM INT  # the health server, exec'd in place of this shell, handles them itself
     exec zapomni health-server --host "${ZAPOMNI_HEALTH_HOST:-127.0.0.1}" "$@"
+}
+
+stack() {
+    stack_prepare
+    # supervisord's environment (ops/supervisord.conf): the servers only, FalkorDB and Redis being containers
+    # of their own; its socket and pidfile in the container (a restart starts afresh), the programs' logs in
+    # the data volume. The HTTP server starts with supervisord: the schema is migrated by now.
+    export ZAPOMNI_SUPERVISOR_CONF="$OPS_DIR/supervisord.conf" ZAPOMNI_SUPERVISOR_PROGRAMS=supervisor/servers.conf
+    export ZAPOMNI_SUPERVISOR_NODAEMON=true ZAPOMNI_HTTP_AUTOSTART=true
+    export ZAPOMNI_RUN_DIR="${TMPDIR:-/tmp}/zapomni-run" ZAPOMNI_LOG_DIR="${ZAPOMNI_DATA_DIR:-/data}/log"
+    export ZAPOMNI_SUPERVISOR_SOCKET="$ZAPOMNI_RUN_DIR/supervisor.sock"
+    export ZAPOMNI_SUPERVISOR_PIDFILE="$ZAPOMNI_RUN_DIR/supervisord.pid"
+    export ZAPOMNI_DATA_DIR="${ZAPOMNI_DATA_DIR:-/data}"
+    export ZAPOMNI_HEALTH_HOST="${ZAPOMNI_HEALTH_HOST:-127.0.0.1}" ZAPOMNI_HEALTH_PORT="${ZAPOMNI_HEALTH_PORT:-8090}"
+    export ZAPOMNI_HTTP_TOKEN_FILE="${ZAPOMNI_HTTP_TOKEN_FILE:-$ZAPOMNI_DATA_DIR/secrets/http.token}"
+    # Memories are private: what the servers write (logs, the token) is this user's only. supervisord's own
+    # umask setting applies only when it daemonises, which here it does not.
+    umask 077
+    mkdir -p "$ZAPOMNI_RUN_DIR" "$ZAPOMNI_LOG_DIR"
+    chmod 700 "$ZAPOMNI_RUN_DIR" "$ZAPOMNI_LOG_DIR"
+    # The token first, so a client can connect the moment the server answers; printed on the first start only.
+    zapomni_first_token || exit 1
+    exit_if_signalled
+    trap - TERM INT  # supervisord, exec'd in place of this shell, stops the servers itself
+    exec supervisord -c "$ZAPOMNI_SUPERVISOR_CONF" </dev/null >&2
 }
 
 mode="${1-serve}"
@@ -211,6 +245,7 @@ case "$mode" in
         exec "$@"
         ;;
     health) health "$@" ;;
+    stack) stack ;;
     *)
         stack_env
         exec zapomni "$mode" "$@"

@@ -42,6 +42,11 @@ if [ "${1-}" != "--helpers" ]; then
     : "${REDIS_CACHE_MAXMEMORY:=256mb}"; export REDIS_CACHE_MAXMEMORY
     : "${ZAPOMNI_HEALTH_HOST:=127.0.0.1}"; export ZAPOMNI_HEALTH_HOST
     : "${ZAPOMNI_HEALTH_PORT:=8090}"; export ZAPOMNI_HEALTH_PORT
+    # MCP over HTTP (the `http` program, `zapomni serve --http`); its token, made on the first start
+    # (zapomni_first_token), is kept in ZAPOMNI_HTTP_TOKEN_FILE, mode 0600.
+    : "${ZAPOMNI_HTTP_HOST:=127.0.0.1}"; export ZAPOMNI_HTTP_HOST
+    : "${ZAPOMNI_HTTP_PORT:=8765}"; export ZAPOMNI_HTTP_PORT
+    : "${ZAPOMNI_HTTP_TOKEN_FILE:=$ZAPOMNI_APPLIANCE_DIR/secrets/http.token}"; export ZAPOMNI_HTTP_TOKEN_FILE
     # Extra redis-server arguments for FalkorDB, appended to its command line by supervisord.
     # Empty normally; the tests slow loading down with "--key-load-delay 300000 ...".
     : "${FALKORDB_EXTRA_ARGS:=}"; export FALKORDB_EXTRA_ARGS
@@ -70,6 +75,11 @@ if [ "${1-}" != "--helpers" ]; then
     : "${ZAPOMNI_SUPERVISOR_PIDFILE:=$ZAPOMNI_RUN_DIR/supervisord.pid}"; export ZAPOMNI_SUPERVISOR_PIDFILE
     # up-local daemonises supervisord; the standalone entrypoint keeps it as its child (true).
     : "${ZAPOMNI_SUPERVISOR_NODAEMON:=false}"; export ZAPOMNI_SUPERVISOR_NODAEMON
+    # The programs supervisord runs (ops/supervisord.conf): here the databases as well as the servers.
+    : "${ZAPOMNI_SUPERVISOR_PROGRAMS:=supervisor/databases.conf supervisor/servers.conf}"
+    export ZAPOMNI_SUPERVISOR_PROGRAMS
+    # up-local starts the HTTP server itself, once the schema is migrated; standalone serves stdio only.
+    : "${ZAPOMNI_HTTP_AUTOSTART:=false}"; export ZAPOMNI_HTTP_AUTOSTART
 fi
 
 # --- the password ----------------------------------------------------------------------------------
@@ -182,6 +192,13 @@ zapomni_password_source() {  # where the password comes from, for messages (neve
     else
         echo "the first line of $ZAPOMNI_PASSWORD_FILE"
     fi
+}
+
+# zapomni_first_token: once FalkorDB answers and the schema is migrated, on the first start only (no
+# ZAPOMNI_HTTP_TOKEN_FILE yet), make the HTTP server's first token (admin, every workspace), keep it in that
+# file (0600) and print it once on stderr with the client line to paste (ops/first-token.py). 0 = there is one.
+zapomni_first_token() {
+    python "$ZAPOMNI_OPS_DIR/first-token.py" "$ZAPOMNI_HTTP_TOKEN_FILE"
 }
 
 [ "${1-}" = "--helpers" ] || zapomni_load_password

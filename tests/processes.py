@@ -21,6 +21,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TextIO
 
@@ -299,8 +300,29 @@ def http_server(data_dir: Path, stderr_path: Path, **options: Any) -> Iterator[H
         server.kill()
 
 
+@dataclass(frozen=True)
+class HttpEndpoint:
+    """A server this suite did not start (an appliance's, a container's), as http_session needs it."""
+
+    url: str
+    verify: ssl.SSLContext | bool = True
+
+
+def claude_code_line(url: str, token: str) -> str:
+    """The line the appliance prints on its first start, and the README gives, to connect Claude Code."""
+    return f'claude mcp add --transport http zapomni {url} --header "Authorization: Bearer {token}"'
+
+
+def status_without_token(url: str) -> int:
+    """The HTTP status of a POST to `url` that carries no token (401 expected)."""
+    response = httpx.post(url, json={}, timeout=10, trust_env=False)  # never through a proxy
+    return response.status_code
+
+
 @asynccontextmanager
-async def http_session(server: HttpServer, token: str | None, *, legacy: bool = False) -> AsyncIterator[ClientSession]:
+async def http_session(
+    server: HttpServer | HttpEndpoint, token: str | None, *, legacy: bool = False
+) -> AsyncIterator[ClientSession]:
     """The SDK's Streamable HTTP client with a bearer token: protocol 2026-07-28 (server/discover), or with
     `legacy` the 2025-11-25 initialize handshake."""
     client = httpx2.AsyncClient(headers=bearer(token), verify=server.verify, timeout=httpx2.Timeout(30, read=300))

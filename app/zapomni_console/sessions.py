@@ -3,7 +3,7 @@
 The token itself never goes back to the browser after sign-in. Each request verifies the session's
 token again (`core.access.verify`, one indexed read), so a revoked or expired token stops working at
 once. Each session has its own CSRF secret: a state-changing request must carry it (header or form
-field) besides the cookie, which a page on another site cannot read (decision 0023).
+field) besides the cookie, which a page on another site cannot read (decision 0022).
 """
 
 from __future__ import annotations

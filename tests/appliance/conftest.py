@@ -18,7 +18,7 @@ def appliance() -> Iterator[Appliance]:
     instance = Appliance()
     try:
         started = time.monotonic()
-        instance.up()
+        instance.first_up = instance.up()
         instance.up_s = time.monotonic() - started
         yield instance
     finally:

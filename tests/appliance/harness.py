@@ -50,14 +50,17 @@ class Appliance:
     def __init__(self, **extra_env: str) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="za-", dir="/tmp"))  # short: unix socket paths are limited
         self.falkordb_port, self.cache_port, self.health_port = free_port(), free_port(), free_port()
+        self.http_port = free_port()
         self.env = clean_environ() | {
             "ZAPOMNI_APPLIANCE_DIR": str(self.dir),
             "FALKORDB_PORT": str(self.falkordb_port),
             "REDIS_CACHE_PORT": str(self.cache_port),
             "ZAPOMNI_HEALTH_PORT": str(self.health_port),
+            "ZAPOMNI_HTTP_PORT": str(self.http_port),
             **extra_env,
         }
         self.up_s = 0.0  # how long the session's `make up-local` took
+        self.first_up: subprocess.CompletedProcess[str] | None = None  # the session's first `make up-local`
 
     # --- commands -----------------------------------------------------------------------------------
 
@@ -110,6 +113,15 @@ class Appliance:
         started = time.monotonic()
         assert wait_for(lambda: self.readyz()[0] == 200, timeout_s=timeout_s), self.readyz()
         return time.monotonic() - started
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}/mcp"
+
+    @property
+    def token_file(self) -> Path:
+        """The HTTP server's first token, made by the first start (ops/first-token.py)."""
+        return self.dir / "secrets" / "http.token"
 
     @property
     def password_file(self) -> Path:

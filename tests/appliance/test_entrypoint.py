@@ -54,7 +54,9 @@ async def test_standalone_serves_mcp_and_stops_everything_when_the_client_closes
             found = await call(session, "search_memory", {"query": "where is the spare propeller?"})
             assert found["results"][0]["memory_id"] == added["memory_id"]
 
-            assert wait_for(lambda: appliance.status() == dict.fromkeys(PROGRAMS, "RUNNING"), timeout_s=15)
+            # The HTTP server stays stopped: the standalone container serves its client on stdio only.
+            running = dict.fromkeys(PROGRAMS, "RUNNING") | {"http": "STOPPED"}
+            assert wait_for(lambda: appliance.status() == running, timeout_s=15)
             # Its FalkorDB and cache want the password generated into the volume on this first start.
             assert stat.S_IMODE(appliance.password_file.stat().st_mode) == 0o600
             with pytest.raises((redis.AuthenticationError, redis.ResponseError), match=r"(?i)auth"):
@@ -194,3 +196,37 @@ def _get(url: str) -> int:
             return response.status
     except OSError:
         return 0
+
+
+def test_stack_mode_makes_the_token_once_then_supervises_health_and_http(appliance: Appliance, tmp_path: Path) -> None:
+    """The compose stack's zapomni service (`stack`), natively: the token made and printed on the first start
+    only, then supervisord running the health endpoint and the HTTP server until SIGTERM."""
+    health_port, http_port = free_port(), free_port()
+    env = stack_env(
+        appliance,
+        ZAPOMNI_DATA_DIR=str(tmp_path / "data"),
+        ZAPOMNI_HEALTH_PORT=str(health_port),
+        ZAPOMNI_HTTP_PORT=str(http_port),
+        TMPDIR=str(tmp_path),
+    )
+    token_file = tmp_path / "data" / "secrets" / "http.token"
+    outputs = []
+    for start in range(2):
+        log = tmp_path / f"stack-{start}.log"
+        stack = subprocess.Popen([ENTRYPOINT, "stack"], env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"))
+        try:
+            urls = [f"http://127.0.0.1:{port}/readyz" for port in (health_port, http_port)]
+            assert wait_for(lambda: all(_get(url) == 200 for url in urls), timeout_s=90), log.read_text()  # noqa: B023
+            stack.terminate()  # supervisord, exec'd in place of the entrypoint, stops both
+            assert stack.wait(timeout=60) == 0
+        finally:
+            if stack.poll() is None:
+                stack.kill()
+                stack.wait()
+        outputs.append(log.read_text())
+    token = token_file.read_text().strip()
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert f'http://127.0.0.1:{http_port}/mcp --header "Authorization: Bearer {token}"' in outputs[0], outputs[0]
+    assert token not in outputs[1] and "Bearer" not in outputs[1], outputs[1]
+    for log in (tmp_path / "data" / "log").iterdir():
+        assert token not in log.read_text(errors="replace"), log

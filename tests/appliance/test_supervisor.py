@@ -1,4 +1,4 @@
-"""The native appliance: `make up-local` / ops/down-local, FalkorDB, Redis and health under supervisord."""
+"""The native appliance: `make up-local` / ops/down-local, FalkorDB, Redis, health and HTTP under supervisord."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tests.appliance.harness import OPS, Appliance, alive
 from tests.helpers import open_core, wait_for
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 
-PROGRAMS = {"falkordb", "redis", "health"}
+PROGRAMS = {"falkordb", "redis", "health", "http"}
 
 
 def test_up_local_runs_everything_under_supervisord_until_ready(appliance: Appliance) -> None:
@@ -65,7 +65,8 @@ def test_falkordb_and_the_cache_want_the_password_generated_at_the_first_start(a
     assert stat.S_IMODE(appliance.password_file.stat().st_mode) == 0o600
     password = appliance.password_file.read_text()
     assert re.fullmatch(r"[A-Za-z0-9_-]{43}\n", password), "one line: secrets.token_urlsafe(32)"
-    assert [entry.name for entry in secrets_dir.iterdir()] == ["falkordb.password"]  # no temporary left
+    # No temporary left (the other file is the HTTP server's token, tests/appliance/test_http.py).
+    assert sorted(entry.name for entry in secrets_dir.iterdir()) == ["falkordb.password", "http.token"]
 
     # Another local user, without the password (or with a wrong one), gets nothing from either server.
     for port in (appliance.falkordb_port, appliance.cache_port):
@@ -200,11 +201,15 @@ async def test_down_local_stops_every_process_and_the_data_survives(appliance: A
     assert "not running" in appliance.down().stdout  # idempotent
 
     # The password is kept across restarts; a password file someone made readable is made private again.
+    # So is the HTTP server's token: not made again, not printed again.
     password = appliance.password
+    token = appliance.token_file.read_text()
     appliance.password_file.chmod(0o644)
-    appliance.up()
+    again = appliance.up()
     assert appliance.password == password
     assert stat.S_IMODE(appliance.password_file.stat().st_mode) == 0o600
+    assert appliance.token_file.read_text() == token
+    assert token.strip() not in again.stdout + again.stderr
     async with open_core(appliance.settings()) as (core, _info):
         assert (await core.workspaces.stats()).total_memories == count
         found = await core.memories.search(SearchRequest(query="what temperature is the greenhouse?"))

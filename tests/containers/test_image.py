@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.containers.harness import IMAGE, SECRETS_VOLUME, engine_env, inspect, podman
+from tests.containers.harness import IMAGE, SECRETS_VOLUME, container, engine_env, inspect, podman
 
 pytestmark = pytest.mark.usefixtures("stack")
 
@@ -69,6 +69,8 @@ def test_the_image_carries_no_secret_and_no_build_machine_certificate(tmp_path: 
     assert "PASSWORD" not in environment and "PIP_CERT" not in environment and "pip_ca" not in environment
 
     needles = {"the stack's password": _stack_password()}
+    token = podman("exec", container("zapomni"), "cat", "/data/secrets/http.token").stdout.strip().encode()
+    needles["the HTTP server's first token"] = token
     needles |= {f"build-machine CA #{i}": line for i, line in enumerate(_build_machine_certificates())}
     bundle_digest = hashlib.sha256(HOST_CA_BUNDLE.read_bytes()).hexdigest()
 
@@ -78,7 +80,7 @@ def test_the_image_carries_no_secret_and_no_build_machine_certificate(tmp_path: 
     try:
         subprocess.run(["podman", "export", "-o", str(archive), name], check=True, env=engine_env())
     finally:
-        podman("rm", "-f", name, check=False)
+        podman("rm", "-f", "--volumes", name, check=False)  # and the anonymous /data volume
 
     found: list[str] = []
     files = 0

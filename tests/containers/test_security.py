@@ -1,6 +1,6 @@
 """The stack's promises to whoever else shares the machine or the network: no container runs as root,
-FalkorDB and Redis refuse clients without the generated password, and nothing listens beyond the loopback
-or the compose network unless the operator publishes it."""
+FalkorDB and Redis refuse clients without the generated password, and nothing listens beyond the compose
+network but the HTTP server (which wants a token), published on the host's loopback only."""
 
 from __future__ import annotations
 
@@ -77,17 +77,23 @@ def test_a_client_without_the_secrets_volume_is_told_what_is_missing() -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_nothing_is_published_and_the_health_endpoint_listens_on_loopback_only() -> None:
+def test_only_the_http_server_is_published_on_the_host_loopback_and_health_listens_on_loopback_only() -> None:
     for service in SERVICES:
         details = inspect(container(service))
-        # An exposed port is listed with no binding (None); a published one would list its host address.
+        # An exposed port is listed with no binding (None); a published one lists its host address.
         published = {**(details["HostConfig"].get("PortBindings") or {}), **details["NetworkSettings"]["Ports"]}
-        assert not any(published.values()), f"{service} publishes {published}"
+        published = {port: bindings for port, bindings in published.items() if bindings}
+        if service == "zapomni":  # MCP over HTTP, on the host's 127.0.0.1 only
+            hosts = {binding["HostIp"] for bindings in published.values() for binding in bindings}
+            assert list(published) == ["8765/tcp"] and hosts == {"127.0.0.1"}, published
+        else:
+            assert not published, f"{service} publishes {published}"
         assert list(details["NetworkSettings"]["Networks"]) == [NETWORK], service
-    # Inside the zapomni service: the one TCP listener is the health endpoint on 127.0.0.1:8090.
+    # Inside the zapomni service: the health endpoint on 127.0.0.1:8090, and the HTTP server on every
+    # interface of the container (port 8765), which only the stack's network and the publication reach.
     listening = podman(
         "exec", container("zapomni"), "python", "-c",
         "print(*[l.split()[1] for f in ('/proc/net/tcp', '/proc/net/tcp6') for l in open(f).readlines()[1:]"
         " if l.split()[3] == '0A'])",
     ).stdout.split()  # fmt: skip
-    assert listening == ["0100007F:1F9A"], listening  # 127.0.0.1:8090, hex, as /proc/net/tcp writes it
+    assert sorted(listening) == ["00000000:223D", "0100007F:1F9A"], listening  # hex, as /proc/net/tcp writes it

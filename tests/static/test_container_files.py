@@ -376,10 +376,10 @@ def test_every_service_has_resource_limits():
     assert "Resource limits" in COMPOSE.read_text(), "the sizing is documented"
 
 
-def test_zapomni_service_runs_the_health_mode_against_the_stack():
+def test_zapomni_service_runs_the_stack_mode_against_the_stack():
     zapomni = services()["zapomni"]
     assert zapomni["build"] == {"context": "."} or zapomni["build"] == "."
-    assert zapomni["command"] == ["health"]
+    assert zapomni["command"] == ["stack"]
     assert zapomni["healthcheck"]["test"] == ["CMD", PROBE]
     env = environment(zapomni)
     for key, value in STACK_ENV.items():
@@ -387,6 +387,17 @@ def test_zapomni_service_runs_the_health_mode_against_the_stack():
     for key in ("FALKORDB_HOST", "OLLAMA_HOST", "REDIS_URL"):
         host = re.sub(r"^\w+://", "", env[key]).split(":")[0].split("/")[0]
         assert host in services(), f"{key} names {host}, which is not a service"
+
+
+def test_the_http_server_listens_in_the_container_and_is_published_on_the_host_loopback_only():
+    zapomni = services()["zapomni"]
+    env = environment(zapomni)
+    assert env["ZAPOMNI_HTTP_HOST"] == "0.0.0.0" and env["ZAPOMNI_HTTP_INSECURE"] == "true"
+    (published,) = zapomni["ports"]
+    host_ip, host_port, container_port = str(published).split(":")
+    assert host_ip == "127.0.0.1" and container_port == env["ZAPOMNI_HTTP_PORT"]
+    assert env["ZAPOMNI_HTTP_PUBLIC_URL"] == f"http://127.0.0.1:{host_port}/mcp"
+    assert env["ZAPOMNI_PROBE_HTTP"] == "true", "the health check must cover the HTTP server"
 
 
 def test_backup_and_restore_see_falkordbs_files_through_the_shared_volume():
