@@ -87,7 +87,7 @@ lint: $(TEST_STAMP)  ## static checks (ruff, mypy); adds the test and bench tool
 	$(BIN)/mypy
 
 # Every figure the README quotes comes from a file one of these writes (tests/static/test_readme_figures.py).
-bench: $(BENCH_STAMP)  ## run the benchmarks (~85 min on 2 cores), results in bench/results/; adds the bench tools
+bench: $(BENCH_STAMP)  ## run the benchmarks (~95 min on 2 cores), results in bench/results/; adds the bench tools
 	$(BIN)/python -m bench.install_size
 	$(BIN)/python -m bench.cold_start
 	$(BIN)/python -m bench.quality
@@ -108,6 +108,7 @@ bench: $(BENCH_STAMP)  ## run the benchmarks (~85 min on 2 cores), results in be
 	$(BIN)/python -m bench.graph_large_memory
 	$(BIN)/python -m bench.token_verify
 	$(BIN)/python -m bench.http_load
+	$(BIN)/python -m bench.primary_writes
 	$(BIN)/python -m bench.console
 
 # The appliance's figures (bench/results/appliance.md), on the stack `make test-appliance` built and left ready.

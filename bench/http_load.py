@@ -34,6 +34,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -265,7 +266,12 @@ async def measure(workdir: Path, clients: int, seconds: float, memories: int, se
     print(f"seeding {memories} memories ...", file=sys.stderr)
     await seed(data_dir, memory_texts(pool, memories, seed=5))
     token = create_token(data_dir)
-    results: dict[str, Any] = {"commit": commit(), "seed_memories": memories, "runs": []}
+    results: dict[str, Any] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit(),
+        "seed_memories": memories,
+        "runs": [],
+    }
 
     # The transports one request at a time on the same store: what HTTP adds to each call.
     overhead_queries = asked[:searches]
@@ -305,7 +311,8 @@ def report(results: dict[str, Any]) -> str:
     lines = [
         "# HTTP under load (bench/http_load.py)",
         "",
-        f"Commit {results['commit']}, {os.cpu_count()} cores. Store seeded with {results['seed_memories']} memories; "
+        f"{results['date']}, commit {results['commit']}, {os.cpu_count()} cores. "
+        f"Store seeded with {results['seed_memories']} memories; "
         "80 % search_memory (limit 10) / 20 % add_memory, each client one SDK Streamable HTTP session.",
         "",
         "| replicas | clients | requests/s | errors | search p50 / p95 / p99 ms | add p50 / p95 / p99 ms "

@@ -439,3 +439,12 @@ def test_console_bench_times_the_list_and_the_graph_in_the_browser(tmp_path: Pat
     assert report["list"]["payload"]["uncompressed_kb"] < 200 < report["graph"]["payload"]["uncompressed_kb"]
     assert report["graph"]["payload"]["compressed_kb"] < report["graph"]["payload"]["uncompressed_kb"]
     assert "| memory list (25 newest) |" in out.read_text()
+
+
+def test_primary_writes_bench_reports_every_writer_count_for_both_fsync_policies(tmp_path: Path) -> None:
+    out = tmp_path / "primary_writes.md"
+    done = run_module("bench.primary_writes", "--seconds", "1", "--output", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    rates = json.loads(out.with_suffix(".json").read_text())["rates"]
+    assert set(rates) == {f"{fsync}/{w}" for fsync in ("always", "everysec") for w in (1, 4, 16)}
+    assert all(rate > 0 for rate in rates.values()), rates

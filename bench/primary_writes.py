@@ -1,0 +1,127 @@
+"""What one FalkorDB primary sustains: memory writes per second with the model out of the way.
+
+Replicas share one database, and every write goes to its one primary: this is the ceiling replicas
+cannot lift. Single-chunk memories (real SciFact text, its term counts, a perturbed copy of a stored
+vector) are written through `MemoryWrites.insert`, the transaction `add_memory` ends in, from 1, 4 and
+16 concurrent writers for a fixed time, with the product's `appendfsync always` and with `everysec`.
+
+Run: `.venv/bin/python -m bench.primary_writes [--seconds 15]`; results in bench/results/primary_writes.md/.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import DATA_DIR, commit, in_scratch_dir, write_results
+from bench.scale import connect_embedded, memory_texts, sentences
+from zapomni_core import AddMemoryRequest, Settings, open_core
+from zapomni_core.memories.writing import content_hash
+from zapomni_core.search.analyzer import Analyzer
+from zapomni_db import ChunkRow, GraphClient, MemoryRecord, MemoryWrites
+
+RESULTS = Path(__file__).resolve().parent / "results"
+WRITERS = (1, 4, 16)
+SEED_MEMORIES = 200
+
+
+async def seeded(data_dir: Path, fsync: str, texts: list[str]) -> None:
+    """A store with real vectors to borrow (the model embeds these few)."""
+    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_APPENDFSYNC=fsync, LOG_LEVEL="WARNING")
+    async with open_core(settings, background_jobs=False) as (core, _info):
+        for text in texts[:SEED_MEMORIES]:
+            await core.memories.add(AddMemoryRequest(text=text))
+
+
+async def write_rate(data_dir: Path, texts: list[str], writers: int, seconds: float) -> float:
+    """Memories per second that `writers` concurrent writers store in `seconds`."""
+    connection = connect_embedded(data_dir)
+    client = GraphClient(connection, "zapomni")
+    writes, analyzer, rng = MemoryWrites(client), Analyzer(), np.random.default_rng(writers)
+    rows = await client.ro_query("MATCH (c:Chunk) RETURN c.embedding LIMIT 500")
+    base = np.asarray([row[0] for row in rows], dtype=np.float32)
+    # Prepared before the clock starts: only the database's work is timed.
+    prepared: list[tuple[MemoryRecord, list[ChunkRow]]] = []
+    for i, text in enumerate(texts):
+        unique = f"{text} ({writers}-{i})"
+        vector = base[rng.integers(0, len(base))] + rng.normal(0, 0.02, base.shape[1])
+        vector /= np.linalg.norm(vector)
+        counts, now = analyzer.count(unique), time.time()
+        memory = MemoryRecord(
+            id=str(uuid.uuid4()), text=unique, created_at=now, content_hash=content_hash(unique), date_ts=now
+        )
+        chunk = ChunkRow(str(uuid.uuid4()), 0, unique, vector.tolist(), counts.terms, counts.counts, counts.length)
+        prepared.append((memory, [chunk]))
+    written = 0
+    until = time.monotonic() + seconds
+
+    async def writer(offset: int) -> None:
+        nonlocal written
+        for memory, chunks in prepared[offset::writers]:
+            if time.monotonic() >= until:
+                return
+            await writes.insert(memory, chunks)
+            written += 1
+
+    started = time.monotonic()
+    try:
+        await asyncio.gather(*(writer(i) for i in range(writers)))
+    finally:
+        await connection.close()
+    return written / (time.monotonic() - started)
+
+
+async def measure(workdir: Path, seconds: float) -> dict[str, Any]:
+    texts = memory_texts(sentences(DATA_DIR), 20_000, seed=9)
+    results: dict[str, Any] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit(),
+        "seconds": seconds,
+        "rates": {},
+    }
+    for fsync in ("always", "everysec"):
+        data_dir = workdir / fsync
+        await seeded(data_dir, fsync, texts)
+        # The embedded database stops with its last client: a core keeps it up while the writers run.
+        settings = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_APPENDFSYNC=fsync, LOG_LEVEL="WARNING")
+        async with open_core(settings, background_jobs=False):
+            for writers in WRITERS:
+                rate = await write_rate(data_dir, texts, writers, seconds)
+                results["rates"][f"{fsync}/{writers}"] = round(rate, 1)
+    return results
+
+
+def report(results: dict[str, Any]) -> str:
+    lines = [
+        "# What one FalkorDB primary sustains (bench/primary_writes.py)",
+        "",
+        f"{results['date']}, commit {results['commit']}; single-chunk memories written through "
+        "`MemoryWrites.insert` with vectors "
+        f"already computed, {results['seconds']:g} s per cell; memories per second.",
+        "",
+        "| appendfsync | " + " | ".join(f"{w} writer{'s' if w > 1 else ''}" for w in WRITERS) + " |",
+        "|---|" + "---:|" * len(WRITERS),
+    ]
+    for fsync in ("always", "everysec"):
+        lines.append(f"| {fsync} | " + " | ".join(str(results["rates"][f"{fsync}/{w}"]) for w in WRITERS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--output", type=Path, default=RESULTS / "primary_writes.md")
+    args = parser.parse_args()
+    results = in_scratch_dir("zpw-", lambda workdir: measure(workdir, args.seconds))
+    write_results(report(results), results, args.output, args.output.with_suffix(".json"))
+
+
+if __name__ == "__main__":
+    main()
