@@ -7,7 +7,9 @@ from pathlib import Path
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.routing import BaseRoute, Mount
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from zapomni_console import graph_pages, job_pages, memory_pages, search_pages, signin, workspace_pages
@@ -30,7 +32,13 @@ def console_routes(core: ZapomniCore, *, secure_cookies: bool = False, limits: L
         *graph_pages.routes(console),
         *workspace_pages.routes(console),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        # Browsers ask for it after any page, a refusal included: a 404 there is an error in their console.
+        Route("/favicon.ico", _no_icon, methods=["GET"]),
     ]
+
+
+async def _no_icon(request: Request) -> Response:
+    return Response(status_code=204)
 
 
 def console_app(core: ZapomniCore, *, secure_cookies: bool = False, limits: Limits | None = None) -> Starlette:

@@ -315,6 +315,7 @@ def test_a_form_posted_from_elsewhere_is_refused(browser: Any, site: str, store:
         page.click("button")
     assert caught.value.status == 403, caught.value.text()
     assert ("cross-origin" if where == "another origin" else "Origin 'null'") in caught.value.text()
+    page.wait_for_load_state("load")
     tab.errors.clear()  # the refusal's own 403
     tab.close()
     (got,) = mcp(store["data_dir"], ("get_memory", {"memory_id": store["ids"][1]}))
