@@ -498,6 +498,15 @@ class ConsoleServer(Child):
             self.kill()
             raise AssertionError(f"zapomni console printed no address in {timeout_s} s:\n{self.stderr()}") from None
         assert self.url.startswith("http://127.0.0.1:"), (self.url, self.stderr())
+        # The address is printed as the server binds; on a loaded machine the first page may not answer yet.
+        assert wait_for(self._answers, timeout_s=timeout_s), f"zapomni console did not answer:\n{self.stderr()}"
+
+    def _answers(self) -> bool:
+        assert self.running(), f"zapomni console exited: {self.stderr()}"
+        try:
+            return httpx.get(self.url.rstrip("/") + "/login", timeout=5).status_code == 200
+        except httpx.TransportError:
+            return False
 
 
 def create_token(env: dict[str, str], name: str, role: str) -> str:
