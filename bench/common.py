@@ -10,6 +10,7 @@ import asyncio
 import csv
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -17,12 +18,15 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
+import httpx
 import numpy as np
 from mcp import ClientSession
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The installed command beside this interpreter: the checkout the bench runs from.
+ZAPOMNI = str(Path(sys.executable).parent / "zapomni")
 DATA_DIR = (REPO_ROOT / ".." / "shared" / "data" / "scifact").resolve()
 
 
@@ -128,3 +132,35 @@ def in_scratch_dir(prefix: str, work: Callable[[Path], Awaitable[T]]) -> T:
         return asyncio.run(work(workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def serve_http(
+    env: dict[str, str], port: int, *, stderr: IO[bytes] | int = subprocess.DEVNULL, timeout_s: float = 180.0
+) -> subprocess.Popen[bytes]:
+    """`zapomni serve --http` on 127.0.0.1:`port`, handed back once its /readyz answers (killed if it never does)."""
+    server = subprocess.Popen(
+        [ZAPOMNI, "serve", "--http", "--port", str(port)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"zapomni serve --http exited with {server.returncode} before it was ready")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    server.kill()
+    raise RuntimeError(f"zapomni serve --http did not become ready in {timeout_s:g} s")

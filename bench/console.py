@@ -24,7 +24,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,10 +33,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 
-from bench.common import DATA_DIR, commit, in_scratch_dir, write_results
+from bench.common import DATA_DIR, commit, free_port, in_scratch_dir, serve_http, write_results
 from bench.memory_ops import grow
 from bench.scale import sentences
 from zapomni_core import CreateTokenRequest, Settings, open_core
@@ -46,7 +44,6 @@ from zapomni_core.logs import configure_logging
 from zapomni_db import EntityRow, MentionRow, RelationRow
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ZAPOMNI = str(Path(sys.executable).parent / "zapomni")
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 HUB, FIRST = "Hub Person", "Person 001"
@@ -106,27 +103,10 @@ async def build_store(workdir: Path, memories: int) -> str:
         return made.token
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def serve(workdir: Path, port: int) -> subprocess.Popen[bytes]:
     env = os.environ | {"ZAPOMNI_DATA_DIR": str(workdir), "LOG_LEVEL": "WARNING", "ZAPOMNI_GRAPH_AUTO": "false"}
     # The rate limit is the HTTP API's; the bench's own loads should not meet it.
-    env |= {"ZAPOMNI_HTTP_RATE": "0"}
-    server = subprocess.Popen([ZAPOMNI, "serve", "--http", "--port", str(port)], env=env, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                return server
-        except httpx.TransportError:
-            pass
-        time.sleep(0.3)
-    server.kill()
-    raise RuntimeError("zapomni serve --http did not become ready in 120 s")
+    return serve_http(env | {"ZAPOMNI_HTTP_RATE": "0"}, port, timeout_s=120)
 
 
 def payload(sizes: list[list[Any]]) -> dict[str, Any]:

@@ -25,7 +25,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,19 +43,12 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.common import DATA_DIR, commit, in_scratch_dir, summary_ms, write_results
-from bench.scale import memory_texts, peak_rss_mb, queries, sentences
+from bench.common import DATA_DIR, ZAPOMNI, commit, free_port, in_scratch_dir, serve_http, summary_ms, write_results
+from bench.scale import database_pid, memory_texts, peak_rss_mb, queries, sentences
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-ZAPOMNI = str(Path(sys.executable).parent / "zapomni")
 SEARCH_SHARE = 0.8
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
@@ -82,41 +74,24 @@ class Replica:
 
 @contextmanager
 def replicas(data_dir: Path, count: int, log_dir: Path) -> Iterator[list[Replica]]:
+    """`count` HTTP servers on the store in `data_dir`, each logging to a file of its own; stopped with SIGTERM."""
     started: list[Replica] = []
-    try:
-        for index in range(count):
-            port = free_port()
-            log = (log_dir / f"replica-{count}-{index}.log").open("wb")
-            process = subprocess.Popen(
-                [ZAPOMNI, "serve", "--http", "--port", str(port)],
-                env=server_env(data_dir),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-            )
-            started.append(Replica(process, f"http://127.0.0.1:{port}/mcp"))
-            _wait_healthy(process, f"http://127.0.0.1:{port}/healthz")
-        yield started
-    finally:
-        for replica in started:
-            replica.process.send_signal(signal.SIGTERM)
-        for replica in started:
-            try:
-                replica.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                replica.process.kill()
-
-
-def _wait_healthy(process: subprocess.Popen[bytes], url: str) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"a replica exited with {process.returncode} (see its log)")
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        time.sleep(0.3)
-    raise RuntimeError(f"no answer from {url} in 180 s")
+    with contextlib.ExitStack() as logs:
+        try:
+            for index in range(count):
+                port = free_port()
+                log = logs.enter_context((log_dir / f"replica-{count}-{index}.log").open("wb"))
+                process = serve_http(server_env(data_dir), port, stderr=log)
+                started.append(Replica(process, f"http://127.0.0.1:{port}/mcp"))
+            yield started
+        finally:
+            for replica in started:
+                replica.process.send_signal(signal.SIGTERM)
+            for replica in started:
+                try:
+                    replica.process.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    replica.process.kill()
 
 
 def create_token(data_dir: Path) -> str:
@@ -252,13 +227,6 @@ def server_side(replica: Replica, token: str) -> dict[str, float]:
     }
 
 
-def database_pid(data_dir: Path) -> int | None:
-    """The embedded FalkorDB's pid, from the process table (its command line names the data directory)."""
-    found = subprocess.run(["pgrep", "-f", f"redis-server.*{data_dir}"], capture_output=True, text=True)
-    pids = [int(p) for p in found.stdout.split()]
-    return pids[0] if pids else None
-
-
 async def measure(workdir: Path, clients: int, seconds: float, memories: int, searches: int) -> dict[str, Any]:
     data_dir = workdir / "store"
     pool = sentences(DATA_DIR)
@@ -299,8 +267,7 @@ async def measure(workdir: Path, clients: int, seconds: float, memories: int, se
             run["idle_search_ms"] = idle
             # Idle searches are in the counters too; the load's thousands outweigh them.
             run["server_side"] = [server_side(replica, token) for replica in group]
-            pid = database_pid(data_dir)
-            run["database_peak_rss_mb"] = round(peak_rss_mb(pid), 1) if pid else None
+            run["database_peak_rss_mb"] = peak_rss_mb(await database_pid(data_dir))
             loaded_p95 = run["per_tool_ms"].get("search_memory", {}).get("p95")
             run["search_p95_over_idle"] = round(loaded_p95 / idle["p95"], 2) if loaded_p95 else None
             results["runs"].append(run)

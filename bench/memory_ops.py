@@ -22,7 +22,6 @@ import shutil
 import statistics
 import tempfile
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,13 +30,11 @@ from typing import Any
 import numpy as np
 
 from bench.common import DATA_DIR, progress, summary_ms, timed_ms
-from bench.scale import sentences
+from bench.scale import borrowed_vectors, sentences, single_chunk_memory
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import DeleteMemoryRequest, ListMemoriesRequest, SearchRequest
-from zapomni_core.memories.writing import content_hash
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_db import ChunkRow, MemoryRecord
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STORE = 10_000
@@ -52,16 +49,11 @@ async def grow(core: ZapomniCore, workspace: str | None, texts: Sequence[str], b
     assert space is not None
     analyzer, ids = Analyzer(), []
     bar = progress(len(texts), f"growing {space.name} by {len(texts):,}")
-    vectors = base[rng.integers(0, len(base), len(texts))] + rng.normal(0, 0.02, (len(texts), base.shape[1]))
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
-        counts, now = analyzer.count(text), time.time()
-        memory = MemoryRecord(
-            id=str(uuid.uuid4()), text=text, created_at=now, content_hash=content_hash(text), date_ts=now,
-            tags=["sampled"] if i % 10 == 0 else [], source=source,
-        )  # fmt: skip
-        chunk = ChunkRow(str(uuid.uuid4()), 0, text, vector.tolist(), counts.terms, counts.counts, counts.length)
-        if await space.stores.writes.insert(memory, [chunk]):
+    for i, (text, vector) in enumerate(zip(texts, borrowed_vectors(base, len(texts), rng), strict=True)):
+        memory, chunks = single_chunk_memory(
+            text, vector, analyzer, tags=["sampled"] if i % 10 == 0 else [], source=source
+        )
+        if await space.stores.writes.insert(memory, chunks):
             ids.append(memory.id)
         if bar is not None:
             bar.update(1)

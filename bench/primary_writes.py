@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,10 @@ from typing import Any
 import numpy as np
 
 from bench.common import DATA_DIR, commit, in_scratch_dir, write_results
-from bench.scale import connect_embedded, memory_texts, sentences
+from bench.scale import borrowed_vectors, connect_embedded, memory_texts, sentences, single_chunk_memory
 from zapomni_core import AddMemoryRequest, Settings, open_core
-from zapomni_core.memories.writing import content_hash
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_db import ChunkRow, GraphClient, MemoryRecord, MemoryWrites
+from zapomni_db import GraphClient, MemoryWrites
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WRITERS = (1, 4, 16)
@@ -48,17 +46,9 @@ async def write_rate(data_dir: Path, texts: list[str], writers: int, seconds: fl
     rows = await client.ro_query("MATCH (c:Chunk) RETURN c.embedding LIMIT 500")
     base = np.asarray([row[0] for row in rows], dtype=np.float32)
     # Prepared before the clock starts: only the database's work is timed.
-    prepared: list[tuple[MemoryRecord, list[ChunkRow]]] = []
-    for i, text in enumerate(texts):
-        unique = f"{text} ({writers}-{i})"
-        vector = base[rng.integers(0, len(base))] + rng.normal(0, 0.02, base.shape[1])
-        vector /= np.linalg.norm(vector)
-        counts, now = analyzer.count(unique), time.time()
-        memory = MemoryRecord(
-            id=str(uuid.uuid4()), text=unique, created_at=now, content_hash=content_hash(unique), date_ts=now
-        )
-        chunk = ChunkRow(str(uuid.uuid4()), 0, unique, vector.tolist(), counts.terms, counts.counts, counts.length)
-        prepared.append((memory, [chunk]))
+    unique = [f"{text} ({writers}-{i})" for i, text in enumerate(texts)]
+    vectors = borrowed_vectors(base, len(unique), rng)
+    prepared = [single_chunk_memory(text, vector, analyzer) for text, vector in zip(unique, vectors, strict=True)]
     written = 0
     until = time.monotonic() + seconds
 

@@ -175,6 +175,25 @@ def raw_embedder_rate(texts: list[str]) -> float:
     return len(sample) / (time.perf_counter() - started)
 
 
+def borrowed_vectors(base: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    """`count` unit vectors near stored ones: a realistic neighbourhood without running the model."""
+    vectors = base[rng.integers(0, len(base), count)] + rng.normal(0, 0.02, (count, base.shape[1]))
+    unit: np.ndarray = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return unit
+
+
+def single_chunk_memory(
+    text: str, vector: np.ndarray, analyzer: Analyzer, **fields: Any
+) -> tuple[MemoryRecord, list[ChunkRow]]:
+    """A memory of one chunk as the write path stores it, its vector given: what `MemoryWrites.insert` takes."""
+    counts, now = analyzer.count(text), time.time()
+    memory = MemoryRecord(
+        id=str(uuid.uuid4()), text=text, created_at=now, content_hash=content_hash(text), date_ts=now, **fields
+    )
+    chunk = ChunkRow(str(uuid.uuid4()), 0, text, vector.tolist(), counts.terms, counts.counts, counts.length)
+    return memory, [chunk]
+
+
 async def grow(workdir: Path, texts: list[str], seed: int) -> None:
     """Add single-chunk memories through the stores' writes with vectors borrowed from stored chunks.
 
@@ -191,18 +210,8 @@ async def grow(workdir: Path, texts: list[str], seed: int) -> None:
     try:
         for start in range(0, len(texts), 500):
             batch = texts[start : start + 500]
-            vectors = base[rng.integers(0, len(base), len(batch))] + rng.normal(0, 0.02, (len(batch), base.shape[1]))
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            for text, vector in zip(batch, vectors, strict=True):
-                counts = analyzer.count(text)
-                now = time.time()
-                memory = MemoryRecord(
-                    id=str(uuid.uuid4()), text=text, created_at=now, content_hash=content_hash(text), date_ts=now
-                )
-                chunk = ChunkRow(
-                    str(uuid.uuid4()), 0, text, vector.tolist(), counts.terms, counts.counts, counts.length
-                )
-                await writes.insert(memory, [chunk])
+            for text, vector in zip(batch, borrowed_vectors(base, len(batch), rng), strict=True):
+                await writes.insert(*single_chunk_memory(text, vector, analyzer))
             if bar is not None:
                 bar.update(len(batch))
     finally:

@@ -154,6 +154,6 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _console(settings: Settings, port: int) -> int:
-    from zapomni_console.serve import run  # the web stack loads only for this command
+    from zapomni_http.console import run  # the web stack loads only for this command
 
     return run(settings, port)

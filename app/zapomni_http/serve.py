@@ -67,13 +67,13 @@ class HttpTransport:
             ssl_certfile=str(settings.tls_cert) if settings.tls_cert else None,
             ssl_keyfile=str(settings.tls_key) if settings.tls_key else None,
         )
-        server = _Uvicorn(config)
+        server = QuietUvicorn(config)
         stop.stop_serving = server.request_exit
         announce(info, settings)
         await server.serve(sockets=[self.listener])
 
 
-class _Uvicorn(uvicorn.Server):
+class QuietUvicorn(uvicorn.Server):
     """uvicorn without its signal handlers: zapomni_mcp.serve watches the signals and asks it to stop."""
 
     @contextlib.contextmanager

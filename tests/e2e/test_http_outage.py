@@ -3,12 +3,10 @@ told otherwise would drop it), and the same token works again once the database 
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 from tests.helpers import wait_for
-from tests.processes import ZAPOMNI, FalkorDB, child_env, http_server
+from tests.processes import FalkorDB, child_env, create_token, http_server
 
 PASSWORD = "outage-test-password"
 LIST_WORKSPACES = {
@@ -30,10 +28,7 @@ def test_a_token_that_cannot_be_checked_gets_503_and_works_again_after(tmp_path:
         "FALKORDB_PASSWORD": PASSWORD,
     }
     try:
-        command = [ZAPOMNI, "token", "create", "--name", "outage", "--all", "--role", "read", "--json"]
-        made = subprocess.run(command, env=child_env(env), capture_output=True, text=True, timeout=120)
-        assert made.returncode == 0, made.stderr
-        token = json.loads(made.stdout)["token"]
+        token = create_token(child_env(env), "outage", "read")
         with http_server(tmp_path / "replica", tmp_path / "server.log", **env) as server:
             assert server.post(LIST_WORKSPACES, token).status_code == 200
             database.kill()

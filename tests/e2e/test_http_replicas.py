@@ -7,7 +7,6 @@ killed with -9 is finished by the other, once, with nothing acknowledged lost.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,7 +17,7 @@ import anyio
 import pytest
 
 from tests.e2e.test_large_adds import document
-from tests.processes import ZAPOMNI, FalkorDB, HttpServer, call, child_env, http_server, http_session
+from tests.processes import ZAPOMNI, FalkorDB, HttpServer, call, child_env, create_token, http_server, http_session
 
 pytestmark = pytest.mark.anyio
 
@@ -48,13 +47,9 @@ def server_mode(database: FalkorDB, **extra: str) -> dict[str, str]:
     }
 
 
-def create_token(database: FalkorDB, name: str, role: str) -> str:
-    env = child_env(server_mode(database), LOG_LEVEL="WARNING")
-    command = [ZAPOMNI, "token", "create", "--name", name, "--all", "--role", role, "--json"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    token: str = json.loads(done.stdout)["token"]
-    return token
+def token(database: FalkorDB, name: str, role: str) -> str:
+    """A token for every workspace, made by `zapomni token create` on the shared database."""
+    return create_token(child_env(server_mode(database), LOG_LEVEL="WARNING"), name, role)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +65,7 @@ def pair(database: FalkorDB, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 @pytest.fixture(scope="module")
 def writer(database: FalkorDB, pair: tuple[HttpServer, HttpServer]) -> str:
-    return create_token(database, "replica-writer", "write")
+    return token(database, "replica-writer", "write")
 
 
 async def test_a_write_through_one_replica_is_found_through_the_other_at_once(
@@ -94,15 +89,15 @@ async def test_a_token_revoked_through_one_replica_is_refused_by_both(
     database: FalkorDB, pair: tuple[HttpServer, HttpServer]
 ) -> None:
     first, second = pair
-    token = create_token(database, "short-lived-replica", "read")
+    token_text = token(database, "short-lived-replica", "read")
     ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_workspaces", "arguments": {}}}
-    assert [first.post(ping, token).status_code, second.post(ping, token).status_code] == [200, 200]
+    assert [first.post(ping, token_text).status_code, second.post(ping, token_text).status_code] == [200, 200]
     env = child_env(server_mode(database), LOG_LEVEL="WARNING")
     revoked = subprocess.run(
         [ZAPOMNI, "token", "revoke", "short-lived-replica"], env=env, capture_output=True, text=True, timeout=120
     )
     assert revoked.returncode == 0, revoked.stderr
-    assert [first.post(ping, token).status_code, second.post(ping, token).status_code] == [401, 401]
+    assert [first.post(ping, token_text).status_code, second.post(ping, token_text).status_code] == [401, 401]
 
 
 async def test_a_replica_killed_mid_job_leaves_the_job_to_the_other_which_finishes_it_once(
