@@ -25,9 +25,9 @@ from zapomni_db.errors import (
 from zapomni_db.files import FileStore
 from zapomni_db.graph import GraphStore
 from zapomni_db.jobs import JobStore
-from zapomni_db.maintenance import Maintenance
+from zapomni_db.maintenance import DerivedField, Maintenance
 from zapomni_db.memories import MemoryWrites
-from zapomni_db.memory_reads import MemoryReads
+from zapomni_db.memory_reads import MemoryReads, text_head
 from zapomni_db.records.access import Role, TokenRow
 from zapomni_db.records.code import CodeFileRow, SymbolDefinition, SymbolInfo, SymbolKind, SymbolRow
 from zapomni_db.records.files import StoredFile
@@ -76,6 +76,7 @@ __all__ = [
     "DatabaseError",
     "DatabaseTarget",
     "DatabaseUnavailable",
+    "DerivedField",
     "DirectoryUnusable",
     "EmbeddedDatabase",
     "EmbedderClaim",
@@ -132,5 +133,6 @@ __all__ = [
     "read_suspension",
     "repair_vector_index",
     "rewrite_append_only_file",
+    "text_head",
     "wait_for_indexes",
 ]

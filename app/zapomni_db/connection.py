@@ -251,6 +251,8 @@ class Connection:
                 raise QueryFailed(str(exc)) from exc
             except RedisError as exc:
                 raise QueryFailed(str(exc)) from exc
+            except UnicodeDecodeError as exc:  # the driver decodes every reply string as UTF-8
+                raise QueryFailed(f"the database answered text that is not UTF-8: {exc}") from exc
             finally:
                 _ATTEMPT.reset(token)
             if write and attempt.sent:

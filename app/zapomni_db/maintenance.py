@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Literal
 
 from zapomni_db.client import GraphClient
 from zapomni_db.errors import SchemaMismatch
@@ -17,6 +18,9 @@ from zapomni_db.schema import current_version
 # Change-log entries older than this are pruned; a process whose keyword index is further behind
 # (idle that long while others deleted) rebuilds its index from the store.
 CHANGE_LOG_KEEP_S = 15 * 60.0
+
+# Properties a write derives from a memory's text; older stores get them once, on opening.
+DerivedField = Literal["content_hash", "head"]
 
 
 class Maintenance:
@@ -59,18 +63,19 @@ class Maintenance:
         )
         return int(rows[0][0]) if rows else 0
 
-    async def memories_without_hash(self, limit: int) -> list[tuple[str, str]]:
-        """(id, text) of memories stored before content hashes were recorded."""
+    async def memories_without(self, field: DerivedField, limit: int) -> list[tuple[str, str]]:
+        """(id, text) of memories stored before `field` was derived from the text on write."""
         rows = await self._client.ro_query(
-            "MATCH (m:Memory) WHERE m.content_hash IS NULL RETURN m.id, m.text LIMIT $limit", {"limit": limit}
+            f"MATCH (m:Memory) WHERE m.{field} IS NULL RETURN m.id, m.text LIMIT $limit", {"limit": limit}
         )
         return [(row[0], row[1]) for row in rows]
 
-    async def set_content_hashes(self, hashes: Sequence[tuple[str, str]]) -> None:
+    async def set_derived(self, field: DerivedField, values: Sequence[tuple[str, str]]) -> None:
+        """Set `field` on the memories named in (id, value) pairs."""
         # Memory nodes are not vector-indexed: setting a property on them is safe.
         await self._client.query(
-            "UNWIND $rows AS r MATCH (m:Memory {id: r[0]}) SET m.content_hash = r[1]",
-            {"rows": [list(pair) for pair in hashes]},
+            f"UNWIND $rows AS r MATCH (m:Memory {{id: r[0]}}) SET m.{field} = r[1]",
+            {"rows": [list(pair) for pair in values]},
         )
 
     async def database_size_bytes(self) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 
 from zapomni_db._cypher import CHUNK_PROPERTIES, DROP_UNMENTIONED, JOB_PROPERTIES, NEXT_SEQ, PURGE_EVIDENCE
 from zapomni_db.client import GraphClient
+from zapomni_db.memory_reads import text_head
 from zapomni_db.records.jobs import JobRecord
 from zapomni_db.records.memories import ChunkRow, MemoryRecord
 
@@ -22,7 +23,7 @@ from zapomni_db.records.memories import ChunkRow, MemoryRecord
 WRITE_BATCH = 500
 
 _MEMORY_PROPERTIES = (
-    "{id: $memory_id, text: $text, created_at: $created_at, updated_at: $updated_at, tags: $tags, "
+    "{id: $memory_id, text: $text, head: $head, created_at: $created_at, updated_at: $updated_at, tags: $tags, "
     "source: $source, date: $date, date_ts: $date_ts, metadata: $metadata, chunk_count: $chunk_count, "
     "content_hash: $content_hash, seq: seq, kind: $kind, file_hash: $file_hash, graph_state: $graph_state, "
     "thread: $thread, inferred: $inferred}"
@@ -52,7 +53,7 @@ _INSERT_LINK = (
 _DROP_STAGED = "MATCH (c:Chunk {memory_id: $memory_id}) WHERE NOT (c)<-[:HAS_CHUNK]-() DELETE c"
 
 _SET_FIELDS = (
-    "m.text = $text, m.tags = $tags, m.source = $source, m.date = $date, m.date_ts = $date_ts, "
+    "m.text = $text, m.head = $head, m.tags = $tags, m.source = $source, m.date = $date, m.date_ts = $date_ts, "
     "m.metadata = $metadata, m.content_hash = $content_hash, m.updated_at = $updated_at, m.thread = $thread, "
     "m.inferred = $inferred"
 )
@@ -180,6 +181,7 @@ def _memory_params(memory: MemoryRecord, chunk_count: int) -> dict[str, Any]:
     return {
         "memory_id": memory.id,
         "text": memory.text,
+        "head": text_head(memory.text),
         "created_at": memory.created_at,
         "tags": list(memory.tags),
         "source": memory.source,

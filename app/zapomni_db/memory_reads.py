@@ -13,6 +13,16 @@ from zapomni_db.records.memories import ChunkPlace, MemoryInfo, PageKey, SearchF
 # Characters of the text a page brings back per memory: enough for a preview, never a whole 10 MB text.
 PAGE_TEXT_CHARS = 400
 
+
+def text_head(text: str) -> str:
+    """The start of a text that a page reads (`Memory.head`), stored with the text.
+
+    Cut here, not in Cypher: FalkorDB 4.16's `left` and `substring` measure a text in its NFC form
+    but cut its bytes, so where NFC lengthens a text they return too little or half a character
+    (which the driver cannot decode), and `substring` crashed the database on some such texts."""
+    return text[:PAGE_TEXT_CHARS]
+
+
 # A chunk with its vector and its place in its file, for a memory bound to `m`, as `_stored_chunk` reads it.
 _CHUNK = f"m.id, c.id, c.idx, c.text, c.embedding, {ChunkPlace.projection('c')}, c.context"
 _STORED = f"{MemoryInfo.PROJECTION}, m.text, m.metadata, m.content_hash, m.seq, m.file_hash, m.inferred"
@@ -26,7 +36,7 @@ _PAGE = {
     order: (
         f"MATCH (m:Memory) WHERE {FILTER} WITH m, {_KEY} AS key "
         f"WHERE $after_key IS NULL OR key {op} $after_key OR (key = $after_key AND m.id {op} $after_id) "
-        f"RETURN {MemoryInfo.PROJECTION}, substring(m.text, 0, {PAGE_TEXT_CHARS}), key "
+        f"RETURN {MemoryInfo.PROJECTION}, coalesce(m.head, m.text), key "
         f"ORDER BY key {direction}, m.id {direction} LIMIT $limit"
     )
     for order, op, direction in (("newest", "<", "DESC"), ("oldest", ">", "ASC"))
@@ -61,7 +71,7 @@ class MemoryReads:
             },
         )
         w = MemoryInfo.WIDTH
-        return [(MemoryInfo.from_row(row), row[w] or "", PageKey(int(row[w + 1]), row[0])) for row in rows]
+        return [(MemoryInfo.from_row(row), text_head(row[w] or ""), PageKey(int(row[w + 1]), row[0])) for row in rows]
 
     async def matching_ids(self, filters: SearchFilter) -> list[str]:
         """Ids of the memories that pass `filters`, oldest first."""

@@ -203,6 +203,20 @@ async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> No
         db.close()
 
 
+async def test_memories_stored_before_hashes_and_heads_get_them_on_opening(settings: Settings, data_dir: Path) -> None:
+    text = "Heads are cut in Python. " * 40
+    async with open_core(settings) as (core, _info):
+        memory_id = await add(core, text)
+        async with graph_client(data_dir) as client:  # what an older version of the store holds
+            await client.query("MATCH (m:Memory) SET m.head = null, m.content_hash = null")
+    async with open_core(settings) as (core, _info):
+        async with graph_client(data_dir) as client:
+            rows = await client.ro_query("MATCH (m:Memory) RETURN m.id, m.head, m.content_hash")
+        assert len(rows) == 1 and rows[0][0] == memory_id
+        assert rows[0][1] == text[:400] and rows[0][2] is not None
+        assert await add(core, text) == memory_id, "the hash found again: the same text is stored once"
+
+
 async def test_orphan_chunks_from_an_interrupted_write_are_removed(settings: Settings, data_dir: Path) -> None:
     async with open_core(settings) as (core, _info):
         await add(core, "A complete memory.")

@@ -22,12 +22,14 @@ from zapomni_core.search import SearchPipeline
 from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_db import (
     Connection,
+    DerivedField,
     GraphClient,
     GraphStores,
     SchemaMismatch,
     SchemaSettings,
     migrate,
     repair_vector_index,
+    text_head,
     wait_for_indexes,
 )
 from zapomni_db.workspaces import drop_workspace_graph, existing_workspaces, graph_for
@@ -36,7 +38,7 @@ log = structlog.get_logger(__name__)
 
 # A large add that crashed leaves unlinked chunks; anything this old is certainly not in progress.
 ORPHAN_GRACE_S = 3600.0
-_HASH_BACKFILL_BATCH = 500
+_BACKFILL_BATCH = 100
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ class Workspaces:
         removed = await stores.maintenance.remove_orphan_chunks(time.time() - ORPHAN_GRACE_S)
         if removed:
             log.warning("db.orphans_removed", workspace=name, chunks=removed)
-        await _backfill_content_hashes(stores)
+        await _backfill_derived(stores)
         await stores.maintenance.prune_changes()
         keyword_index = SyncedBm25Index(stores.search)
         await keyword_index.sync()  # built from the stored term counts before the first search
@@ -160,7 +162,9 @@ class Workspaces:
         return Workspace(name, stores, keyword_index, self._search_for(stores, keyword_index))
 
 
-async def _backfill_content_hashes(stores: GraphStores) -> None:
-    """Memories stored before deduplication existed get their content hash (once)."""
-    while batch := await stores.maintenance.memories_without_hash(_HASH_BACKFILL_BATCH):
-        await stores.maintenance.set_content_hashes([(mid, content_hash(text)) for mid, text in batch])
+async def _backfill_derived(stores: GraphStores) -> None:
+    """Memories stored before deduplication or page heads existed get them (once)."""
+    derive: dict[DerivedField, Callable[[str], str]] = {"content_hash": content_hash, "head": text_head}
+    for field, value_of in derive.items():
+        while batch := await stores.maintenance.memories_without(field, _BACKFILL_BATCH):
+            await stores.maintenance.set_derived(field, [(mid, value_of(text)) for mid, text in batch])
