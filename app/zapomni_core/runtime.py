@@ -110,6 +110,8 @@ async def open_core(
                 relevance_floor=settings.relevance_floor,
                 vector_weight=settings.vector_weight,
                 expansion=expansion,
+                days_weight=settings.time_days_weight,
+                when_weight=settings.time_when_weight,
             )
 
         workspaces = Workspaces(

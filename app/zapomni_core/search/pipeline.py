@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only
+from zapomni_core.search.temporal import DEFAULT_DAYS_WEIGHT, DEFAULT_WHEN_WEIGHT, favour_times, question_time
 from zapomni_core.search.types import LegName, Ranked, RetrievalQuery, Retriever, SearchMode
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ class SearchPipeline:
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         vector_weight: float = DEFAULT_VECTOR_WEIGHT,
         expansion: GraphExpansion | None = None,
+        days_weight: float = DEFAULT_DAYS_WEIGHT,
+        when_weight: float = DEFAULT_WHEN_WEIGHT,
     ) -> None:
         if not 0.0 <= relevance_floor <= 1.0:
             raise ValueError(f"relevance_floor must be a cosine similarity in [0, 1], got {relevance_floor}")
@@ -51,6 +54,8 @@ class SearchPipeline:
         self._relevance_floor = relevance_floor
         self._weights: dict[LegName, float] = {"vector": vector_weight}
         self.expansion = expansion  # the graph leg (ZAPOMNI_GRAPH_EXPANSION), hybrid mode only
+        self._days_weight = days_weight  # times in questions (search/temporal.py), hybrid mode only
+        self._when_weight = when_weight
 
     @property
     def retrievers(self) -> list[Retriever]:
@@ -67,6 +72,10 @@ class SearchPipeline:
         ranked = reciprocal_rank_fusion(dict(zip(names, results, strict=True)), k=self._rrf_k, weights=self._weights)
         if self.expansion is not None and options.mode == "hybrid":
             ranked = await self.expansion.expand(query, ranked, depth, rrf_k=self._rrf_k, floor=self._relevance_floor)
+        if options.mode == "hybrid" and (self._days_weight > 0.0 or self._when_weight > 0.0):
+            question = question_time(query.text)
+            weights = {"days_weight": self._days_weight, "when_weight": self._when_weight}
+            ranked = favour_times(ranked, question, k=self._rrf_k, **weights)
         # Before grouping, so a memory is shown by its best *relevant* chunk and dropped only if it has none.
         if not options.include_unrelated:
             ranked = relevant_only(ranked, self._relevance_floor)

@@ -1,0 +1,124 @@
+"""SciFact test nDCG@10 through MCP, for each way a client may store the abstracts and each search limit.
+
+Why this exists (issue 25): an independent run through MCP — each abstract stored as `title` + newline +
+text with a `source`, one `add_memory` per document, `search_memory` with `limit` 10 — measured 0.710
+at the defaults, while bench/conversations.py reported 0.719 (title + space + text, no source, limit
+100). This bench stores the corpus one way in a fresh `zapomni serve` (official MCP client, a few calls
+in flight on one session) and asks every test claim in hybrid mode at each limit given, so the
+differences can be told apart:
+
+- `--way issue`: `title` + "\\n" + text, metadata `source` = `scifact/<doc id>` (the issue's run);
+- `--way bench`: `title` + " " + text, no metadata (bench/conversations.py before issue 25).
+
+A ranking is the documents of the memories returned, in order (a memory the server deduplicated stands
+for every document stored as it; SciFact has no two equal texts, so there are none). nDCG@10 over the
+300 test claims (bench/metrics.py). About 15 minutes on 2 cores, most of it ingestion.
+
+Run: `python -m bench.scifact_mcp --way issue --limits 10,100`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.common import DATA_DIR, REPO_ROOT, in_scratch_dir, read_jsonl, read_qrels, summary_ms
+from bench.conversations import add, mcp_server, search
+from bench.metrics import mean_ndcg
+
+RESULTS = REPO_ROOT / "bench" / "results"
+CONCURRENCY = 4
+WAYS = ("issue", "bench")
+
+
+def documents(data_dir: Path, way: str) -> list[tuple[str, str, dict[str, str]]]:
+    """(doc id, text, metadata) for every corpus document, stored `way`."""
+    out = []
+    for doc in read_jsonl(data_dir / "corpus.jsonl"):
+        doc_id, title, text = str(doc["_id"]), str(doc.get("title", "")), str(doc.get("text", ""))
+        if way == "issue":
+            out.append((doc_id, f"{title}\n{text}".strip(), {"source": f"scifact/{doc_id}"}))
+        else:
+            out.append((doc_id, f"{title} {text}".strip(), {}))
+    return out
+
+
+def test_claims(data_dir: Path) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
+    qrels = read_qrels(data_dir / "qrels" / "test.tsv")
+    ids, texts = [], []
+    for query in read_jsonl(data_dir / "queries.jsonl"):
+        if str(query["_id"]) in qrels:
+            ids.append(str(query["_id"]))
+            texts.append(str(query["text"]))
+    return ids, texts, qrels
+
+
+async def run(data_dir: Path, way: str, limits: Sequence[int], env: dict[str, str], workdir: Path) -> dict[str, Any]:
+    docs = documents(data_dir, way)
+    ids, texts, qrels = test_claims(data_dir)
+    to_docs: dict[str, list[str]] = {}
+    queue = list(reversed(docs))
+    async with mcp_server(workdir / "scifact", env) as session:
+        started = time.perf_counter()
+
+        async def worker() -> None:
+            while queue:
+                doc_id, text, metadata = queue.pop()
+                to_docs.setdefault(await add(session, text, metadata), []).append(doc_id)
+
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        ingest_s = time.perf_counter() - started
+        print(f"SciFact ({way}): {len(docs)} documents stored in {ingest_s:.0f} s", file=sys.stderr)
+        by_limit = {}
+        for limit in limits:
+            rankings, latency = [], []
+            for text in texts:
+                found, ms = await search(session, text, "hybrid", limit)
+                rankings.append([doc for m in found for doc in to_docs[m]])
+                latency.append(ms)
+            by_limit[str(limit)] = {
+                "ndcg10": round(mean_ndcg(rankings, ids, qrels), 4),
+                "search_ms": summary_ms(latency),
+            }
+            print(f"SciFact ({way}) limit {limit}: nDCG@10 {by_limit[str(limit)]['ndcg10']}", file=sys.stderr)
+    return {
+        "way": way,
+        "server_env": env,
+        "documents": len(docs),
+        "memories": len(to_docs),
+        "test_claims": len(ids),
+        "ingest_s": round(ingest_s, 1),
+        "by_limit": by_limit,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    parser.add_argument("--way", choices=WAYS, default="issue")
+    parser.add_argument("--limits", default="10,100", help="comma list of search limits")
+    parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server (repeatable)")
+    parser.add_argument("--json", type=Path, default=None, help="where to save the figures (default: print only)")
+    args = parser.parse_args(argv)
+    if not (args.data_dir / "corpus.jsonl").is_file():
+        print(f"SciFact not found at {args.data_dir}: nothing to measure", file=sys.stderr)
+        return 2
+    limits = [int(x) for x in args.limits.split(",") if x.strip()]
+    env = dict(item.split("=", 1) for item in args.env)
+    results = in_scratch_dir("zs-", lambda workdir: run(args.data_dir, args.way, limits, env, workdir))
+    text = json.dumps(results, indent=2) + "\n"
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
