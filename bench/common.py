@@ -57,6 +57,23 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def scifact_documents(data_dir: Path, way: str = "issue") -> list[tuple[str, str, dict[str, str]]]:
+    """(doc id, text, metadata) of every corpus document as a client stores it through MCP.
+
+    `issue` (issue 25's independent run, what bench/conversations.py reports): `title` + newline + text,
+    metadata `source` = `scifact/<doc id>`; `bench` (how bench/conversations.py stored them before):
+    `title` + space + text, no metadata.
+    """
+    out = []
+    for doc in read_jsonl(data_dir / "corpus.jsonl"):
+        doc_id, title, text = str(doc["_id"]), str(doc.get("title", "")), str(doc.get("text", ""))
+        if way == "issue":
+            out.append((doc_id, f"{title}\n{text}".strip(), {"source": f"scifact/{doc_id}"}))
+        else:
+            out.append((doc_id, f"{title} {text}".strip(), {}))
+    return out
+
+
 def load_scifact(data_dir: Path, limit_docs: int | None) -> SciFact:
     doc_ids: list[str] = []
     doc_texts: list[str] = []

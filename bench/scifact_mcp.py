@@ -28,25 +28,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import DATA_DIR, REPO_ROOT, in_scratch_dir, read_jsonl, read_qrels, summary_ms
+from bench.common import DATA_DIR, REPO_ROOT, in_scratch_dir, read_jsonl, read_qrels, scifact_documents, summary_ms
 from bench.conversations import add, mcp_server, search
 from bench.metrics import mean_ndcg
 
 RESULTS = REPO_ROOT / "bench" / "results"
 CONCURRENCY = 4
 WAYS = ("issue", "bench")
-
-
-def documents(data_dir: Path, way: str) -> list[tuple[str, str, dict[str, str]]]:
-    """(doc id, text, metadata) for every corpus document, stored `way`."""
-    out = []
-    for doc in read_jsonl(data_dir / "corpus.jsonl"):
-        doc_id, title, text = str(doc["_id"]), str(doc.get("title", "")), str(doc.get("text", ""))
-        if way == "issue":
-            out.append((doc_id, f"{title}\n{text}".strip(), {"source": f"scifact/{doc_id}"}))
-        else:
-            out.append((doc_id, f"{title} {text}".strip(), {}))
-    return out
 
 
 def test_claims(data_dir: Path) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
@@ -60,7 +48,7 @@ def test_claims(data_dir: Path) -> tuple[list[str], list[str], dict[str, dict[st
 
 
 async def run(data_dir: Path, way: str, limits: Sequence[int], env: dict[str, str], workdir: Path) -> dict[str, Any]:
-    docs = documents(data_dir, way)
+    docs = scifact_documents(data_dir, way)
     ids, texts, qrels = test_claims(data_dir)
     to_docs: dict[str, list[str]] = {}
     queue = list(reversed(docs))

@@ -10,7 +10,12 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from zapomni_core.search.pipeline import DEFAULT_RELEVANCE_FLOOR, DEFAULT_VECTOR_WEIGHT
+from zapomni_core.search.pipeline import (
+    DEFAULT_LEG_DEPTH,
+    DEFAULT_RELEVANCE_FLOOR,
+    DEFAULT_RRF_K,
+    DEFAULT_VECTOR_WEIGHT,
+)
 from zapomni_core.search.temporal import DEFAULT_DAYS_WEIGHT, DEFAULT_WHEN_WEIGHT
 from zapomni_core.validation import DEFAULT_WORKSPACE, WORKSPACE_PATTERN
 
@@ -63,8 +68,9 @@ class Settings(BaseSettings):
     redis_cache_ttl_s: int = Field(7 * 24 * 3600, alias="ZAPOMNI_REDIS_CACHE_TTL_S", ge=1)
 
     # Search
-    rrf_k: int = Field(60, alias="ZAPOMNI_RRF_K", ge=1, le=10_000)
-    search_leg_depth: int = Field(50, alias="ZAPOMNI_SEARCH_LEG_DEPTH", ge=10, le=1000)
+    # RRF constant and leg depth (docs/decisions/0027): k 60 and depth 50 before.
+    rrf_k: int = Field(DEFAULT_RRF_K, alias="ZAPOMNI_RRF_K", ge=1, le=10_000)
+    search_leg_depth: int = Field(DEFAULT_LEG_DEPTH, alias="ZAPOMNI_SEARCH_LEG_DEPTH", ge=10, le=1000)
     # A vector rank's worth in the fusion, a keyword rank's being 1 (docs/decisions/0015).
     vector_weight: float = Field(DEFAULT_VECTOR_WEIGHT, alias="ZAPOMNI_VECTOR_WEIGHT", ge=0.0, le=10.0)
     # Results the keyword leg did not find need at least this cosine similarity (docs/decisions/0008).

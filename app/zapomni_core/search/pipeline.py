@@ -22,6 +22,11 @@ DEFAULT_RELEVANCE_FLOOR = 0.275
 # What a vector rank is worth in RRF against a keyword rank (1). Chosen on the SciFact train claims:
 # docs/decisions/0015-conversational-recall.md.
 DEFAULT_VECTOR_WEIGHT = 0.7
+# The RRF constant and how deep each leg looks: chosen by leave-one-conversation-out on LoCoMo's development
+# half, k 10 also the best on the SciFact train claims (docs/decisions/0027-temporal-and-multi-hop-recall.md).
+# With k 60 and depth 50 a chunk both legs found far down outranked a leg's first hit.
+DEFAULT_RRF_K = 10
+DEFAULT_LEG_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -38,8 +43,8 @@ class SearchPipeline:
         self,
         retrievers: Sequence[Retriever],
         *,
-        rrf_k: int = 60,
-        leg_depth: int = 50,
+        rrf_k: int = DEFAULT_RRF_K,
+        leg_depth: int = DEFAULT_LEG_DEPTH,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         vector_weight: float = DEFAULT_VECTOR_WEIGHT,
         expansion: GraphExpansion | None = None,
