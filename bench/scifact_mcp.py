@@ -22,19 +22,39 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import DATA_DIR, REPO_ROOT, in_scratch_dir, read_jsonl, read_qrels, scifact_documents, summary_ms
-from bench.conversations import add, mcp_server, search
+from bench.common import (
+    DATA_DIR,
+    REPO_ROOT,
+    call,
+    in_scratch_dir,
+    read_jsonl,
+    read_qrels,
+    scifact_documents,
+    summary_ms,
+)
+from bench.conversations import add, mcp_server
 from bench.metrics import mean_ndcg
 
 RESULTS = REPO_ROOT / "bench" / "results"
 CONCURRENCY = 4
 WAYS = ("issue", "bench")
+
+
+def source_doc(hit: dict[str, Any]) -> str:
+    """The document a hit is, by the `source` it was stored with (`scifact/<doc id>`)."""
+    return str(hit.get("source") or "").removeprefix("scifact/")
+
+
+async def search_hits(session: Any, query: str, limit: int) -> tuple[list[dict[str, Any]], float]:
+    found, ms = await call(session, "search_memory", {"query": query[:1000], "limit": limit, "mode": "hybrid"})
+    return list(found["results"]), ms
 
 
 def test_claims(data_dir: Path) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
@@ -47,11 +67,15 @@ def test_claims(data_dir: Path) -> tuple[list[str], list[str], dict[str, dict[st
     return ids, texts, qrels
 
 
-async def run(data_dir: Path, way: str, limits: Sequence[int], env: dict[str, str], workdir: Path) -> dict[str, Any]:
+async def run(
+    data_dir: Path, way: str, limits: Sequence[int], env: dict[str, str], workdir: Path, store: Path | None = None
+) -> dict[str, Any]:
     docs = scifact_documents(data_dir, way)
     ids, texts, qrels = test_claims(data_dir)
     to_docs: dict[str, list[str]] = {}
-    queue = list(reversed(docs))
+    queue = [] if store else list(reversed(docs))
+    if store:  # a copy of a data directory that holds the corpus stored `issue`'s way: documents by source
+        shutil.copytree(store, workdir / "scifact", ignore=shutil.ignore_patterns("run"))
     async with mcp_server(workdir / "scifact", env) as session:
         started = time.perf_counter()
 
@@ -67,8 +91,8 @@ async def run(data_dir: Path, way: str, limits: Sequence[int], env: dict[str, st
         for limit in limits:
             rankings, latency = [], []
             for text in texts:
-                found, ms = await search(session, text, "hybrid", limit)
-                rankings.append([doc for m in found for doc in to_docs[m]])
+                found, ms = await search_hits(session, text, limit)
+                rankings.append([doc for hit in found for doc in to_docs.get(hit["memory_id"], [source_doc(hit)])])
                 latency.append(ms)
             by_limit[str(limit)] = {
                 "ndcg10": round(mean_ndcg(rankings, ids, qrels), 4),
@@ -77,6 +101,7 @@ async def run(data_dir: Path, way: str, limits: Sequence[int], env: dict[str, st
             print(f"SciFact ({way}) limit {limit}: nDCG@10 {by_limit[str(limit)]['ndcg10']}", file=sys.stderr)
     return {
         "way": way,
+        "store": str(store) if store else None,
         "server_env": env,
         "documents": len(docs),
         "memories": len(to_docs),
@@ -93,13 +118,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limits", default="10,100", help="comma list of search limits")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server (repeatable)")
     parser.add_argument("--json", type=Path, default=None, help="where to save the figures (default: print only)")
+    parser.add_argument("--store", type=Path, default=None,
+                        help="search a copy of this data dir (stored the issue way), storing nothing")  # fmt: skip
     args = parser.parse_args(argv)
     if not (args.data_dir / "corpus.jsonl").is_file():
         print(f"SciFact not found at {args.data_dir}: nothing to measure", file=sys.stderr)
         return 2
     limits = [int(x) for x in args.limits.split(",") if x.strip()]
     env = dict(item.split("=", 1) for item in args.env)
-    results = in_scratch_dir("zs-", lambda workdir: run(args.data_dir, args.way, limits, env, workdir))
+    results = in_scratch_dir("zs-", lambda workdir: run(args.data_dir, args.way, limits, env, workdir, args.store))
     text = json.dumps(results, indent=2) + "\n"
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,27 @@
+"""bench/scifact_mcp.py end to end on a tiny BEIR corpus: stored the issue way, asked at two limits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.common import scifact_documents
+from tests.bench.test_bench_smoke import run_module, write_beir
+
+
+def test_the_issue_way_stores_title_newline_text_with_a_source(tmp_path: Path) -> None:
+    write_beir(tmp_path)
+    doc_id, text, metadata = scifact_documents(tmp_path, "issue")[3]
+    assert doc_id == "d3" and text.startswith("Study 3\nA report on") and metadata == {"source": "scifact/d3"}
+    assert scifact_documents(tmp_path, "bench")[3] == ("d3", text.replace("\n", " "), {})
+
+
+def test_scifact_mcp_bench_measures_each_limit_through_mcp(tmp_path: Path) -> None:
+    write_beir(tmp_path / "beir")
+    raw = tmp_path / "out.json"
+    done = run_module("bench.scifact_mcp", "--data-dir", str(tmp_path / "beir"), "--limits", "5,10", "--json", str(raw))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(raw.read_text())
+    assert report["memories"] == report["documents"] == 40 and report["test_claims"] == 8
+    for limit in ("5", "10"):
+        assert 0.5 < report["by_limit"][limit]["ndcg10"] <= 1.0, report
