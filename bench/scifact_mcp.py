@@ -14,7 +14,9 @@ A ranking is the documents of the memories returned, in order (a memory the serv
 for every document stored as it; SciFact has no two equal texts, so there are none). nDCG@10 over the
 300 test claims (bench/metrics.py). About 15 minutes on 2 cores, most of it ingestion.
 
-Run: `python -m bench.scifact_mcp --way issue --limits 10,100`.
+Run: `python -m bench.scifact_mcp` (the issue way, limits 10 and 100; bench/results/scifact_mcp.md); `--way bench`,
+`--env KEY=VALUE` (server settings), `--store DIR` (search a copy of a stored corpus), `--merge a.json b.json`
+(one report of saved runs).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +36,13 @@ from bench.common import (
     DATA_DIR,
     REPO_ROOT,
     call,
+    commit,
     in_scratch_dir,
     read_jsonl,
     read_qrels,
     scifact_documents,
     summary_ms,
+    write_results,
 )
 from bench.conversations import add, mcp_server
 from bench.metrics import mean_ndcg
@@ -111,27 +116,54 @@ async def run(
     }
 
 
+def render(runs: Sequence[dict[str, Any]]) -> str:
+    lines = [
+        "# SciFact test through MCP, by storage way, server settings and limit",
+        "",
+        f"- date: {runs[0].get('date', '?')}; produced by `python -m bench.scifact_mcp` (official MCP client, "
+        "`zapomni serve`; hybrid mode; nDCG@10 over the 300 test claims).",
+        "- `issue`: `title` + newline + text, metadata `source` (issue 25's independent run); `bench`: `title` + "
+        "space + text, no metadata. A run marked *copy* searched a copy of an `issue` store another run made.",
+        "",
+        "| way | code | server settings | limit | nDCG@10 | search p50 ms | p95 ms |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for run in runs:
+        env = ", ".join(f"{k}={v}" for k, v in run["server_env"].items()) or "defaults"
+        way = run["way"] + (" (copy)" if run.get("store") else "")
+        for limit, figures in run["by_limit"].items():
+            ms = figures["search_ms"]
+            head = f"| {way} | {run.get('code', '?')} | {env} | {limit}"
+            lines.append(f"{head} | {figures['ndcg10']:.4f} | {ms['p50']} | {ms['p95']} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
     parser.add_argument("--way", choices=WAYS, default="issue")
     parser.add_argument("--limits", default="10,100", help="comma list of search limits")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the server (repeatable)")
-    parser.add_argument("--json", type=Path, default=None, help="where to save the figures (default: print only)")
+    parser.add_argument("--json", type=Path, default=RESULTS / "scifact_mcp.json")
+    parser.add_argument("--output", type=Path, default=RESULTS / "scifact_mcp.md")
     parser.add_argument("--store", type=Path, default=None,
                         help="search a copy of this data dir (stored the issue way), storing nothing")  # fmt: skip
+    parser.add_argument("--merge", type=Path, nargs="+", default=None,
+                        help="only write the report (and --json) from these saved runs")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.merge:
+        runs = [run for path in args.merge for run in json.loads(path.read_text())["runs"]]
+        write_results(render(runs), {"runs": runs}, args.output, args.json)
+        return 0
     if not (args.data_dir / "corpus.jsonl").is_file():
         print(f"SciFact not found at {args.data_dir}: nothing to measure", file=sys.stderr)
         return 2
     limits = [int(x) for x in args.limits.split(",") if x.strip()]
     env = dict(item.split("=", 1) for item in args.env)
     results = in_scratch_dir("zs-", lambda workdir: run(args.data_dir, args.way, limits, env, workdir, args.store))
-    text = json.dumps(results, indent=2) + "\n"
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text)
-    print(text)
+    results["date"] = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    results["code"] = commit()
+    write_results(render([results]), {"runs": [results]}, args.output, args.json)
     return 0
 
 

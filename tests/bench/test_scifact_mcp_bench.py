@@ -19,9 +19,12 @@ def test_the_issue_way_stores_title_newline_text_with_a_source(tmp_path: Path) -
 def test_scifact_mcp_bench_measures_each_limit_through_mcp(tmp_path: Path) -> None:
     write_beir(tmp_path / "beir")
     raw = tmp_path / "out.json"
-    done = run_module("bench.scifact_mcp", "--data-dir", str(tmp_path / "beir"), "--limits", "5,10", "--json", str(raw))
+    out = tmp_path / "out.md"
+    args = ("--data-dir", str(tmp_path / "beir"), "--limits", "5,10", "--json", str(raw), "--output", str(out))
+    done = run_module("bench.scifact_mcp", *args)
     assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(raw.read_text())
+    [report] = json.loads(raw.read_text())["runs"]
+    assert "| issue | defaults | 10 |" in out.read_text()
     assert report["memories"] == report["documents"] == 40 and report["test_claims"] == 8
     for limit in ("5", "10"):
         assert 0.5 < report["by_limit"][limit]["ndcg10"] <= 1.0, report

@@ -26,7 +26,7 @@ DEFAULT_VECTOR_WEIGHT = 0.7
 # half, k 10 also the best on the SciFact train claims (docs/decisions/0027-temporal-and-multi-hop-recall.md).
 # With k 60 and depth 50 a chunk both legs found far down outranked a leg's first hit.
 DEFAULT_RRF_K = 10
-DEFAULT_LEG_DEPTH = 100
+DEFAULT_LEG_DEPTH = 50
 
 
 @dataclass(frozen=True)
