@@ -68,6 +68,19 @@ class Inferred:
 NOTHING = Inferred()
 
 
+def speaker_of(given: str | None, inferred: Inferred) -> str | None:
+    """Who said a turn, as stored (`Memory.speaker`) and filtered on: the speaker the agent sent, else the one
+    inferred from a `Name:` lead. The agent's wins, as for the thread and the reading context: it is what the
+    agent knows, and the inferred one is only a reading of the text (decision 0025)."""
+    return given or inferred.speaker
+
+
+def stored_speaker(metadata_json: str, inferred_json: str | None) -> str | None:
+    """`speaker_of` a memory as stored: its metadata JSON (what the agent sent) and its `inferred` JSON."""
+    given = json.loads(metadata_json or "{}").get("speaker")
+    return speaker_of(given if isinstance(given, str) else None, Inferred.from_json(inferred_json))
+
+
 @dataclass
 class _Open:
     thread: str
