@@ -68,6 +68,11 @@ class Inferred:
 NOTHING = Inferred()
 
 
+def inferred_speaker(text: str, metadata: MemoryMetadata | None) -> Inferred:
+    """What is inferred for a memory that comes with no client (an import): a speaker if none was given, no thread."""
+    return Inferred(speaker=None if metadata and metadata.speaker else leading_speaker(text))
+
+
 def speaker_of(given: str | None, inferred: Inferred) -> str | None:
     """Who said a turn, as stored (`Memory.speaker`) and filtered on: the speaker the agent sent, else the one
     inferred from a `Name:` lead. The agent's wins, as for the thread and the reading context: it is what the
@@ -112,7 +117,7 @@ class ThreadTracker:
     ) -> Inferred:
         """What to infer for a new memory: a speaker if none was given, a thread if a turn has none."""
         given_speaker = metadata.speaker if metadata else None
-        speaker = None if given_speaker else leading_speaker(text)
+        speaker = inferred_speaker(text, metadata).speaker
         thread = None
         if client is not None and (given_speaker or speaker) and not (metadata and metadata.thread):
             date = metadata.date if metadata else None
