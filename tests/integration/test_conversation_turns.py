@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zapomni_core import ZapomniCore
+from zapomni_core import RequestContext, ZapomniCore
 from zapomni_core.memories.requests import (
     AddMemoryRequest,
     DeleteMemoryRequest,
@@ -124,7 +124,9 @@ SPEAKERS = [
 
 
 async def add_speakers(core: ZapomniCore) -> list[str]:
-    added = [await core.memories.add(AddMemoryRequest(text=text, metadata=meta)) for text, meta in SPEAKERS]
+    """SPEAKERS, sent by one client (as an MCP session would): turns without a thread get an inferred one."""
+    ctx = RequestContext(client="one-session")
+    added = [await core.memories.add(AddMemoryRequest(text=text, metadata=meta), ctx) for text, meta in SPEAKERS]
     return [result.memory_id for result in added]
 
 
@@ -157,7 +159,7 @@ async def test_a_turn_is_a_memory_with_a_speaker_or_a_thread(core: ZapomniCore) 
     assert await listed(core, kind="note") == set(ids[4:]), "a note is not a turn"
     assert await listed(core, kind="turn", thread="chat-9") == {ids[0], ids[3]}
     detail = await core.memories.get(GetMemoryRequest(memory_id=ids[1]))
-    assert (detail.kind, detail.speaker, detail.inferred) == ("turn", "Caroline", {"speaker": "Caroline"})
+    assert (detail.kind, detail.speaker, detail.inferred["speaker"]) == ("turn", "Caroline", "Caroline")
     assert (await core.memories.get(GetMemoryRequest(memory_id=ids[4]))).kind == "note"
 
 
@@ -169,6 +171,17 @@ async def test_an_edit_moves_a_turn_to_another_speaker_or_makes_it_a_note(core: 
     await core.memories.update(UpdateMemoryRequest(memory_id=ids[0], metadata={"tags": ["plain"]}))
     assert await listed(core, speaker="Tom") == set()
     assert ids[0] in await listed(core, kind="note")
+    # A speaker read from the text is read again when the text changes; the inferred thread stays.
+    before = await core.memories.get(GetMemoryRequest(memory_id=ids[1]))
+    await core.memories.update(UpdateMemoryRequest(memory_id=ids[1], text="Tom: We hiked up Mount Tam yesterday."))
+    after = await core.memories.get(GetMemoryRequest(memory_id=ids[1]))
+    assert before.thread is not None and before.inferred == {"speaker": "Caroline", "thread": before.thread}
+    assert (after.speaker, after.inferred) == ("Tom", {"speaker": "Tom", "thread": before.thread})
+    assert await listed(core, speaker="Tom") == {ids[1]} and await listed(core, speaker="Caroline") == set()
+    workspace = await core.workspaces.registry.get(None, create=False)
+    assert workspace is not None
+    [chunk] = await workspace.stores.reads.chunks(ids[1])
+    assert chunk.context == "Tom", "read with its new speaker"
     # A note given a speaker becomes a turn; a duplicate add that brings one does too.
     await core.memories.add(AddMemoryRequest(text=SPEAKERS[4][0], metadata={"speaker": "Melanie"}))
     assert await listed(core, speaker="Melanie") == {ids[2], ids[4]}
