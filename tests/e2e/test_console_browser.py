@@ -286,6 +286,9 @@ def test_the_speaker_filter_lists_exactly_that_speakers_turns_sent_or_inferred(
     turns = store["turns"]
     page = admin.go(f"/?workspace={CHAT}")
     assert sorted(listed(page)) == sorted([*turns, store["dana"]])
+    # The field suggests the workspace's speakers, sent or inferred (it matches exactly).
+    suggested = page.locator("datalist#speakers option").evaluate_all("els => els.map(e => e.value)")
+    assert suggested == ["Caroline", "Dana", "Melanie"]
     page.fill("form.filters input[name=speaker]", "Caroline")
     page.click("form.filters button[type=submit]")
     page.wait_for_url(re.compile(r"speaker=Caroline"))

@@ -369,6 +369,11 @@ class MemoryService:
             memory_id=request.memory_id, workspace=workspace.name, chunks=[replies.chunk_out(c) for c in chunks]
         )
 
+    async def speakers(self, workspace: str | None, limit: int = 200) -> list[str]:
+        """The speakers of a workspace's turns (sent or inferred), in order: what its speaker filter can match."""
+        found = await self._workspaces.get(workspace, create=False)
+        return await found.stores.reads.speakers(limit) if found is not None else []
+
     async def page(self, request: ListMemoriesRequest) -> MemoryPage:
         name = self._workspaces.resolve(request.workspace)
         after = cursors.decode_cursor(request.cursor, request.order) if request.cursor else None
