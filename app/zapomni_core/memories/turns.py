@@ -69,7 +69,8 @@ NOTHING = Inferred()
 
 
 def inferred_speaker(text: str, metadata: MemoryMetadata | None) -> Inferred:
-    """What is inferred for a memory that comes with no client (an import): a speaker if none was given, no thread."""
+    """The speaker read from a `Name:` lead when the metadata gives none; no thread, which needs the client and
+    the time (`ThreadTracker.infer`). What an import infers, and what an update reads again from an edited text."""
     return Inferred(speaker=None if metadata and metadata.speaker else leading_speaker(text))
 
 

@@ -41,7 +41,8 @@ log = structlog.get_logger(__name__)
 
 # A large add that crashed leaves unlinked chunks; anything this old is certainly not in progress.
 ORPHAN_GRACE_S = 3600.0
-_BACKFILL_BATCH = 100
+# Memories read per backfill query: a text may be 10 MB, a turn's metadata and inferred JSON are small.
+_BACKFILL_BATCH = {"text": 100, "small": 1000}
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,8 @@ async def _backfill_derived(stores: GraphStores) -> None:
         if field in done:
             continue
         after = ""
-        while batch := await maintenance.memories_without(field, after, _BACKFILL_BATCH):
+        size = _BACKFILL_BATCH["text" if "text" in DERIVED[field].sources else "small"]
+        while batch := await maintenance.memories_without(field, after, size):
             values = [(mid, value_of(sources), sources) for mid, sources in batch]
             await maintenance.set_derived(field, [row for row in values if row[1] is not None])
             after = batch[-1][0]
