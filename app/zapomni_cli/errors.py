@@ -40,6 +40,8 @@ FLAGS: dict[tuple[str, ...], str] = {
     ("filters", "date_from"): "--date-from",
     ("filters", "date_to"): "--date-to",
     ("filters", "kind"): "--kind",
+    ("filters", "thread"): "--thread",
+    ("filters", "speaker"): "--speaker",
     ("path",): "PATH",
     ("include",): "--include",
     ("exclude",): "--exclude",

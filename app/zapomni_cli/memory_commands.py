@@ -58,12 +58,24 @@ def _filter_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
         "--date-to", metavar="DATE", help=f"{verb} memories dated at or before DATE (a whole day counts)"
     )
     parser.add_argument(
-        "--kind", choices=["note", "document", "code"], help=f"{verb} notes, documents (ingest) or code"
+        "--kind",
+        choices=["note", "turn", "document", "code"],
+        help=f"{verb} notes, conversation turns, documents (ingest) or code",
     )
+    parser.add_argument("--thread", help=f"{verb} the conversation turns of this thread")
+    parser.add_argument("--speaker", help=f"{verb} the conversation turns said by this speaker (exactly)")
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any] | None:
-    filters = given(tags=args.tags, source=args.source, date_from=args.date_from, date_to=args.date_to, kind=args.kind)
+    filters = given(
+        tags=args.tags,
+        source=args.source,
+        date_from=args.date_from,
+        date_to=args.date_to,
+        kind=args.kind,
+        thread=args.thread,
+        speaker=args.speaker,
+    )
     return filters or None
 
 
@@ -273,7 +285,7 @@ def _delete_configure(parser: argparse.ArgumentParser) -> None:
 def _delete_prepare(args: argparse.Namespace) -> Prepared:
     memory_ids = [ids.normalise(value) for value in args.memory_ids]
     filters = _filters(args)
-    selectors = "--tag, --source, --date-from, --date-to"
+    selectors = "--tag, --source, --date-from, --date-to, --kind, --thread, --speaker"
     if memory_ids and filters:
         raise CliError(f"give IDs or filters ({selectors}), not both", code=2)
     if not memory_ids and not filters:

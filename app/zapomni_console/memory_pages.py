@@ -18,8 +18,7 @@ from zapomni_core import (
     UpdateMemoryRequest,
 )
 
-FILTER_FIELDS = ("tag", "source", "kind", "thread", "date_from", "date_to")
-KINDS = ("note", "document", "code")
+FILTER_FIELDS = ("tag", "source", "kind", "speaker", "thread", "date_from", "date_to")
 # The delete-by-filter preview shows a line of text for this many memories, then how many more go too.
 PREVIEW_LINES = 50
 LINE_CHARS = 160
@@ -80,8 +79,8 @@ def routes(console: Console) -> list[Route]:
         query = _query(ctx)
         next_query = {"workspace": ctx.workspace, "order": request.order, "cursor": page.next_cursor or ""} | query
         return ctx.render(
-            "memories.html", page=page, query=query, order=request.order, kinds=KINDS, next_query=next_query,
-            active="memories",
+            "memories.html", page=page, query=query, order=request.order, next_query=next_query,
+            speakers=await core.memories.speakers(ctx.workspace), active="memories",
         )  # fmt: skip
 
     async def detail(ctx: Ctx) -> Response:
@@ -129,7 +128,8 @@ def routes(console: Console) -> list[Route]:
         return ctx.render("deleted.html", result=result, active="memories")
 
     async def forget_form(ctx: Ctx) -> Response:
-        return ctx.render("forget.html", query=_query(ctx), kinds=KINDS, preview=None, active="forget")
+        speakers = await core.memories.speakers(ctx.workspace)
+        return ctx.render("forget.html", query=_query(ctx), speakers=speakers, preview=None, active="forget")
 
     async def forget_preview(ctx: Ctx) -> Response:
         request = DeleteMemoryRequest.model_validate(
@@ -142,7 +142,8 @@ def routes(console: Console) -> list[Route]:
             got = await core.memories.get(GetMemoryRequest(workspace=ctx.workspace, memory_id=memory_id))
             lines.append((memory_id, one_line(got.text)))
         return ctx.render(
-            "forget.html", query=_query(ctx), kinds=KINDS, preview=preview, lines=lines, active="forget",
+            "forget.html", query=_query(ctx), speakers=await core.memories.speakers(ctx.workspace), preview=preview,
+            lines=lines, active="forget",
             unshown=max(0, preview.deleted_count - len(lines)),
         )  # fmt: skip
 

@@ -13,6 +13,8 @@ from starlette.responses import HTMLResponse
 from zapomni_core import package_version
 
 TEMPLATES = Path(__file__).parent / "templates"
+# A memory's kind (`ListedKind`) as the pages name it, in the order the kind filter offers them.
+KIND_LABELS = {"note": "note", "document": "document", "code": "code", "turn": "conversation turn"}
 
 
 def environment() -> Environment:
@@ -23,6 +25,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.globals["version"] = package_version()
+    env.globals["kind_labels"] = KIND_LABELS
     return env
 
 

@@ -25,7 +25,7 @@ from zapomni_db.errors import (
 from zapomni_db.files import FileStore
 from zapomni_db.graph import GraphStore
 from zapomni_db.jobs import JobStore
-from zapomni_db.maintenance import DerivedField, Maintenance
+from zapomni_db.maintenance import DERIVED, Derivation, DerivedField, Maintenance
 from zapomni_db.memories import MemoryWrites
 from zapomni_db.memory_reads import MemoryReads, text_head
 from zapomni_db.records.access import Role, TokenRow
@@ -48,6 +48,7 @@ from zapomni_db.records.maintenance import Counts, EmbedderClaim, ReembedState
 from zapomni_db.records.memories import (
     ChunkPlace,
     ChunkRow,
+    ListedKind,
     MemoryInfo,
     MemoryKind,
     MemoryRecord,
@@ -63,6 +64,7 @@ from zapomni_db.search_reads import SearchReads
 from zapomni_db.stores import GraphStores
 
 __all__ = [
+    "DERIVED",
     "AccessStore",
     "ChunkHit",
     "ChunkPlace",
@@ -76,6 +78,7 @@ __all__ = [
     "DatabaseError",
     "DatabaseTarget",
     "DatabaseUnavailable",
+    "Derivation",
     "DerivedField",
     "DirectoryUnusable",
     "EmbeddedDatabase",
@@ -94,6 +97,7 @@ __all__ = [
     "JobState",
     "JobStore",
     "KnownEntity",
+    "ListedKind",
     "Maintenance",
     "MemoryInfo",
     "MemoryKind",

@@ -5,15 +5,24 @@
 # process catches up by reading what changed above the number it has seen.
 NEXT_SEQ = "MERGE (q:Sequence {id: 'chunks'}) SET q.value = coalesce(q.value, 0) + 1 WITH q.value AS seq "
 
+# A memory's kind as every listing shows it and the kind filter reads it (`ListedKind`), for a memory bound to
+# `m`: a file's (document, code), else a conversation turn when it has a speaker or a thread (the agent's or the
+# one the server inferred, decision 0023), else a note. Notes and turns are stored without a kind: a turn is one
+# by what it holds, so an edit that gives a note a speaker, or takes a turn's away, changes its kind.
+KIND = (
+    "CASE WHEN m.kind IS NOT NULL THEN m.kind "
+    "WHEN m.speaker IS NOT NULL OR m.thread IS NOT NULL THEN 'turn' ELSE 'note' END"
+)
+
 FILTER = (
     "($source IS NULL OR m.source = $source) "
     "AND ($tags IS NULL OR any(t IN m.tags WHERE t IN $tags)) "
     "AND ($date_from IS NULL OR m.date_ts >= $date_from) "
     "AND ($date_to IS NULL OR m.date_ts <= $date_to) "
-    "AND ($kind IS NULL OR coalesce(m.kind, 'note') = $kind) "
-    # A conversation turn's thread is a property (search reads a turn with the turns before it); its speaker
-    # is kept in the metadata JSON only, so there is no speaker filter (docs/decisions/0022-web-console.md).
-    "AND ($thread IS NULL OR m.thread = $thread)"
+    f"AND ($kind IS NULL OR {KIND} = $kind) "
+    # A turn's thread and speaker are properties: the agent's, else the inferred ones (decision 0025).
+    "AND ($thread IS NULL OR m.thread = $thread) "
+    "AND ($speaker IS NULL OR m.speaker = $speaker)"
 )
 
 # A Chunk's properties at creation. Nothing is ever SET on a Chunk afterwards: FalkorDB 4.16.3 re-inserts

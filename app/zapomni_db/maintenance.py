@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from zapomni_db.client import GraphClient
 from zapomni_db.errors import SchemaMismatch
@@ -19,8 +20,34 @@ from zapomni_db.schema import current_version
 # (idle that long while others deleted) rebuilds its index from the store.
 CHANGE_LOG_KEEP_S = 15 * 60.0
 
-# Properties a write derives from a memory's text; older stores get them once, on opening.
-DerivedField = Literal["content_hash", "head"]
+# Properties every write derives from what a memory holds; a store written before one existed gets it once, on
+# opening (`zapomni_core.workspaces.registry`, which also holds how each is computed).
+DerivedField = Literal["content_hash", "head", "speaker"]
+
+
+@dataclass(frozen=True)
+class Derivation:
+    sources: tuple[str, ...]  # the Memory properties the field is computed from
+    # Most memories have none (a note has no speaker): absent is no sign of a memory still to do, so the store
+    # records when every memory has been given the field (`derived`, `mark_derived`). A field every memory has
+    # (a hash, a head) is still to do exactly where it is absent, so nothing is recorded and a memory left
+    # without it (written by an older process meanwhile) gets it at the next opening.
+    sparse: bool = False
+
+
+DERIVED: dict[DerivedField, Derivation] = {
+    "content_hash": Derivation(("text",)),
+    "head": Derivation(("text",)),
+    # The agent's speaker (in the metadata JSON), else the one inferred from a `Name:` lead (decision 0023).
+    "speaker": Derivation(("metadata", "inferred"), sparse=True),
+}
+
+
+def _sources(field: DerivedField) -> str:
+    """A list of the field's sources for a memory `m`, '' for an absent one (a list holding null equals nothing).
+
+    Field and source names come from the fixed table above, never from input."""
+    return "[" + ", ".join(f"coalesce(m.{source}, '')" for source in DERIVED[field].sources) + "]"
 
 
 class Maintenance:
@@ -63,19 +90,44 @@ class Maintenance:
         )
         return int(rows[0][0]) if rows else 0
 
-    async def memories_without(self, field: DerivedField, limit: int) -> list[tuple[str, str]]:
-        """(id, text) of memories stored before `field` was derived from the text on write."""
-        rows = await self._client.ro_query(
-            f"MATCH (m:Memory) WHERE m.{field} IS NULL RETURN m.id, m.text LIMIT $limit", {"limit": limit}
-        )
-        return [(row[0], row[1]) for row in rows]
+    async def derived(self) -> set[str]:
+        """The sparse derived fields every memory of this store has been given (`mark_derived`)."""
+        rows = await self._client.ro_query("MATCH (s:SchemaVersion {id: 'schema'}) RETURN s.derived")
+        return set(rows[0][0] or []) if rows else set()
 
-    async def set_derived(self, field: DerivedField, values: Sequence[tuple[str, str]]) -> None:
-        """Set `field` on the memories named in (id, value) pairs."""
+    async def mark_derived(self, field: DerivedField) -> None:
+        """Record that every memory has been given `field`: writes keep it from now on."""
+        await self._client.query(
+            "MERGE (s:SchemaVersion {id: 'schema'}) "
+            "SET s.derived = [f IN coalesce(s.derived, []) WHERE f <> $field] + [$field]",
+            {"field": field},
+        )
+
+    async def memories_without(self, field: DerivedField, after: str, limit: int) -> list[tuple[str, list[Any]]]:
+        """(id, [its `sources`]) of up to `limit` memories after the id `after`, in id order, that may still
+        lack `field`: those without it, or for a sparse field every memory."""
+        derivation = DERIVED[field]
+        missing = "" if derivation.sparse else f"AND m.{field} IS NULL "
+        rows = await self._client.ro_query(
+            f"MATCH (m:Memory) WHERE m.id > $after {missing}RETURN m.id, {_sources(field)} ORDER BY m.id LIMIT $limit",
+            {"after": after, "limit": limit},
+        )
+        return [(row[0], list(row[1])) for row in rows]
+
+    async def set_derived(self, field: DerivedField, values: Sequence[tuple[str, Any, list[Any]]]) -> None:
+        """Set `field` on the memories named in (id, value, the sources it was computed from) rows.
+
+        A memory a write changed since its sources were read is left alone: that write set the field itself.
+        A hash or head is checked by its absence (comparing a whole text again would double what is read);
+        a sparse field, which may be absent after a write too, by its sources (a turn's two small JSONs)."""
+        if not values:
+            return
+        sparse = DERIVED[field].sparse
+        unchanged = f"{_sources(field)} = r[2]" if sparse else f"m.{field} IS NULL"
         # Memory nodes are not vector-indexed: setting a property on them is safe.
         await self._client.query(
-            f"UNWIND $rows AS r MATCH (m:Memory {{id: r[0]}}) SET m.{field} = r[1]",
-            {"rows": [list(pair) for pair in values]},
+            f"UNWIND $rows AS r MATCH (m:Memory {{id: r[0]}}) WHERE {unchanged} SET m.{field} = r[1]",
+            {"rows": [[memory_id, value, sources if sparse else []] for memory_id, value, sources in values]},
         )
 
     async def database_size_bytes(self) -> int:

@@ -26,7 +26,7 @@ _MEMORY_PROPERTIES = (
     "{id: $memory_id, text: $text, head: $head, created_at: $created_at, updated_at: $updated_at, tags: $tags, "
     "source: $source, date: $date, date_ts: $date_ts, metadata: $metadata, chunk_count: $chunk_count, "
     "content_hash: $content_hash, seq: seq, kind: $kind, file_hash: $file_hash, graph_state: $graph_state, "
-    "thread: $thread, inferred: $inferred}"
+    "thread: $thread, inferred: $inferred, speaker: $speaker}"
 )
 # Nothing is created when a memory with the same content hash exists: two processes adding the
 # same text at once store it once (FalkorDB runs one write query at a time).
@@ -55,7 +55,7 @@ _DROP_STAGED = "MATCH (c:Chunk {memory_id: $memory_id}) WHERE NOT (c)<-[:HAS_CHU
 _SET_FIELDS = (
     "m.text = $text, m.head = $head, m.tags = $tags, m.source = $source, m.date = $date, m.date_ts = $date_ts, "
     "m.metadata = $metadata, m.content_hash = $content_hash, m.updated_at = $updated_at, m.thread = $thread, "
-    "m.inferred = $inferred"
+    "m.inferred = $inferred, m.speaker = $speaker"
 )
 # One query: readers see the old memory or the new one, never a mix. A large update's chunks were
 # staged (unlinked) beforehand and are linked here; a small one's are created here. The old text's
@@ -196,6 +196,7 @@ def _memory_params(memory: MemoryRecord, chunk_count: int) -> dict[str, Any]:
         "file_hash": memory.file_hash,
         "thread": memory.thread,
         "inferred": memory.inferred_json,
+        "speaker": memory.speaker,
         # Code has its own graph (zapomni_db.code): entity extraction leaves it alone.
         "graph_state": "code" if memory.kind == "code" else None,
     }

@@ -80,6 +80,14 @@ class MemoryReads:
         )
         return [row[0] for row in rows]
 
+    async def speakers(self, limit: int) -> list[str]:
+        """Up to `limit` distinct speakers of the stored turns, in order (what a speaker filter can match)."""
+        rows = await self._client.ro_query(
+            "MATCH (m:Memory) WHERE m.speaker IS NOT NULL RETURN DISTINCT m.speaker AS s ORDER BY s LIMIT $limit",
+            {"limit": limit},
+        )
+        return [row[0] for row in rows]
+
     async def existing_ids(self, ids: Sequence[str]) -> set[str]:
         """Those of `ids` that name a stored memory."""
         rows = await self._client.ro_query(

@@ -8,7 +8,7 @@ paths) or remote (HTTP), and a remote client gets the same messages without the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import structlog
 from pydantic import BaseModel, ValidationError
@@ -34,7 +34,7 @@ def describe_validation_error(tool: str, model: type[BaseModel], exc: Validation
         if loc and loc[-1] in _UNION_MEMBERS and len(loc) >= 2:
             problems[".".join(loc[:-1])] = _FLAT_VALUE
             continue
-        field, message = ".".join(loc), _message(error, model)
+        field, message = ".".join(loc), _message(error, _holder(model, loc[:-1]))
         if not field:  # a rule across fields; its message starts with the field it is about, if one
             named, _, rest = message.partition(": ")
             field, message = (named, rest) if named in model.model_fields and rest else ("arguments", message)
@@ -52,6 +52,26 @@ def allowed_arguments(model: type[BaseModel]) -> str:
     for name, info in model.model_fields.items():
         parts.append(f"{name} ({'required' if info.is_required() else 'optional'})")
     return ", ".join(parts)
+
+
+def _holder(model: type[BaseModel], path: list[str]) -> type[BaseModel]:
+    """The model whose field `path` leads into: `filters.speakr` is a key of SearchFilters, not of the request."""
+    for part in path:
+        info = model.model_fields.get(part)
+        if info is None:  # a list index or a union member
+            continue
+        nested = _models_in(info.annotation)
+        if not nested:
+            return model
+        model = nested[0]
+    return model
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The models an annotation holds (`SearchFilters | None`, `list[Model]`), outermost first."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for arg in get_args(annotation) for model in _models_in(arg)]
 
 
 def _message(error: Any, model: type[BaseModel]) -> str:

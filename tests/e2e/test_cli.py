@@ -163,6 +163,22 @@ def test_memory_commands_from_add_to_delete(data_dir: Path, tmp_path: Path) -> N
     assert any(json.loads(line).get("event") for line in verbose.stderr.splitlines())
 
 
+def test_list_and_delete_by_speaker_thread_and_kind(data_dir: Path) -> None:
+    said = as_json(data_dir, "add", "Caroline: I adopted a puppy named Biscuit.")["memory_id"]
+    note = as_json(data_dir, "add", "Lunch with Caroline on Friday.")["memory_id"]
+
+    def ids(*args: str) -> list[str]:
+        return [m["memory_id"] for m in as_json(data_dir, "list", *args)["memories"]]
+
+    assert ids("--speaker", "Caroline") == [said]
+    assert ids("--kind", "turn") == [said] and ids("--kind", "note") == [note]
+    assert ids("--thread", "no-such-thread") == []
+    stderr = refused(data_dir, "list", "--speaker", "")
+    assert stderr.startswith("zapomni list: --speaker: must not be empty"), stderr
+    assert as_json(data_dir, "delete", "--speaker", "Caroline", "--yes")["memory_ids"] == [said]
+    assert ids() == [note]
+
+
 def test_workspaces(data_dir: Path) -> None:
     assert as_json(data_dir, "add", "Only in w.", "--workspace", "w")["workspace"] == "w"
     listing = as_json(data_dir, "workspaces")

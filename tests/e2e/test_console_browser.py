@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,16 @@ from typing import Any
 
 import pytest
 
-from tests.processes import ConsoleServer, HttpServer, call, create_token, http_server, mcp_session, server_env
+from tests.processes import (
+    ZAPOMNI,
+    ConsoleServer,
+    HttpServer,
+    call,
+    create_token,
+    http_server,
+    mcp_session,
+    server_env,
+)
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -37,6 +47,20 @@ HOSTILE = (
     '[click me](javascript:alert(1)) <b>bold?</b> <a href="https://example.com">a link</a>'
 )
 SCRATCH = ["scratch note one about parsley", "scratch note two about basil", "scratch note three about thyme"]
+# A chat in a workspace of its own: a turn sent with its speaker and thread, one whose speaker (and thread) the
+# server infers from `Name:`, another speaker's turn naming Caroline, a turn with a thread and no speaker; then
+# two notes that name her (one behind a label, which is no speaker).
+CHAT = "chat"
+TURNS = [
+    ("I adopted a puppy named Biscuit.", {"speaker": "Caroline", "thread": "park-chat"}),
+    ("Caroline: We hiked up Mount Tam with Biscuit.", None),
+    ("Melanie: Caroline, Biscuit sounds adorable!", None),
+    ("The dog park was loud today.", {"thread": "park-chat"}),
+    ("Lunch with Caroline on Friday at noon.", None),
+    ("Note: Caroline prefers tea to coffee.", None),
+]
+# Added with the CLI, which is no MCP client: its speaker is inferred, and it gets no thread (decision 0023).
+DANA = "Dana: The vet says Biscuit is perfectly healthy."
 
 
 def mcp(data_dir: Path, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
@@ -61,11 +85,17 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         ("add_memory", {"text": TOM, "metadata": {"tags": ["people"]}}),
         ("add_memory", {"text": HOSTILE, "metadata": {"tags": ["hostile"]}}),
         *[("add_memory", {"text": text, "metadata": {"tags": ["scratch"]}}) for text in SCRATCH],
+        *[("add_memory", {"workspace": CHAT, "text": text, "metadata": meta}) for text, meta in TURNS],
     )
     env = server_env(data_dir)
+    subprocess.run([ZAPOMNI, "add", "--workspace", CHAT, DANA], env=env, check=True, capture_output=True, timeout=120)
+    (dana,) = mcp(data_dir, ("list_memories", {"workspace": CHAT, "filters": {"speaker": "Dana"}}))
+    assert [m["thread"] for m in dana["memories"]] == [None]  # a turn by its speaker alone
     return {
         "data_dir": data_dir,
-        "ids": [reply["memory_id"] for reply in added],
+        "ids": [reply["memory_id"] for reply in added[: -len(TURNS)]],
+        "turns": [reply["memory_id"] for reply in added[-len(TURNS) :]],
+        "dana": dana["memories"][0]["memory_id"],
         "admin": create_token(env, "console-admin", "admin"),
         "reader": create_token(env, "console-reader", "read"),
     }
@@ -244,6 +274,72 @@ def test_the_graph_draws_the_neighbourhood_and_expands_on_click(admin: Tab, shot
     page.screenshot(path=shots / "graph-1440.png", full_page=True)
     overview = page.locator(".overview li").all_inner_texts()
     assert any("Lisbon" in line for line in overview)
+
+
+def listed(page: Any) -> list[str]:
+    return list(page.locator(".memory").evaluate_all("els => els.map(e => e.dataset.memoryId)"))
+
+
+def test_the_speaker_filter_lists_exactly_that_speakers_turns_sent_or_inferred(
+    admin: Tab, store: dict[str, Any], shots: Path
+) -> None:
+    turns = store["turns"]
+    page = admin.go(f"/?workspace={CHAT}")
+    assert sorted(listed(page)) == sorted([*turns, store["dana"]])
+    # The field suggests the workspace's speakers, sent or inferred (it matches exactly).
+    suggested = page.locator("datalist#speakers option").evaluate_all("els => els.map(e => e.value)")
+    assert suggested == ["Caroline", "Dana", "Melanie"]
+    page.fill("form.filters input[name=speaker]", "Caroline")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(re.compile(r"speaker=Caroline"))
+    assert sorted(listed(page)) == sorted(turns[:2])
+    assert page.locator(".memory .speaker").all_inner_texts() == ["Caroline", "Caroline"]
+    assert set(page.locator(".memory .kind").all_inner_texts()) == {"conversation turn"}
+    page.screenshot(path=shots / "memories-speaker.png", full_page=True)
+    # The memory's page says what kind it is, who said it, and whether that was sent or read from the text.
+    page.click(f'.memory[data-memory-id="{turns[1]}"] a.preview')
+    page.wait_for_url(re.compile(turns[1]))
+    assert page.locator("#memory-kind").inner_text() == "conversation turn"
+    assert page.locator("#memory-speaker").inner_text() == "Caroline (inferred from the text)"
+    assert "(inferred" in page.locator("#memory-thread").inner_text()
+    page.screenshot(path=shots / "memory-turn.png", full_page=True)
+    page = admin.go(f"/memories/{turns[0]}?workspace={CHAT}")
+    assert page.locator("#memory-speaker").inner_text() == "Caroline"
+    assert page.locator("#memory-thread").inner_text() == "park-chat"
+    page.click("#memory-speaker a")  # the speaker links to their turns
+    page.wait_for_url(re.compile(r"speaker=Caroline"))
+    assert sorted(listed(page)) == sorted(turns[:2])
+    # The delete-by-filter preview takes the same filter (previewed only: nothing is deleted here).
+    page = admin.go(f"/forget?workspace={CHAT}")
+    page.fill("form.filters input[name=speaker]", "Melanie")
+    page.click("form.filters button[type=submit]")
+    assert page.locator("#preview-count").inner_text() == "1"
+    previewed = page.locator(".preview input[name=memory_id]").evaluate_all("els => els.map(e => e.value)")
+    assert previewed == [turns[2]]
+
+
+def test_the_kind_filter_tells_conversation_turns_from_notes(admin: Tab, store: dict[str, Any]) -> None:
+    turns = store["turns"]
+    page = admin.go(f"/?workspace={CHAT}")
+    page.select_option("form.filters select[name=kind]", label="conversation turn")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(re.compile(r"kind=turn"))
+    assert sorted(listed(page)) == sorted([*turns[:4], store["dana"]])
+    assert set(page.locator(".memory .kind").all_inner_texts()) == {"conversation turn"}
+    assert page.locator("form.filters select[name=kind] option:checked").inner_text() == "conversation turn"
+    page.select_option("form.filters select[name=kind]", label="note")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(re.compile(r"kind=note"))
+    assert sorted(listed(page)) == sorted(turns[4:])
+    assert set(page.locator(".memory .kind").all_inner_texts()) == {"note"}
+    page = admin.go(f"/memories/{turns[3]}?workspace={CHAT}")  # a thread and no speaker: a turn
+    assert page.locator("#memory-kind").inner_text() == "conversation turn"
+    assert page.locator("#memory-speaker").count() == 0
+    page = admin.go(f"/memories/{store['dana']}?workspace={CHAT}")  # a speaker and no thread: a turn too
+    assert page.locator("#memory-kind").inner_text() == "conversation turn"
+    assert page.locator("#memory-thread").count() == 0
+    page = admin.go(f"/memories/{turns[5]}?workspace={CHAT}")
+    assert page.locator("#memory-kind").inner_text() == "note"
 
 
 def test_a_read_token_sees_but_cannot_edit(browser: Any, site: str, store: dict[str, Any]) -> None:

@@ -88,3 +88,44 @@ async def test_a_thread_or_speaker_the_agent_gives_is_not_overridden(data_dir: P
         assert got["metadata"] == {"speaker": "Caro", "thread": "chat 1"}
         spoken = await call(session, "add_memory", {"text": "I am fine, thanks.", "metadata": {"speaker": "Mel"}})
         assert set(await inferred(session, spoken["memory_id"])) == {"thread"}  # a turn, but not a `Name:` one
+
+
+async def test_the_speaker_and_kind_filters_reach_list_search_and_delete(data_dir: Path) -> None:
+    async with mcp_session(data_dir) as session:
+        sent = str(
+            (
+                await call(
+                    session,
+                    "add_memory",
+                    {"text": "I adopted a puppy named Biscuit.", "metadata": {"speaker": "Caroline"}},
+                )
+            )["memory_id"]
+        )
+        told = await add(session, "Caroline: We hiked up Mount Tam with Biscuit.")
+        melanie = await add(session, "Melanie: Caroline, Biscuit sounds adorable!")
+        note = await add(session, "Lunch with Caroline and Biscuit on Friday.")
+        caroline = {"speaker": "Caroline"}
+
+        page = await call(session, "list_memories", {"filters": caroline})
+        assert {m["memory_id"] for m in page["memories"]} == {sent, told}
+        assert {(m["speaker"], m["kind"]) for m in page["memories"]} == {("Caroline", "turn")}
+        found = await call(
+            session, "search_memory", {"query": "Biscuit", "filters": caroline, "include_unrelated": True}
+        )
+        assert {hit["memory_id"] for hit in found["results"]} == {sent, told}
+        turns = await call(session, "list_memories", {"filters": {"kind": "turn"}})
+        assert {m["memory_id"] for m in turns["memories"]} == {sent, told, melanie}
+        notes = await call(session, "list_memories", {"filters": {"kind": "note"}})
+        assert [m["memory_id"] for m in notes["memories"]] == [note]
+
+        for bad, field in (({"speaker": ""}, "filters.speaker"), ({"kind": "turns"}, "filters.kind")):
+            refused = await session.call_tool("list_memories", {"filters": bad})
+            assert refused.is_error and field in refused.content[0].text
+
+        preview = await call(session, "delete_memory", {"filters": caroline, "dry_run": True})
+        assert set(preview["memory_ids"]) == {sent, told}
+        deleted = await call(session, "delete_memory", {"filters": caroline})
+        assert set(deleted["memory_ids"]) == {sent, told}
+        left = await call(session, "list_memories", {})
+        assert {m["memory_id"] for m in left["memories"]} == {melanie, note}
+        assert (await call(session, "list_memories", {"filters": caroline}))["memories"] == []

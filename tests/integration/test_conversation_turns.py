@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zapomni_core import ZapomniCore
+from zapomni_core import RequestContext, ZapomniCore
 from zapomni_core.memories.requests import (
     AddMemoryRequest,
     DeleteMemoryRequest,
@@ -109,3 +109,80 @@ async def test_a_thread_filters_the_list_and_the_search(core: ZapomniCore) -> No
     assert [memory.memory_id for memory in listed.memories] == [second]
     found = await core.memories.search(SearchRequest(query="blue bowl", filters={"thread": "chat-1"}, limit=10))
     assert {hit.memory_id for hit in found.results} <= set(first) and found.results
+
+
+# A turn sent with its speaker, one whose speaker is read from its `Name:` lead, another speaker's turn that
+# names Caroline, a turn with a thread and no speaker, and notes (one naming her, one with a label lead).
+SPEAKERS = [
+    ("I adopted a puppy named Biscuit.", {"speaker": "Caroline", "thread": "chat-9"}),
+    ("Caroline: We hiked up Mount Tam yesterday.", None),
+    ("Melanie: Caroline, that sounds wonderful!", None),
+    ("Somebody laughed in the background.", {"thread": "chat-9"}),
+    ("Lunch with Caroline on Friday at noon.", None),
+    ("Note: Caroline prefers tea to coffee.", None),
+]
+
+
+async def add_speakers(core: ZapomniCore) -> list[str]:
+    """SPEAKERS, sent by one client (as an MCP session would): turns without a thread get an inferred one."""
+    ctx = RequestContext(client="one-session")
+    added = [await core.memories.add(AddMemoryRequest(text=text, metadata=meta), ctx) for text, meta in SPEAKERS]
+    return [result.memory_id for result in added]
+
+
+async def listed(core: ZapomniCore, **filters: object) -> set[str]:
+    page = await core.memories.page(ListMemoriesRequest(filters=filters, limit=50))
+    return {memory.memory_id for memory in page.memories}
+
+
+async def test_a_speaker_sent_or_inferred_filters_the_list_the_search_and_a_delete(core: ZapomniCore) -> None:
+    ids = await add_speakers(core)
+    caroline = {ids[0], ids[1]}
+    assert await listed(core, speaker="Caroline") == caroline
+    assert await listed(core, speaker="Melanie") == {ids[2]}
+    assert await listed(core, speaker="caroline") == set(), "a speaker matches exactly, as a source does"
+    found = await core.memories.search(
+        SearchRequest(query="Caroline", filters={"speaker": "Caroline"}, limit=10, include_unrelated=True)
+    )
+    assert {hit.memory_id for hit in found.results} == caroline
+    preview = await core.memories.delete(DeleteMemoryRequest(filters={"speaker": "Caroline"}, dry_run=True))
+    assert set(preview.memory_ids) == caroline
+    page = await core.memories.page(ListMemoriesRequest(filters={"speaker": "Caroline"}, limit=50))
+    assert {(m.speaker, m.kind) for m in page.memories} == {("Caroline", "turn")}
+    with pytest.raises(ValueError, match="speaker"):
+        ListMemoriesRequest.model_validate({"filters": {"speaker": ""}})
+
+
+async def test_a_turn_is_a_memory_with_a_speaker_or_a_thread(core: ZapomniCore) -> None:
+    ids = await add_speakers(core)
+    assert await listed(core, kind="turn") == set(ids[:4])
+    assert await listed(core, kind="note") == set(ids[4:]), "a note is not a turn"
+    assert await listed(core, kind="turn", thread="chat-9") == {ids[0], ids[3]}
+    detail = await core.memories.get(GetMemoryRequest(memory_id=ids[1]))
+    assert (detail.kind, detail.speaker, detail.inferred["speaker"]) == ("turn", "Caroline", "Caroline")
+    assert (await core.memories.get(GetMemoryRequest(memory_id=ids[4]))).kind == "note"
+
+
+async def test_an_edit_moves_a_turn_to_another_speaker_or_makes_it_a_note(core: ZapomniCore) -> None:
+    ids = await add_speakers(core)
+    await core.memories.update(UpdateMemoryRequest(memory_id=ids[0], metadata={"speaker": "Tom", "thread": "chat-9"}))
+    assert await listed(core, speaker="Caroline") == {ids[1]}
+    assert await listed(core, speaker="Tom") == {ids[0]}
+    await core.memories.update(UpdateMemoryRequest(memory_id=ids[0], metadata={"tags": ["plain"]}))
+    assert await listed(core, speaker="Tom") == set()
+    assert ids[0] in await listed(core, kind="note")
+    # A speaker read from the text is read again when the text changes; the inferred thread stays.
+    before = await core.memories.get(GetMemoryRequest(memory_id=ids[1]))
+    await core.memories.update(UpdateMemoryRequest(memory_id=ids[1], text="Tom: We hiked up Mount Tam yesterday."))
+    after = await core.memories.get(GetMemoryRequest(memory_id=ids[1]))
+    assert before.thread is not None and before.inferred == {"speaker": "Caroline", "thread": before.thread}
+    assert (after.speaker, after.inferred) == ("Tom", {"speaker": "Tom", "thread": before.thread})
+    assert await listed(core, speaker="Tom") == {ids[1]} and await listed(core, speaker="Caroline") == set()
+    workspace = await core.workspaces.registry.get(None, create=False)
+    assert workspace is not None
+    [chunk] = await workspace.stores.reads.chunks(ids[1])
+    assert chunk.context == "Tom", "read with its new speaker"
+    # A note given a speaker becomes a turn; a duplicate add that brings one does too.
+    await core.memories.add(AddMemoryRequest(text=SPEAKERS[4][0], metadata={"speaker": "Melanie"}))
+    assert await listed(core, speaker="Melanie") == {ids[2], ids[4]}
+    assert ids[4] in await listed(core, kind="turn")

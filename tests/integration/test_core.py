@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import graph_client, open_core
 from zapomni_core import Settings, ZapomniCore
-from zapomni_core.memories.requests import MAX_TEXT_BYTES, AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import MAX_TEXT_BYTES, AddMemoryRequest, GetMemoryRequest, SearchRequest
 from zapomni_db import SchemaSettings, migrate
 from zapomni_db.memories import WRITE_BATCH
 from zapomni_db.schema import current_version, latest_version
@@ -232,3 +232,36 @@ async def test_orphan_chunks_from_an_interrupted_write_are_removed(settings: Set
         async with graph_client(data_dir) as client:
             rows = await client.ro_query("MATCH (c:Chunk) RETURN c.id")
         assert "orphan" not in [r[0] for r in rows]
+
+
+async def test_memories_stored_before_the_speaker_property_get_it_once_on_opening(
+    settings: Settings, data_dir: Path
+) -> None:
+    async with open_core(settings) as (core, _info):
+        sent = await add(core, "I adopted a puppy.", speaker="Caroline")
+        inferred = await add(core, "Melanie: What a lovely puppy!")
+        note = await add(core, "Buy dog food on the way home.")
+        async with graph_client(data_dir) as client:  # what an older version of the store holds
+            await client.query("MATCH (m:Memory) SET m.speaker = null")
+            await client.query("MATCH (s:SchemaVersion) SET s.derived = null")
+    async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
+        rows = await client.ro_query("MATCH (m:Memory) RETURN m.id, m.speaker")
+        assert dict(rows) == {sent: "Caroline", inferred: "Melanie", note: None}
+        # Once: the store records it, and the next opening reads no memory for it.
+        await client.query("MATCH (m:Memory {id: $id}) SET m.speaker = null", {"id": sent})
+    async with open_core(settings) as (core, _info):
+        async with graph_client(data_dir) as client:
+            rows = await client.ro_query("MATCH (m:Memory {id: $id}) RETURN m.speaker", {"id": sent})
+        assert rows == [[None]]
+
+
+async def test_a_backfill_leaves_a_memory_changed_since_it_was_read(core: ZapomniCore) -> None:
+    memory_id = await add(core, "Caroline: I adopted a puppy.")
+    workspace = await core.workspaces.registry.get(None, create=False)
+    assert workspace is not None
+    maintenance = workspace.stores.maintenance
+    [(_id, sources)] = [row for row in await maintenance.memories_without("speaker", "", 10) if row[0] == memory_id]
+    await maintenance.set_derived("speaker", [(memory_id, "Stale", ["{}", '{"speaker": "Someone"}'])])
+    assert (await core.memories.get(GetMemoryRequest(memory_id=memory_id))).speaker == "Caroline"
+    await maintenance.set_derived("speaker", [(memory_id, "Fresh", sources)])
+    assert (await core.memories.get(GetMemoryRequest(memory_id=memory_id))).speaker == "Fresh"

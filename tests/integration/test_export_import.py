@@ -18,7 +18,7 @@ from tests.fakes.ollama_server import FakeOllama
 from tests.helpers import graph_client, open_core
 from tests.processes import ZAPOMNI, child_env
 from zapomni_core import Settings, ZapomniCore
-from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, ListMemoriesRequest, SearchRequest
 from zapomni_core.progress import Progress
 from zapomni_core.transfer import TransferError, export, importer
 from zapomni_core.transfer.format import EXPORTING, IMPORTING, VALIDATING
@@ -445,3 +445,21 @@ async def test_the_command_line_exports_and_imports(source: Source, data_dir: Pa
         assert b"truncated" in refused.stderr and refused.stdout == b""
     finally:
         shutil.rmtree(target, ignore_errors=True)
+
+
+async def test_a_turn_keeps_its_speaker_and_kind_through_a_round_trip(data_dir: Path, tmp_path: Path) -> None:
+    said = AddMemoryRequest.model_validate({"text": "I adopted a puppy.", "metadata": {"speaker": "Caroline"}})
+    told = AddMemoryRequest(text="Caroline: We hiked up Mount Tam.")
+    async with open_core(_settings(tmp_path / "a")) as (core, _info):
+        ids = [(await core.memories.add(request)).memory_id for request in (said, told)]
+        exported = await _export(core)
+    memories = [line for line in lines(exported) if line["type"] == "memory"]
+    assert [line["kind"] for line in memories] == ["note", "note"], "the stored kind: turns are notes"
+    async with open_core(_settings(data_dir)) as (core, _info):
+        await core.transfer.import_from(io.BytesIO(exported))
+        page = await core.memories.page(ListMemoriesRequest(filters={"speaker": "Caroline"}))
+        assert {(m.memory_id, m.kind) for m in page.memories} == {(ids[0], "turn"), (ids[1], "turn")}
+        workspace = await core.workspaces.registry.get(None, create=False)
+        assert workspace is not None
+        [chunk] = await workspace.stores.reads.chunks(ids[1])
+        assert chunk.context == "Caroline", "read with its speaker, as it was before the export"

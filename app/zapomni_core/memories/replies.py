@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from zapomni_core.memories.requests import MetadataValue
 from zapomni_core.search import Ranked
-from zapomni_db import MemoryInfo, MemoryKind, MemoryStatus, StoredChunk, StoredMemory
+from zapomni_db import ListedKind, MemoryInfo, MemoryStatus, StoredChunk, StoredMemory
 
 PREVIEW_CHARS = 200
 
@@ -32,8 +32,16 @@ class MemoryFields(BaseModel):
         "indexing until its chunks are searchable, failed if that job failed (job_status says why).",
     )
     job_id: str | None = Field(None, description="The job that indexes (or indexed) this memory, for a large add.")
-    kind: MemoryKind = Field(
-        "note", description="note (add_memory), document (ingest_path) or code (index_codebase); source is the file."
+    kind: ListedKind = Field(
+        "note",
+        description="note (add_memory), turn (a conversation turn: a memory with a speaker or a thread, sent or "
+        "inferred), document (ingest_path) or code (index_codebase); for a file, source is its path.",
+    )
+    speaker: str | None = Field(
+        None, description="A conversation turn's speaker: metadata.speaker, else the one inferred from 'Name:'."
+    )
+    thread: str | None = Field(
+        None, description="A conversation turn's thread: metadata.thread, else the inferred one."
     )
 
     @classmethod
@@ -51,6 +59,8 @@ class MemoryFields(BaseModel):
             status=info.status,
             job_id=info.job_id,
             kind=info.kind,
+            speaker=info.speaker,
+            thread=info.thread,
             **fields,
         )
 

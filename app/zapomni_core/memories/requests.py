@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from zapomni_core.search.types import SearchMode
 from zapomni_core.validation import UUID_PATTERN, ScopedRequest, StrictModel, parse_iso8601
-from zapomni_db import MemoryKind, SearchFilter
+from zapomni_db import ListedKind, SearchFilter
 
 MAX_TEXT_BYTES = 10 * 1024 * 1024
 MAX_METADATA_BYTES = 10 * 1024
@@ -104,11 +104,23 @@ class SearchFilters(StrictModel):
     source: str | None = Field(None, min_length=1, max_length=500, description="Match this source exactly.")
     date_from: str | None = Field(None, description="ISO 8601; memories dated at or after this.")
     date_to: str | None = Field(None, description="ISO 8601; memories dated at or before this.")
-    kind: MemoryKind | None = Field(
-        None, description="note: added with add_memory; document: read by ingest_path; code: read by index_codebase."
+    kind: ListedKind | None = Field(
+        None,
+        description="note: added with add_memory, not a turn; turn: a conversation turn (a memory with a speaker "
+        "or a thread, sent in metadata or inferred); document: read by ingest_path; code: read by index_codebase.",
     )
     thread: str | None = Field(
-        None, min_length=1, max_length=200, description="Conversation turns of this thread (metadata.thread)."
+        None,
+        min_length=1,
+        max_length=200,
+        description="Conversation turns of this thread (metadata.thread, else the inferred thread).",
+    )
+    speaker: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Conversation turns said by this speaker, exactly as stored (metadata.speaker, else the speaker "
+        "inferred from a leading 'Name:').",
     )
 
     @field_validator("date_from", "date_to")
@@ -136,6 +148,7 @@ class SearchFilters(StrictModel):
             date_to_ts=parse_iso8601(self.date_to).timestamp() if self.date_to else None,
             kind=self.kind,
             thread=self.thread,
+            speaker=self.speaker,
         )
 
 
@@ -188,7 +201,8 @@ class DeleteMemoryRequest(ScopedRequest):
             raise ValueError("give either memory_ids or filters (exactly one of them)")
         if self.filters is not None and not self.filters.to_store().active:
             raise ValueError(
-                "filters: give at least one of tags, source, date_from, date_to, kind (an empty filter is refused)"
+                "filters: give at least one of tags, source, date_from, date_to, kind, thread, speaker "
+                "(an empty filter is refused)"
             )
         return self
 

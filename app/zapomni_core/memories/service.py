@@ -41,7 +41,7 @@ from zapomni_core.memories.requests import (
     SearchRequest,
     UpdateMemoryRequest,
 )
-from zapomni_core.memories.turns import Inferred, ThreadTracker
+from zapomni_core.memories.turns import Inferred, ThreadTracker, inferred_speaker
 from zapomni_core.memories.writing import WritePipeline, content_hash, memory_record, metadata_of, new_id
 from zapomni_core.search import RetrievalQuery, SearchOptions
 from zapomni_core.workspaces.registry import Workspace, Workspaces
@@ -231,8 +231,11 @@ class MemoryService:
         text_changed = request.text is not None and content_hash(request.text) != stored.content_hash
         # The same text differently spaced is no change: the stored text stays, nothing is re-embedded.
         text = request.text if text_changed and request.text is not None else stored.text
-        # What was inferred when the turn arrived stays; a thread or speaker the agent now gives wins.
-        inferred = Inferred.from_json(stored.inferred_json)
+        # The thread inferred when the turn arrived stays (it came from the client and the time); a speaker is
+        # read from the text again, as an add reads it, so an edit of the `Name:` lead moves the turn. A thread
+        # or speaker the agent now gives wins.
+        old_inferred = Inferred.from_json(stored.inferred_json)
+        inferred = replace(old_inferred, speaker=inferred_speaker(text, metadata).speaker)
         record = memory_record(
             stored.info.id, text, metadata, created_at=stored.info.created_at, updated_at=time.time(), inferred=inferred
         )
@@ -249,8 +252,8 @@ class MemoryService:
             return result
         context = reading_context(metadata, inferred.speaker)
         # A turn's new speaker, date or thread changes how its chunks are indexed, not only its fields.
-        rethread = (metadata.thread or inferred.thread) != (old_metadata.thread or inferred.thread)
-        reindex = text_changed or rethread or context != reading_context(old_metadata, inferred.speaker)
+        rethread = (metadata.thread or inferred.thread) != (old_metadata.thread or old_inferred.thread)
+        reindex = text_changed or rethread or context != reading_context(old_metadata, old_inferred.speaker)
         if text_changed:
             duplicate = await workspace.stores.reads.by_content_hash(record.content_hash)
             if duplicate is not None:
@@ -365,6 +368,11 @@ class MemoryService:
         return MemoryChunks(
             memory_id=request.memory_id, workspace=workspace.name, chunks=[replies.chunk_out(c) for c in chunks]
         )
+
+    async def speakers(self, workspace: str | None, limit: int = 200) -> list[str]:
+        """The speakers of a workspace's turns (sent or inferred), in order: what its speaker filter can match."""
+        found = await self._workspaces.get(workspace, create=False)
+        return await found.stores.reads.speakers(limit) if found is not None else []
 
     async def page(self, request: ListMemoriesRequest) -> MemoryPage:
         name = self._workspaces.resolve(request.workspace)

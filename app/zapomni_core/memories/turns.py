@@ -68,6 +68,25 @@ class Inferred:
 NOTHING = Inferred()
 
 
+def inferred_speaker(text: str, metadata: MemoryMetadata | None) -> Inferred:
+    """The speaker read from a `Name:` lead when the metadata gives none; no thread, which needs the client and
+    the time (`ThreadTracker.infer`). What an import infers, and what an update reads again from an edited text."""
+    return Inferred(speaker=None if metadata and metadata.speaker else leading_speaker(text))
+
+
+def speaker_of(given: str | None, inferred: Inferred) -> str | None:
+    """Who said a turn, as stored (`Memory.speaker`) and filtered on: the speaker the agent sent, else the one
+    inferred from a `Name:` lead. The agent's wins, as for the thread and the reading context: it is what the
+    agent knows, and the inferred one is only a reading of the text (decision 0025)."""
+    return given or inferred.speaker
+
+
+def stored_speaker(metadata_json: str, inferred_json: str | None) -> str | None:
+    """`speaker_of` a memory as stored: its metadata JSON (what the agent sent) and its `inferred` JSON."""
+    given = json.loads(metadata_json or "{}").get("speaker")
+    return speaker_of(given if isinstance(given, str) else None, Inferred.from_json(inferred_json))
+
+
 @dataclass
 class _Open:
     thread: str
@@ -99,7 +118,7 @@ class ThreadTracker:
     ) -> Inferred:
         """What to infer for a new memory: a speaker if none was given, a thread if a turn has none."""
         given_speaker = metadata.speaker if metadata else None
-        speaker = None if given_speaker else leading_speaker(text)
+        speaker = inferred_speaker(text, metadata).speaker
         thread = None
         if client is not None and (given_speaker or speaker) and not (metadata and metadata.thread):
             date = metadata.date if metadata else None

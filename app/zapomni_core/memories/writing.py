@@ -17,7 +17,7 @@ from zapomni_core.errors import ShuttingDown
 from zapomni_core.memories.chunking import Chunker
 from zapomni_core.memories.conversation import indexed_text
 from zapomni_core.memories.requests import MemoryMetadata
-from zapomni_core.memories.turns import NOTHING, Inferred
+from zapomni_core.memories.turns import NOTHING, Inferred, speaker_of
 from zapomni_core.progress import Progress
 from zapomni_core.search.analyzer import Analyzer, TermCounts
 from zapomni_core.validation import parse_iso8601
@@ -50,7 +50,8 @@ def memory_record(
 ) -> MemoryRecord:
     """The stored form of a memory; add, update and import build it the same way.
 
-    The thread the keyword index reads is the agent's, else the inferred one (`inferred`, kept apart).
+    The thread the keyword index reads and the speaker filters read are the agent's, else the inferred ones
+    (`inferred`, kept apart).
     """
     date = metadata.date if metadata else None
     return MemoryRecord(
@@ -66,6 +67,7 @@ def memory_record(
         metadata_json=json.dumps(metadata.extra() if metadata else {}, sort_keys=True),
         thread=(metadata.thread if metadata else None) or inferred.thread,
         inferred_json=inferred.to_json(),
+        speaker=speaker_of(metadata.speaker if metadata else None, inferred),
     )
 
 

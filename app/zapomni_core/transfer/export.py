@@ -258,7 +258,8 @@ def _memory_prefix(memory: StoredMemory, workspace: str, graph_state: str | None
             "date": memory.info.date,
             "metadata": json.loads(memory.metadata_json),
             "graph_state": "done" if graph_state == "done" else None,
-            "kind": memory.info.kind,
+            # The stored kind: a turn is stored as a note, and is one again by the speaker or thread it holds.
+            "kind": "note" if memory.info.kind == "turn" else memory.info.kind,
             "file_hash": memory.file_hash,
         }
     )

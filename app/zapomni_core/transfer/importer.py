@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.memories.conversation import reading_context
 from zapomni_core.memories.requests import AddMemoryRequest
+from zapomni_core.memories.turns import inferred_speaker
 from zapomni_core.memories.writing import Split, WritePipeline, chunk_rows, memory_record, new_id
 from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.transfer.format import (
@@ -568,7 +569,11 @@ class _Writer:
         for plan in planned:
             memory = plan.parsed.memory
             created_at = parse_iso8601(memory.created_at).timestamp()
-            record = memory_record(memory.id, memory.text, plan.parsed.request.metadata, created_at=created_at)
+            metadata = plan.parsed.request.metadata
+            # A file holds what the agent sent; a speaker read from a `Name:` lead is read again, as `add` reads it
+            # (an import has no client, so no thread is inferred: decision 0023).
+            inferred = inferred_speaker(memory.text, metadata)
+            record = memory_record(memory.id, memory.text, metadata, created_at=created_at, inferred=inferred)
             record = replace(record, kind=memory.kind, file_hash=memory.file_hash)
             vectors = [v for v in plan.vectors if v is not None]
             rows = chunk_rows(plan.split, vectors, plan.ids)
@@ -589,7 +594,8 @@ class _Writer:
         plans = []
         for parsed in todo:
             chunks = parsed.memory.chunks
-            context = reading_context(parsed.request.metadata)
+            metadata = parsed.request.metadata
+            context = reading_context(metadata, inferred_speaker(parsed.memory.text, metadata).speaker)
             if self._reuse and chunks:
                 split = self._target.writer.prepare([c.text for c in chunks], context)
                 ids = [c.id or new_id() for c in chunks]

@@ -12,15 +12,18 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
 from zapomni_core.errors import ConfigurationError, NotFound
+from zapomni_core.memories.turns import stored_speaker
 from zapomni_core.memories.writing import content_hash
 from zapomni_core.reembed import in_progress_message
 from zapomni_core.search import SearchPipeline
 from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_db import (
+    DERIVED,
     Connection,
     DerivedField,
     GraphClient,
@@ -38,7 +41,8 @@ log = structlog.get_logger(__name__)
 
 # A large add that crashed leaves unlinked chunks; anything this old is certainly not in progress.
 ORPHAN_GRACE_S = 3600.0
-_BACKFILL_BATCH = 100
+# Memories read per backfill query: a text may be 10 MB, a turn's metadata and inferred JSON are small.
+_BACKFILL_BATCH = {"text": 100, "small": 1000}
 
 
 @dataclass(frozen=True)
@@ -162,9 +166,27 @@ class Workspaces:
         return Workspace(name, stores, keyword_index, self._search_for(stores, keyword_index))
 
 
+# How each derived field (`zapomni_db.DERIVED`, which names what it is computed from) is computed from those
+# sources; writes compute it the same way (`memory_record`, `MemoryWrites`).
+DERIVE: dict[DerivedField, Callable[[list[Any]], str | None]] = {
+    "content_hash": lambda sources: content_hash(sources[0]),
+    "head": lambda sources: text_head(sources[0]),
+    "speaker": lambda sources: stored_speaker(sources[0], sources[1]),
+}
+
+
 async def _backfill_derived(stores: GraphStores) -> None:
-    """Memories stored before deduplication or page heads existed get them (once)."""
-    derive: dict[DerivedField, Callable[[str], str]] = {"content_hash": content_hash, "head": text_head}
-    for field, value_of in derive.items():
-        while batch := await stores.maintenance.memories_without(field, _BACKFILL_BATCH):
-            await stores.maintenance.set_derived(field, [(mid, value_of(text)) for mid, text in batch])
+    """Memories stored before deduplication, page heads or the speaker property existed get them (once)."""
+    maintenance = stores.maintenance
+    done = await maintenance.derived()
+    for field, value_of in DERIVE.items():
+        if field in done:
+            continue
+        after = ""
+        size = _BACKFILL_BATCH["text" if "text" in DERIVED[field].sources else "small"]
+        while batch := await maintenance.memories_without(field, after, size):
+            values = [(mid, value_of(sources), sources) for mid, sources in batch]
+            await maintenance.set_derived(field, [row for row in values if row[1] is not None])
+            after = batch[-1][0]
+        if DERIVED[field].sparse:
+            await maintenance.mark_derived(field)

@@ -6,10 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from zapomni_db._cypher import KIND
+
 # "indexed" (searchable), or for a large add indexed by a job: "indexing", then "indexed" or "failed".
 MemoryStatus = Literal["indexed", "indexing", "failed"]
 # note: added by an agent; document / code: a file read by ingest_path / index_codebase (`source` is its path).
 MemoryKind = Literal["note", "document", "code"]
+# A memory's kind as listed and filtered (`_cypher.KIND`): its stored kind, except that a note with a speaker or a
+# thread is a conversation turn.
+ListedKind = Literal["note", "turn", "document", "code"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,8 @@ class MemoryRecord:
     thread: str | None = None
     # What the server inferred and the agent did not send (a speaker, a thread), as JSON; None: nothing.
     inferred_json: str | None = None
+    # Who said a turn: the agent's speaker, else the inferred one; what the speaker filter reads.
+    speaker: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,14 +95,17 @@ class MemoryInfo:
     chunk_count: int
     status: MemoryStatus = "indexed"
     job_id: str | None = None
-    kind: MemoryKind = "note"
+    kind: ListedKind = "note"
+    # A conversation turn's speaker and thread (the agent's, else the inferred ones).
+    speaker: str | None = None
+    thread: str | None = None
 
     # The Cypher projection that `from_row` reads, for a memory bound to `m`.
     PROJECTION = (
         "m.id, m.tags, m.source, m.date, m.created_at, coalesce(m.updated_at, m.created_at), m.chunk_count, "
-        "coalesce(m.status, 'indexed'), m.job_id, coalesce(m.kind, 'note')"
+        f"coalesce(m.status, 'indexed'), m.job_id, {KIND}, m.speaker, m.thread"
     )
-    WIDTH = 10
+    WIDTH = 12
 
     @classmethod
     def from_row(cls, row: list[Any], start: int = 0) -> MemoryInfo:
@@ -111,6 +121,8 @@ class MemoryInfo:
             status=r[7] or "indexed",
             job_id=r[8],
             kind=r[9] or "note",
+            speaker=r[10],
+            thread=r[11],
         )
 
 
@@ -146,11 +158,13 @@ class SearchFilter:
     date_to_ts: float | None = None
     kind: str | None = None
     thread: str | None = None
+    speaker: str | None = None
 
     @property
     def active(self) -> bool:
         return bool(self.tags) or any(
-            v is not None for v in (self.source, self.date_from_ts, self.date_to_ts, self.kind, self.thread)
+            v is not None
+            for v in (self.source, self.date_from_ts, self.date_to_ts, self.kind, self.thread, self.speaker)
         )
 
     def as_params(self) -> dict[str, Any]:
@@ -161,6 +175,7 @@ class SearchFilter:
             "date_to": self.date_to_ts,
             "kind": self.kind,
             "thread": self.thread,
+            "speaker": self.speaker,
         }
 
 
