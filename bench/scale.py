@@ -65,6 +65,7 @@ QUERIES = 200
 MCP_QUERIES = 100
 RAW_SAMPLE = 2000
 DELETE_BATCH = 1000  # the largest delete one call takes (MAX_DELETE_IDS)
+GROW_BATCH = 100  # memories per write while growing without the model (one query each, like an import)
 GRAPH_MEMORIES = 300  # memories whose entities and relations get_related walks at every size
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
@@ -225,10 +226,13 @@ async def grow(workdir: Path, texts: list[str], seed: int) -> list[str]:
     try:
         for start in range(0, len(texts), 500):
             batch = texts[start : start + 500]
-            for text, vector in zip(batch, borrowed_vectors(base, len(batch), rng), strict=True):
-                memory, chunks = single_chunk_memory(text, vector, analyzer)
-                if await writes.insert(memory, chunks):
-                    ids.append(memory.id)
+            made = [
+                single_chunk_memory(text, vector, analyzer)
+                for text, vector in zip(batch, borrowed_vectors(base, len(batch), rng), strict=True)
+            ]
+            for start_at in range(0, len(made), GROW_BATCH):
+                await writes.insert_many(made[start_at : start_at + GROW_BATCH])
+            ids += [memory.id for memory, _ in made]
             if bar is not None:
                 bar.update(len(batch))
     finally:
