@@ -126,6 +126,17 @@ def test_scale_bench_measures_every_figure_at_each_size(tmp_path: Path) -> None:
     assert out.with_suffix(".png").stat().st_size > 1000
 
 
+def test_semantic_cache_bench_reports_hits_false_hits_and_changed_results(tmp_path: Path) -> None:
+    write_beir(tmp_path / "beir")
+    out = tmp_path / "semantic_cache.md"
+    done = run_module("bench.semantic_cache", "--data-dir", str(tmp_path / "beir"), "--output", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["claims"] == 8
+    assert report["near_repeats"]["lower case, no stop"]["caught"]["0.8"] == 1.0
+    assert 0.0 <= report["distinct_claims_nearest_other"]["false_hit_rate"]["0.8"] <= 1.0
+
+
 def test_index_repair_bench_sees_the_replay_and_the_repair(tmp_path: Path) -> None:
     out = tmp_path / "index_repair.md"
     done = run_module("bench.index_repair", "--sizes", "300", "--output", str(out))
