@@ -67,6 +67,7 @@ RAW_SAMPLE = 2000
 DELETE_BATCH = 1000  # the largest delete one call takes (MAX_DELETE_IDS)
 GROW_BATCH = 100  # memories per write while growing without the model (one query each, like an import)
 GRAPH_MEMORIES = 300  # memories whose entities and relations get_related walks at every size
+START_TIMEOUT_S = 3600.0  # a server's first answers on a store it must load (1M vectors: ~10 min quiet)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -321,7 +322,11 @@ async def spawned_server(workdir: Path, log_path: Path) -> AsyncIterator[tuple[C
     params = StdioServerParameters(command=ZAPOMNI, args=["serve"], env=server_env(workdir))
     with log_path.open("w") as errlog:
         started = time.perf_counter()
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        # The database may take minutes to load a large store: the client waits (the SDK's default is 60 s).
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=START_TIMEOUT_S) as session,
+        ):
             await session.initialize()
             await call(session, "search_memory", {"query": "first search after a cold start", "mode": "hybrid"})
             yield session, round((time.perf_counter() - started) * 1000, 1)

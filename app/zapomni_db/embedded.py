@@ -117,13 +117,20 @@ def _socket_path(run_dir: Path) -> Path:
 
 def ping(socket: Path, timeout_s: float = 1.0) -> bool:
     """True when a server answers on `socket` and has finished loading its data."""
+    return probe(socket, timeout_s) == "ready"
+
+
+def probe(socket: Path, timeout_s: float = 1.0) -> str:
+    """ "ready" when a server answers on `socket`, "loading" while it answers LOADING, else "down"."""
     if not socket.exists():
-        return False
+        return "down"
     client = direct_client(unix_socket=socket, timeout_s=timeout_s)
     try:
-        return bool(client.ping())
-    except (RedisConnectionError, BusyLoadingError, OSError, redis.exceptions.TimeoutError):
-        return False
+        return "ready" if client.ping() else "down"
+    except BusyLoadingError:
+        return "loading"
+    except (RedisConnectionError, OSError, redis.exceptions.TimeoutError):
+        return "down"
     finally:
         client.close()
 
@@ -236,8 +243,17 @@ class EmbeddedDatabase:
             )
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self._start_timeout_s
-        while not ping(self.socket):
-            if time.monotonic() > deadline:
+        """Wait until the server answers. While it answers LOADING it is given all the time it needs: loading a
+        store rebuilds its vector index (~0.6 ms a vector, minutes at a million chunks; decision 0026); the
+        timeout counts only time in which it neither answered nor loaded."""
+        deadline, noted = time.monotonic() + self._start_timeout_s, time.monotonic()
+        while (state := probe(self.socket)) != "ready":
+            now = time.monotonic()
+            if state == "loading":
+                deadline = now + self._start_timeout_s
+                if now - noted >= 10:
+                    log.info("db.embedded.loading", socket=str(self.socket))
+                    noted = now
+            elif now > deadline:
                 raise DatabaseUnavailable(f"the embedded FalkorDB did not become ready; see {self.paths.log_file}")
-            time.sleep(0.05)
+            time.sleep(0.05 if state == "down" else 0.5)
