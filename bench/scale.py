@@ -516,6 +516,7 @@ def render(results: dict[str, Any]) -> str:
         f"SciFact sentences); {CONCURRENCY} concurrent `add_memory` calls; `appendfsync always`; produced by "
         "`python -m bench.scale` (`make bench`; `--sizes ... 1000000` for 1M).",
         f"- bare embedder on the same texts (the ceiling): **{raw} chunks/s**",
+        *(f"- {note}" for note in results.get("notes", [])),
     ]
     graph = results.get("graph")
     if graph:

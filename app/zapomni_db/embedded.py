@@ -121,15 +121,17 @@ def ping(socket: Path, timeout_s: float = 1.0) -> bool:
 
 
 def probe(socket: Path, timeout_s: float = 1.0) -> str:
-    """ "ready" when a server answers on `socket`, "loading" while it answers LOADING, else "down"."""
+    """What a server on `socket` is doing: "ready" when it answers; "loading" while it answers LOADING or takes
+    the connection without answering (FalkorDB builds its vector index on the thread that answers: at 100K
+    chunks it answered nothing for minutes); "down" when nothing listens."""
     if not socket.exists():
         return "down"
     client = direct_client(unix_socket=socket, timeout_s=timeout_s)
     try:
         return "ready" if client.ping() else "down"
-    except BusyLoadingError:
+    except (BusyLoadingError, redis.exceptions.TimeoutError):
         return "loading"
-    except (RedisConnectionError, OSError, redis.exceptions.TimeoutError):
+    except (RedisConnectionError, OSError):
         return "down"
     finally:
         client.close()
@@ -243,9 +245,9 @@ class EmbeddedDatabase:
             )
 
     def _wait_ready(self) -> None:
-        """Wait until the server answers. While it answers LOADING it is given all the time it needs: loading a
-        store rebuilds its vector index (~0.6 ms a vector, minutes at a million chunks; decision 0026); the
-        timeout counts only time in which it neither answered nor loaded."""
+        """Wait until the server answers. While it is loading (`probe`) it is given all the time it needs:
+        loading a store rebuilds its vector index (~0.6 ms a vector, minutes at a million chunks; decision
+        0026); the timeout counts only time in which nothing listened on the socket."""
         deadline, noted = time.monotonic() + self._start_timeout_s, time.monotonic()
         while (state := probe(self.socket)) != "ready":
             now = time.monotonic()
