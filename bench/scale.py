@@ -514,7 +514,7 @@ def render(results: dict[str, Any]) -> str:
         f"- date: {results.get('date')}; commit {results.get('commit')}; CPUs: {os.cpu_count()} (shared with other "
         "engineers: the load average is given beside each measurement); memories of one ~50-token chunk (two "
         f"SciFact sentences); {CONCURRENCY} concurrent `add_memory` calls; `appendfsync always`; produced by "
-        "`python -m bench.scale` (`make bench`; `--sizes ... 1000000` for 1M).",
+        "`python -m bench.scale` (`make bench`; `make bench-1m` adds 1M).",
         f"- bare embedder on the same texts (the ceiling): **{raw} chunks/s**",
         *(f"- {note}" for note in results.get("notes", [])),
     ]
