@@ -453,6 +453,9 @@ async def run(
         async with open_core(settings) as (core, _info):
             entry["open_core_ms"] = round((time.perf_counter() - opened) * 1000, 1)  # the database loading, if stopped
             stored = (await core.workspaces.stats()).total_chunks
+            if stored and entity is None:  # a store kept from an earlier run (--store): its graph, new texts
+                top = (await core.graph.overview(GraphOverviewRequest(limit=1))).entities
+                entity, next_text = (top[0].name if top else None), stored
             if stored == 0:
                 wanted = all_texts[next_text : next_text + min(size, embed_upto)]
                 next_text += len(wanted)
