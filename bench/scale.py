@@ -158,7 +158,7 @@ async def mcp_overhead(core: ZapomniCore, data_dir: Path, texts: list[str]) -> d
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "zapomni"),
         args=["serve"],
-        env={"ZAPOMNI_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING"},
+        env=server_env(data_dir) | {"LOG_LEVEL": "WARNING"},  # this checkout's code, as the cold starts run
     )
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
