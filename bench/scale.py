@@ -1,23 +1,32 @@
-"""Speed and scale on the embedded defaults: ingestion, search latency, MCP overhead, memory.
+"""Speed and scale on the embedded defaults, 10K to 1M chunks: every figure that matters at each size, one run.
 
 A synthetic corpus of short memories (two SciFact sentences each, one chunk of ~50 tokens; plain
-generated sentences when SciFact is absent) is ingested through `ZapomniCore.add_memory` to 10K
-and then 100K chunks. At each size:
-- ingestion throughput (chunks/s, documents/min) beside the bare embedder's throughput on the
-  same texts, the ceiling;
-- search latency p50/p95/p99 per mode through `ZapomniCore.search`: with query embedding (new
+generated sentences when SciFact is absent) is ingested through `ZapomniCore.add_memory` up to
+`--embed-upto` chunks, then grown without the model (real texts, perturbed copies of stored vectors,
+through the stores' writes) to each size of `--sizes` (default 10K, 100K, 300K; add 1000000 for 1M).
+At each size, with the machine's load average beside each group of figures:
+- search latency p50/p95/p99 per mode through `ZapomniCore.search`, with the query embedding (new
   queries) and without it (the same queries again: the embedding cache answers);
-- peak RSS of this process (the engine) and of the database process.
-At 10K, the MCP stdio round trip is measured with the official client against a `zapomni serve`
-attached to the same database, and compared with the direct core call on the same queries.
+- a `list_memories` page (newest, oldest), delete of 1 and of 1,000 memories, `get_related` depth 2
+  (over a graph extracted from the first 300 memories), one `add_memory` with the model;
+- RSS of the database, of a freshly started server after 50 searches, and of this bench's engine;
+  the data directory: snapshot and AOF, running and after the last client's SHUTDOWN SAVE;
+- cold start to the first answered search (existing store, fresh `zapomni serve`, official MCP
+  client): once with the database stopped (it loads the snapshot and rebuilds its vector index) and
+  once with it running (Zapomni's own start-up); each server's log says what the keyword index took;
+- catching up: this process writes `--catch-up` chunks while the second server runs; its next
+  keyword search reads them into its index.
+At the first size the MCP stdio round trip is compared with the direct core call.
 
-Run: `.venv/bin/python -m bench.scale [--sizes 10000 100000]`; results in bench/results/scale.md.
+Run: `.venv/bin/python -m bench.scale [--sizes 10000 100000 300000 1000000]`; results in
+bench/results/scale.{md,json,png} (the plot: matplotlib, pinned in constraints.txt, the `bench` extra).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -28,7 +37,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,11 +46,12 @@ import numpy as np
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from bench.common import DATA_DIR, progress, read_jsonl, summary_ms, timed_ms
+from bench.common import DATA_DIR, ZAPOMNI, call, commit, progress, read_jsonl, summary_ms, timed_ms
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
+from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, GraphOverviewRequest, GraphStatusRequest
 from zapomni_core.logs import configure_logging
-from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, ListMemoriesRequest, SearchRequest
 from zapomni_core.memories.writing import content_hash
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_db import ChunkRow, Connection, DatabaseTarget, GraphClient, MemoryRecord, MemoryWrites, connect
@@ -54,6 +64,10 @@ CONCURRENCY = 8
 QUERIES = 200
 MCP_QUERIES = 100
 RAW_SAMPLE = 2000
+DELETE_BATCH = 1000  # the largest delete one call takes (MAX_DELETE_IDS)
+GROW_BATCH = 100  # memories per write while growing without the model (one query each, like an import)
+GRAPH_MEMORIES = 300  # memories whose entities and relations get_related walks at every size
+START_TIMEOUT_S = 3600.0  # a server's first answers on a store it must load (1M vectors: ~10 min quiet)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -107,21 +121,23 @@ async def database_pid(data_dir: Path) -> int:
     return int(info["process_id"])
 
 
-async def ingest(core: ZapomniCore, texts: list[str], label: str) -> float:
-    pending = list(texts)
+async def ingest(core: ZapomniCore, texts: list[str], label: str) -> tuple[float, list[str]]:
+    """Add `texts` through the engine, `CONCURRENCY` at a time: the seconds it took and the memories' ids."""
+    pending = list(reversed(texts))
+    ids: list[str] = []
     bar = progress(len(pending), label)
     started = time.perf_counter()
 
     async def worker() -> None:
         while pending:
-            await core.memories.add(AddMemoryRequest(text=pending.pop()))
+            ids.append((await core.memories.add(AddMemoryRequest(text=pending.pop()))).memory_id)
             if bar is not None:
                 bar.update(1)
 
     await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
     if bar is not None:
         bar.close()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, ids
 
 
 async def search_latency(core: ZapomniCore, texts: list[str], tag: str) -> dict[str, dict[str, dict[str, float]]]:
@@ -142,7 +158,7 @@ async def mcp_overhead(core: ZapomniCore, data_dir: Path, texts: list[str]) -> d
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "zapomni"),
         args=["serve"],
-        env={"ZAPOMNI_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING"},
+        env=server_env(data_dir) | {"LOG_LEVEL": "WARNING"},  # this checkout's code, as the cold starts run
     )
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
@@ -194,7 +210,7 @@ def single_chunk_memory(
     return memory, [chunk]
 
 
-async def grow(workdir: Path, texts: list[str], seed: int) -> None:
+async def grow(workdir: Path, texts: list[str], seed: int) -> list[str]:
     """Add single-chunk memories through the stores' writes with vectors borrowed from stored chunks.
 
     Embedding 100K chunks takes this machine ~21 minutes (80 chunks/s); search latency at that size does
@@ -207,17 +223,200 @@ async def grow(workdir: Path, texts: list[str], seed: int) -> None:
     rows = await client.ro_query("MATCH (c:Chunk) RETURN c.embedding LIMIT 5000")
     base = np.asarray([row[0] for row in rows], dtype=np.float32)
     bar = progress(len(texts), f"growing by {len(texts):,} chunks (no embedding)")
+    ids: list[str] = []
     try:
         for start in range(0, len(texts), 500):
             batch = texts[start : start + 500]
-            for text, vector in zip(batch, borrowed_vectors(base, len(batch), rng), strict=True):
-                await writes.insert(*single_chunk_memory(text, vector, analyzer))
+            made = [
+                single_chunk_memory(text, vector, analyzer)
+                for text, vector in zip(batch, borrowed_vectors(base, len(batch), rng), strict=True)
+            ]
+            for start_at in range(0, len(made), GROW_BATCH):
+                await writes.insert_many(made[start_at : start_at + GROW_BATCH])
+            ids += [memory.id for memory, _ in made]
             if bar is not None:
                 bar.update(len(batch))
     finally:
         await connection.close()
         if bar is not None:
             bar.close()
+    return ids
+
+
+def load_now() -> list[float]:
+    """The machine's 1/5/15-minute load averages: other engineers share these 2 cores."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def rss_mb(pid: int | str = "self") -> dict[str, float]:
+    """Current and peak resident memory of a process, MB."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(("VmRSS:", "VmHWM:")):
+            fields[line.split(":")[0]] = round(int(line.split()[1]) / 1024, 1)
+    return {"now": fields.get("VmRSS", float("nan")), "peak": fields.get("VmHWM", float("nan"))}
+
+
+def disk_mb(workdir: Path) -> dict[str, float]:
+    """The database's files: the snapshot (dump.rdb) and the append-only files (appendonlydir/)."""
+    db = EmbeddedPaths(workdir).db_dir
+    rdb = db / "dump.rdb"
+    aof = db / "appendonlydir"
+    aof_bytes = sum(f.stat().st_size for f in aof.iterdir()) if aof.is_dir() else 0
+    return {
+        "rdb": round(rdb.stat().st_size / 2**20, 1) if rdb.is_file() else 0.0,
+        "aof": round(aof_bytes / 2**20, 1),
+        "data_dir": round(sum(f.stat().st_size for f in workdir.rglob("*") if f.is_file()) / 2**20, 1),
+    }
+
+
+def server_env(workdir: Path) -> dict[str, str]:
+    env = {
+        "ZAPOMNI_DATA_DIR": str(workdir),
+        "LOG_LEVEL": "INFO",
+        "ZAPOMNI_GRAPH_AUTO": "false",
+        "PATH": os.environ.get("PATH", ""),
+    }
+    if "PYTHONPATH" in os.environ:  # a checkout other than the one installed (a worktree)
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
+
+
+def child_server_pids() -> list[int]:
+    """This process's `zapomni serve` children (the stdio servers it spawned), oldest first."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and b"serve" in cmdline:
+            found.append(int(stat.parent.name))
+    return sorted(found)
+
+
+def log_timings(log_path: Path) -> dict[str, float | None]:
+    """Where a server's start-up went, from its own log (LOG_LEVEL=INFO)."""
+    events: dict[str, dict[str, Any]] = {}
+    for line in log_path.read_text().splitlines():
+        if line.startswith("{"):
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                events.setdefault(str(event.get("event", "")), event)
+    ready, opened, synced = (
+        events.get("server.ready"),
+        events.get("workspace.opened"),
+        events.get("keyword_index.synced"),
+    )
+    return {
+        "server_ready_ms": round(ready["startup_s"] * 1000, 1) if ready and "startup_s" in ready else None,
+        "workspace_open_ms": opened.get("duration_ms") if opened else None,
+        "keyword_sync_ms": synced.get("duration_ms") if synced else None,
+    }
+
+
+@contextlib.asynccontextmanager
+async def spawned_server(workdir: Path, log_path: Path) -> AsyncIterator[tuple[ClientSession, float]]:
+    """A fresh `zapomni serve` (stdio, official client) and the ms from spawning it to its first answered search."""
+    params = StdioServerParameters(command=ZAPOMNI, args=["serve"], env=server_env(workdir))
+    with log_path.open("w") as errlog:
+        started = time.perf_counter()
+        # The database may take minutes to load a large store: the client waits (the SDK's default is 60 s).
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=START_TIMEOUT_S) as session,
+        ):
+            await session.initialize()
+            await call(session, "search_memory", {"query": "first search after a cold start", "mode": "hybrid"})
+            yield session, round((time.perf_counter() - started) * 1000, 1)
+
+
+async def timed_samples(make: Callable[[int], Awaitable[Any]], count: int) -> dict[str, float] | None:
+    if count == 0:
+        return None
+    return summary_ms([await timed_ms(lambda i=i: make(i)) for i in range(count)])
+
+
+async def wait_for_job(core: ZapomniCore, job_id: str) -> str:
+    while True:
+        status = await core.graph.status(GraphStatusRequest(job_id=job_id, wait_s=5))
+        if status.job is not None and status.job.state not in ("pending", "running"):
+            return str(status.job.state)
+
+
+async def build_graph(core: ZapomniCore, memory_ids: list[str]) -> dict[str, Any]:
+    """Entities and relations of `memory_ids` (spaCy), for `get_related` to walk at every size."""
+    started = time.perf_counter()
+    job = await core.graph.build(BuildGraphRequest(memory_ids=memory_ids))
+    state = await wait_for_job(core, job.job_id) if job.job_id else "nothing to do"
+    overview = await core.graph.overview(GraphOverviewRequest(limit=1))
+    counts = (await core.graph.status(GraphStatusRequest())).graph
+    return {
+        "memories": len(memory_ids),
+        "state": state,
+        "seconds": round(time.perf_counter() - started, 1),
+        "entities": counts.entities,
+        "relations": counts.relations,
+        "entity": overview.entities[0].name if overview.entities else None,
+    }
+
+
+async def operations(
+    core: ZapomniCore, doomed: list[str], fresh_texts: list[str], entity: str | None, samples: int, batch: int
+) -> dict[str, Any]:
+    """A page, deletes of 1 and of 1,000, get_related depth 2 and an add, each timed through ZapomniCore."""
+    out: dict[str, Any] = {"load": load_now()}
+    for order in ("newest", "oldest"):
+        request = ListMemoriesRequest(limit=20, order=order)  # type: ignore[arg-type]
+        out[f"list_page_{order}_ms"] = await timed_samples(lambda _i, r=request: core.memories.page(r), samples)
+    singles, batches = doomed[:samples], doomed[samples:]
+    out["delete_1_ms"] = await timed_samples(
+        lambda i: core.memories.delete(DeleteMemoryRequest(memory_ids=[singles[i]])), len(singles)
+    )
+    runs = []
+    for start in range(0, len(batches) - batch + 1, batch):
+        request = DeleteMemoryRequest(memory_ids=batches[start : start + batch])
+        runs.append(round(await timed_ms(lambda r=request: core.memories.delete(r)), 1))
+    out["delete_1000_runs_ms"] = runs
+    if entity is not None:
+        request = GetRelatedRequest(entity=entity, depth=2)
+        out["get_related_depth2_ms"] = await timed_samples(lambda _i: core.graph.related(request), samples)
+    out["add_ms"] = await timed_samples(
+        lambda i: core.memories.add(AddMemoryRequest(text=fresh_texts[i])), min(samples, len(fresh_texts))
+    )
+    return out
+
+
+async def cold_start_and_catch_up(
+    workdir: Path, texts: list[str], seed: int, logs: Path, searches: list[str]
+) -> tuple[dict[str, Any], list[str]]:
+    """Two fresh servers on the stored data, then 10K chunks written by another process: what each costs.
+
+    The first server finds the database stopped (it starts it: the snapshot is loaded and its vector index
+    rebuilt); the second finds it running (only Zapomni's own start-up: the keyword index built from the
+    stored counts). Then this process attaches and writes `texts` as new memories, and the second server's
+    next keyword search catches its index up with them.
+    """
+    out: dict[str, Any] = {"load_before": load_now()}
+    async with spawned_server(workdir, logs / "first.log") as (_first, first_ms):
+        out["database_stopped_ms"] = first_ms
+        out["database_stopped_log"] = log_timings(logs / "first.log")
+        async with spawned_server(workdir, logs / "second.log") as (second, second_ms):
+            out["database_running_ms"] = second_ms
+            out["database_running_log"] = log_timings(logs / "second.log")
+            for q in searches:  # a working set, so the RSS is that of a server in use
+                await call(second, "search_memory", {"query": q})
+            pids = child_server_pids()
+            out["server_rss_mb"] = rss_mb(pids[-1]) if pids else None
+            out["database_rss_mb"] = rss_mb(await database_pid(workdir))
+            out["load_after_start"] = load_now()
+            grown = await grow(workdir, texts, seed)
+            _, catch_up_ms = await call(second, "search_memory", {"query": searches[0], "mode": "keyword"})
+            _, after_ms = await call(second, "search_memory", {"query": searches[1], "mode": "keyword"})
+            out["catch_up"] = {"chunks": len(grown), "first_search_ms": round(catch_up_ms, 1),
+                               "next_search_ms": round(after_ms, 1), "load": load_now()}  # fmt: skip
+    return out, grown
 
 
 async def run(
@@ -227,75 +426,190 @@ async def run(
     query_count: int,
     save: Callable[[dict[str, Any]], None],
     embed_upto: int,
+    catch_up: int,
+    samples: int,
+    delete_batch: int = DELETE_BATCH,
 ) -> dict[str, Any]:
     pool = sentences(data_dir)
-    all_texts = memory_texts(pool, max(sizes), seed=1)
+    sizes = sorted(sizes)
+    extra = len(sizes) * (catch_up + samples)
+    all_texts = memory_texts(pool, sizes[-1] + extra, seed=1)
+    fresh = iter(all_texts[sizes[-1] :])  # texts never stored before, for adds and catch-ups
     query_texts = queries(data_dir, pool, query_count)
-    results: dict[str, Any] = {"sizes": {}, "raw_embedder_chunks_per_s": round(raw_embedder_rate(all_texts), 1)}
-    async with open_core(Settings(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING")) as (core, _info):
-        stored = 0
-        for size in sorted(sizes):
-            entry: dict[str, Any] = {}
-            if stored == 0 or size <= embed_upto:
-                seconds = await ingest(core, all_texts[stored:size], f"ingesting to {size:,} chunks")
-                entry["ingest_chunks_per_s"] = round((size - stored) / seconds, 1)
-                entry["ingest_docs_per_min"] = round((size - stored) / seconds * 60)
-            else:
-                entry["grown_without_embedding"] = True
-                await grow(workdir, all_texts[stored:size], seed=size)
-            stored = size
+    results: dict[str, Any] = {
+        "commit": commit(),
+        "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "raw_embedder_chunks_per_s": round(raw_embedder_rate(all_texts), 1),
+        "sizes": {},
+    }
+    settings = Settings(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
+    stored, next_text, entity = 0, 0, None
+    grown_ids: list[str] = []  # memories the deletes may take (those the graph was built from are kept)
+    logs = workdir.parent / f"{workdir.name}-logs"
+    logs.mkdir(exist_ok=True)
+    for size in sizes:
+        entry: dict[str, Any] = {"load_start": load_now()}
+        opened = time.perf_counter()
+        async with open_core(settings) as (core, _info):
+            entry["open_core_ms"] = round((time.perf_counter() - opened) * 1000, 1)  # the database loading, if stopped
+            stored = (await core.workspaces.stats()).total_chunks
+            if stored and entity is None:  # a store kept from an earlier run (--store): its graph, new texts
+                top = (await core.graph.overview(GraphOverviewRequest(limit=1))).entities
+                entity, next_text = (top[0].name if top else None), stored
+            if stored == 0:
+                wanted = all_texts[next_text : next_text + min(size, embed_upto)]
+                next_text += len(wanted)
+                seconds, embedded_ids = await ingest(core, wanted, f"ingesting to {len(wanted):,} chunks")
+                entry["ingest_chunks_per_s"] = round(len(wanted) / seconds, 1)
+                entry["ingest_docs_per_min"] = round(len(wanted) / seconds * 60)
+                results["graph"] = await build_graph(core, embedded_ids[:GRAPH_MEMORIES])
+                entity = results["graph"]["entity"]
+                grown_ids += embedded_ids[GRAPH_MEMORIES:]  # deletable; the graph's memories stay
+                stored = len(wanted)
+            if stored < size:
+                entry["grown_without_embedding"] = size - stored
+                started = time.perf_counter()
+                grown_ids += await grow(workdir, all_texts[next_text : next_text + size - stored], seed=size)
+                entry["grow_chunks_per_s"] = round((size - stored) / (time.perf_counter() - started), 1)
+                next_text += size - stored
             entry["chunks"] = (await core.workspaces.stats()).total_chunks
             entry["search_ms"] = await search_latency(core, query_texts, tag=str(size))
-            if size == min(sizes):
+            entry["search_load"] = load_now()
+            if size == sizes[0]:
                 entry["mcp"] = await mcp_overhead(core, workdir, query_texts[:MCP_QUERIES])
-            entry["rss_mb"] = {"zapomni": peak_rss_mb(), "database": peak_rss_mb(await database_pid(workdir))}
-            results["sizes"][str(size)] = entry
-            save(results)  # each size is reported as soon as it is measured
+            adds = [next(fresh) for _ in range(samples)]
+            # Random memories, not the newest: a delete at 1M must not find its targets in a warm corner.
+            random.Random(size).shuffle(grown_ids)
+            doomed = [grown_ids.pop() for _ in range(min(len(grown_ids), samples + 2 * delete_batch))]
+            entry["ops"] = await operations(core, doomed, adds, entity, samples, delete_batch)
+            entry["rss_mb"] = {"bench_engine": rss_mb(), "database": rss_mb(await database_pid(workdir))}
+            entry["disk_mb_running"] = disk_mb(workdir)
+        entry["disk_mb_stopped"] = disk_mb(workdir)  # after the last client's SHUTDOWN SAVE
+        results["sizes"][str(size)] = entry
+        save(results)
+        new_texts = [next(fresh) for _ in range(catch_up)]
+        entry["start"], more = await cold_start_and_catch_up(workdir, new_texts, size + 1, logs, query_texts[:50])
+        grown_ids += more
+        results["sizes"][str(size)] = entry
+        save(results)  # each size is reported as soon as it is measured
+    shutil.rmtree(logs, ignore_errors=True)
     return results
+
+
+def _p(figures: dict[str, float] | None, key: str = "p50") -> str:
+    return "–" if not figures else f"{figures[key]:,}"
+
+
+def _pair(rss: dict[str, float] | None) -> str:
+    return f"{rss['now']:,} / {rss['peak']:,}" if rss else "–"
+
+
+def _runs(runs: list[float]) -> str:
+    return "–" if not runs else f"{statistics.median(runs):,} ({', '.join(f'{r:,}' for r in runs)})"
 
 
 def render(results: dict[str, Any]) -> str:
     raw = results["raw_embedder_chunks_per_s"]
+    sizes = results["sizes"]
     lines = [
-        "# Speed and scale — embedded defaults",
+        "# Speed and scale — embedded defaults, 10K to 1M chunks",
         "",
-        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; CPUs: {os.cpu_count()}; memories of one ~50-token chunk "
-        f"(two SciFact sentences); {CONCURRENCY} concurrent `add_memory` calls; `appendfsync always`",
+        f"- date: {results.get('date')}; commit {results.get('commit')}; CPUs: {os.cpu_count()} (shared with other "
+        "engineers: the load average is given beside each measurement); memories of one ~50-token chunk (two "
+        f"SciFact sentences); {CONCURRENCY} concurrent `add_memory` calls; `appendfsync always`; produced by "
+        "`python -m bench.scale` (`make bench`; `make bench-1m` adds 1M).",
         f"- bare embedder on the same texts (the ceiling): **{raw} chunks/s**",
-        "",
-        "## Ingestion and memory",
-        "",
-        "| chunks | ingest chunks/s | docs/min | share of embedder ceiling "
-        "| peak RSS Zapomni MB | peak RSS FalkorDB MB |",
-        "|---:|---:|---:|---:|---:|---:|",
+        *(f"- {note}" for note in results.get("notes", [])),
     ]
-    for size, e in results["sizes"].items():
-        if "ingest_chunks_per_s" in e:
-            share = e["ingest_chunks_per_s"] / raw * 100
-            rate = f"{e['ingest_chunks_per_s']} | {e['ingest_docs_per_min']:,} | {share:.0f} %"
-        else:
-            rate = "grown without the model¹ | – | –"
-        lines.append(f"| {int(size):,} | {rate} | {e['rss_mb']['zapomni']} | {e['rss_mb']['database']} |")
-    if any("grown_without_embedding" in e for e in results["sizes"].values()):
-        lines += [
-            "",
-            "¹ Past the first size the store grows through the stores' writes with real texts and perturbed copies "
-            "of stored vectors (the model alone would need ~21 minutes for 100K chunks here); searches still go "
-            "through `ZapomniCore.search` with real query embeddings.",
-        ]
+    graph = results.get("graph")
+    if graph:
+        lines.append(
+            f"- graph for `get_related`: {graph['memories']} memories extracted ({graph['entities']} entities, "
+            f"{graph['relations']} relations, {graph['seconds']} s); depth 2 from the most connected entity, "
+            f"{graph['entity']!r}. The graph stays that size; the chunks around it grow."
+        )
+    lines += [
+        "- past the first size the store grows through the stores' writes with real texts and perturbed copies of "
+        "stored vectors (the model alone would need hours at these sizes); searches use real query embeddings.",
+        "",
+        "## Memory and disk",
+        "",
+        "| chunks | load (1 min) | server RSS MB (now / peak)¹ | FalkorDB RSS MB (now / peak) | bench engine peak MB "
+        "| snapshot MB | AOF MB | data dir MB, running → stopped |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for e in sizes.values():
+        start, rss, running, stopped = e.get("start", {}), e["rss_mb"], e["disk_mb_running"], e["disk_mb_stopped"]
+        server = start.get("server_rss_mb")
+        db = start.get("database_rss_mb") or rss["database"]
+        lines.append(
+            f"| {e['chunks']:,} | {e['search_load'][0]} | "
+            f"{_pair(server)} | {_pair(db)} | "
+            f"{rss['bench_engine']['peak']:,} | {stopped['rdb']:,} | {stopped['aof']:,} | "
+            f"{running['data_dir']:,} → {stopped['data_dir']:,} |"
+        )
+    lines += [
+        "",
+        "¹ a freshly started `zapomni serve` after 50 searches (the bench's own engine also holds the texts it "
+        "writes). Snapshot and AOF after the last client's `SHUTDOWN SAVE`.",
+        "",
+        "## Cold start (existing store, fresh process, official MCP client) and catching up",
+        "",
+        "| chunks | load | first search answered, database stopped, ms | of which keyword index build ms "
+        "| database running, ms | of which keyword index build ms | catch-up of another process's writes: chunks, "
+        "first keyword search ms, next ms |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for e in sizes.values():
+        s = e.get("start")
+        if not s:
+            continue
+        c = s["catch_up"]
+        lines.append(
+            f"| {e['chunks']:,} | {s['load_before'][0]} | {s['database_stopped_ms']:,} | "
+            f"{s['database_stopped_log']['keyword_sync_ms'] or '–'} | {s['database_running_ms']:,} | "
+            f"{s['database_running_log']['keyword_sync_ms'] or '–'} | {c['chunks']:,}: {c['first_search_ms']:,} "
+            f"/ {c['next_search_ms']:,} |"
+        )
     lines += [
         "",
         "## Search latency (ms, through `ZapomniCore.search`, limit 10)",
         "",
-        "| chunks | mode | p50 | p95 | p99 | p50 cached embedding | p95 cached | p99 cached |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| chunks | load | mode | p50 | p95 | p99 | p50 cached embedding | p95 cached | p99 cached |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for size, e in results["sizes"].items():
+    for e in sizes.values():
         for mode, m in e["search_ms"].items():
             w, c = m["with_embedding"], m["cached_embedding"]
             cells = [w["p50"], w["p95"], w["p99"], c["p50"], c["p95"], c["p99"]]
-            lines.append(f"| {int(size):,} | {mode} | " + " | ".join(map(str, cells)) + " |")
-    for size, e in results["sizes"].items():
+            lines.append(f"| {e['chunks']:,} | {e['search_load'][0]} | {mode} | " + " | ".join(map(str, cells)) + " |")
+    lines += [
+        "",
+        "## Operations (ms through `ZapomniCore`, p50 / p95)",
+        "",
+        "| chunks | load | list page of 20, newest | oldest | delete 1 | delete 1,000: median (runs) "
+        "| get_related depth 2 | add one memory |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for e in sizes.values():
+        o = e["ops"]
+        cells = [
+            f"{_p(o.get('list_page_newest_ms'))} / {_p(o.get('list_page_newest_ms'), 'p95')}",
+            f"{_p(o.get('list_page_oldest_ms'))} / {_p(o.get('list_page_oldest_ms'), 'p95')}",
+            f"{_p(o.get('delete_1_ms'))} / {_p(o.get('delete_1_ms'), 'p95')}",
+            _runs(o.get("delete_1000_runs_ms", [])),
+            f"{_p(o.get('get_related_depth2_ms'))} / {_p(o.get('get_related_depth2_ms'), 'p95')}",
+            f"{_p(o.get('add_ms'))} / {_p(o.get('add_ms'), 'p95')}",
+        ]
+        lines.append(f"| {e['chunks']:,} | {o['load'][0]} | " + " | ".join(cells) + " |")
+    lines += ["", "## Ingestion", "", "| chunks | how | chunks/s |", "|---:|---|---:|"]
+    for size, e in sizes.items():
+        if "ingest_chunks_per_s" in e:
+            lines.append(f"| {int(size):,} | `add_memory` with the model ({e['ingest_docs_per_min']:,} docs/min) "
+                         f"| {e['ingest_chunks_per_s']} |")  # fmt: skip
+        if "grow_chunks_per_s" in e:
+            lines.append(f"| {int(size):,} | grown without the model | {e['grow_chunks_per_s']} |")
+    for size, e in sizes.items():
         if "mcp" in e:
             m = e["mcp"]
             lines += [
@@ -307,8 +621,43 @@ def render(results: dict[str, Any]) -> str:
                 f"- `get_stats`: {m['stats_mcp_p50']} ms via MCP vs {m['stats_direct_p50']} ms direct "
                 f"→ **{m['stats_overhead_ms']} ms** per request",
             ]
-    lines += ["", "![search latency](scale.png)", "", "Produced by `bench/scale.py`."]
+    lines += ["", "![every figure against size](scale.png)", "", "Produced by `bench/scale.py`."]
     return "\n".join(lines) + "\n"
+
+
+def _figures(e: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    """Each plotted panel: its series at one size (None where not measured)."""
+    o, s = e["ops"], e.get("start", {})
+    server = s.get("server_rss_mb")
+    db = s.get("database_rss_mb") or e["rss_mb"]["database"]
+
+    def get(figures: dict[str, float] | None, key: str = "p50") -> float | None:
+        return figures[key] if figures else None
+
+    panels: dict[str, dict[str, float | None]] = {
+        f"search p95 ms ({kind})": {mode: e["search_ms"][mode][kind]["p95"] for mode in MODES}
+        for kind in ("with_embedding", "cached_embedding")
+    }
+    panels["resident memory MB"] = {"server": server["now"] if server else None, "FalkorDB": db["now"]}
+    panels["disk MB (stopped)"] = {"snapshot": e["disk_mb_stopped"]["rdb"], "AOF": e["disk_mb_stopped"]["aof"]}
+    panels["cold start to first search, ms"] = {
+        "database stopped": s.get("database_stopped_ms"),
+        "database running": s.get("database_running_ms"),
+    }
+    panels["list page / delete 1 p50 ms"] = {
+        "list newest": get(o.get("list_page_newest_ms")),
+        "list oldest": get(o.get("list_page_oldest_ms")),
+        "delete 1": get(o.get("delete_1_ms")),
+    }
+    runs = o.get("delete_1000_runs_ms") or []
+    panels["delete 1,000 ms (median)"] = {"delete 1,000": statistics.median(runs) if runs else None}
+    panels["get_related / add p50 ms"] = {
+        "get_related depth 2": get(o.get("get_related_depth2_ms")),
+        "add": get(o.get("add_ms")),
+    }
+    catch = s.get("catch_up")
+    panels["catch-up of 10K chunks, ms"] = {"first keyword search": catch["first_search_ms"] if catch else None}
+    return panels
 
 
 def chart(results: dict[str, Any], path: Path) -> None:
@@ -317,28 +666,31 @@ def chart(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sizes = list(results["sizes"])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    width = 0.8 / len(MODES)
-    for i, mode in enumerate(MODES):
-        p95 = [results["sizes"][s]["search_ms"][mode]["with_embedding"]["p95"] for s in sizes]
-        axes[0].bar([x + i * width for x in range(len(sizes))], p95, width, label=mode)
-    axes[0].axhline(50, color="red", linestyle="--", label="target p95 50 ms")
-    axes[0].set_xticks([x + width for x in range(len(sizes))], [f"{int(s):,} chunks" for s in sizes])
-    axes[0].set_ylabel("search p95 ms (query embedding included)")
-    axes[0].legend()
-    ingested = [s for s in sizes if "ingest_chunks_per_s" in results["sizes"][s]]
-    rates = [results["sizes"][s]["ingest_chunks_per_s"] for s in ingested]
-    labels = ["embedder ceiling", *[f"ingest to {int(s):,}" for s in ingested]]
-    axes[1].bar(labels, [results["raw_embedder_chunks_per_s"], *rates])
-    axes[1].set_ylabel("chunks / s")
+    entries = list(results["sizes"].values())
+    chunks = [e["chunks"] for e in entries]
+    panels = [_figures(e) for e in entries]
+    names = list(panels[0])
+    fig, axes = plt.subplots(3, 3, figsize=(15, 12))
+    for ax, name in zip(axes.flat, names, strict=False):
+        for series in panels[0][name]:
+            points = [(c, p[name][series]) for c, p in zip(chunks, panels, strict=True) if p[name][series] is not None]
+            if points:
+                ax.plot(*zip(*points, strict=True), marker="o", label=series)
+        ax.set_xscale("log")
+        ax.set_xlabel("chunks")
+        ax.set_title(name)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+    for ax in axes.flat[len(names) :]:
+        ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000])
     parser.add_argument("--queries", type=int, default=QUERIES, help="search queries per mode and size")
     parser.add_argument(
         "--embed-upto",
@@ -346,22 +698,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=10_000,
         help="ingest through add_memory up to this size, then grow without the model",
     )
+    parser.add_argument("--catch-up", type=int, default=10_000, help="chunks another process writes at each size")
+    parser.add_argument("--samples", type=int, default=20, help="timed calls per operation and size")
+    parser.add_argument("--delete-batch", type=int, default=DELETE_BATCH, help="memories per large delete (2 runs)")
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
     parser.add_argument("--output", type=Path, default=RESULTS / "scale.md")
+    parser.add_argument("--store", type=Path, default=None, help="grow the store here (kept) instead of a temp dir")
     args = parser.parse_args(argv)
     configure_logging("WARNING")
     args.output.parent.mkdir(parents=True, exist_ok=True)
 
     def save(results: dict[str, Any]) -> None:
         args.output.write_text(render(results))
-        args.output.with_suffix(".json").write_text(json.dumps(results, indent=2))
+        args.output.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
         chart(results, args.output.with_suffix(".png"))
 
-    workdir = Path(tempfile.mkdtemp(prefix="zs-", dir="/tmp"))
+    workdir = args.store or Path(tempfile.mkdtemp(prefix="zs-", dir="/tmp"))
+    workdir.mkdir(parents=True, exist_ok=True)
     try:
-        results = asyncio.run(run(args.data_dir, args.sizes, workdir, args.queries, save, args.embed_upto))
+        results = asyncio.run(
+            run(
+                args.data_dir,
+                args.sizes,
+                workdir,
+                args.queries,
+                save,
+                args.embed_upto,
+                args.catch_up,
+                args.samples,
+                args.delete_batch,
+            )
+        )
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if args.store is None:
+            shutil.rmtree(workdir, ignore_errors=True)
     print(render(results))
     return 0
 

@@ -117,13 +117,22 @@ def _socket_path(run_dir: Path) -> Path:
 
 def ping(socket: Path, timeout_s: float = 1.0) -> bool:
     """True when a server answers on `socket` and has finished loading its data."""
+    return probe(socket, timeout_s) == "ready"
+
+
+def probe(socket: Path, timeout_s: float = 1.0) -> str:
+    """What a server on `socket` is doing: "ready" when it answers; "loading" while it answers LOADING or takes
+    the connection without answering (FalkorDB builds its vector index on the thread that answers: at 100K
+    chunks it answered nothing for minutes); "down" when nothing listens."""
     if not socket.exists():
-        return False
+        return "down"
     client = direct_client(unix_socket=socket, timeout_s=timeout_s)
     try:
-        return bool(client.ping())
-    except (RedisConnectionError, BusyLoadingError, OSError, redis.exceptions.TimeoutError):
-        return False
+        return "ready" if client.ping() else "down"
+    except (BusyLoadingError, redis.exceptions.TimeoutError):
+        return "loading"
+    except (RedisConnectionError, OSError):
+        return "down"
     finally:
         client.close()
 
@@ -236,8 +245,17 @@ class EmbeddedDatabase:
             )
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + self._start_timeout_s
-        while not ping(self.socket):
-            if time.monotonic() > deadline:
+        """Wait until the server answers. While it is loading (`probe`) it is given all the time it needs:
+        loading a store rebuilds its vector index (~0.6 ms a vector, minutes at a million chunks; decision
+        0026); the timeout counts only time in which nothing listened on the socket."""
+        deadline, noted = time.monotonic() + self._start_timeout_s, time.monotonic()
+        while (state := probe(self.socket)) != "ready":
+            now = time.monotonic()
+            if state == "loading":
+                deadline = now + self._start_timeout_s
+                if now - noted >= 10:
+                    log.info("db.embedded.loading", socket=str(self.socket))
+                    noted = now
+            elif now > deadline:
                 raise DatabaseUnavailable(f"the embedded FalkorDB did not become ready; see {self.paths.log_file}")
-            time.sleep(0.05)
+            time.sleep(0.05 if state == "down" else 0.5)

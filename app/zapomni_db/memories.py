@@ -44,6 +44,15 @@ _REQUEUE = (
     "MATCH (m:Memory {id: $memory_id}) WHERE m.status = 'failed' SET m.status = 'indexing', m.job_id = $job_id "
     f"CREATE (j:Job {JOB_PROPERTIES}) RETURN m.id"
 )
+# Many small memories in one write, each with its own sequence number, for bulk loads whose texts are known to
+# be distinct (no duplicate check): the scale benchmark grows its stores to a million chunks with it.
+_INSERT_MANY = (
+    "MERGE (q:Sequence {id: 'chunks'}) SET q.value = coalesce(q.value, 0) + size($memories) "
+    "WITH q.value - size($memories) AS base UNWIND range(0, size($memories) - 1) AS i "
+    f"WITH base + i + 1 AS seq, $memories[i] AS mem CREATE (m:Memory {_MEMORY_PROPERTIES.replace('$', 'mem.')}) "
+    f"WITH m, mem UNWIND mem.chunks AS c CREATE (m)-[:HAS_CHUNK]->(:Chunk {CHUNK_PROPERTIES.replace('$', 'mem.')}) "
+    "RETURN count(DISTINCT m)"
+)
 _STAGE_CHUNKS = f"UNWIND $chunks AS c CREATE (:Chunk {CHUNK_PROPERTIES})"
 _INSERT_LINK = (
     f"{_IF_NEW}{NEXT_SEQ}CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m "
@@ -106,6 +115,20 @@ class MemoryWrites:
             return True
         await self._client.query(_DROP_STAGED, {"memory_id": memory.id})
         return False
+
+    async def insert_many(self, memories: Sequence[tuple[MemoryRecord, Sequence[ChunkRow]]]) -> int:
+        """Store small memories (each within one write batch) in one query; how many were stored.
+
+        For bulk loads of texts known to be distinct: unlike `insert`, no content hash is checked.
+        """
+        rows = [
+            {**_memory_params(memory, len(chunks)), "chunks": [chunk_param(c) for c in chunks]}
+            for memory, chunks in memories
+        ]
+        if not rows:
+            return 0
+        found = await self._client.query(_INSERT_MANY, {"memories": rows})
+        return int(found[0][0]) if found else 0
 
     async def insert_pending(self, memory: MemoryRecord, job: JobRecord) -> bool:
         """Store a memory ahead of its chunks, with the job that will index it; False when its content

@@ -23,8 +23,14 @@ _FETCH_CHUNKS = (
     "UNWIND $ids AS cid MATCH (node:Chunk {id: cid}) WITH node MATCH (node)<-[:HAS_CHUNK]-(m:Memory) "
     f"WHERE {FILTER} WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
 )
-# A chunk's keyword statistics and its place in its memory's thread, for a chunk `c` of a memory `m`.
-_TERMS = "c.id, c.terms, c.term_counts, c.term_length, m.thread, m.date_ts, m.created_at, c.idx"
+# A chunk's keyword statistics and its place in its memory's thread, for a chunk `c` of a memory `m`. The terms
+# and their counts come joined into two strings (terms are runs of word characters: never a space): the reply
+# parser reads two values a chunk instead of two per distinct term, 14x faster at start-up (decision 0026).
+_TERMS = (
+    "c.id, string.join(coalesce(c.terms, []), ' '), "
+    "string.join([x IN coalesce(c.term_counts, []) | toString(x)], ' '), "
+    "c.term_length, m.thread, m.date_ts, m.created_at, c.idx"
+)
 
 
 class SearchReads:
@@ -88,8 +94,8 @@ class SearchReads:
 def _terms(row: list[Any]) -> ChunkTerms:
     return ChunkTerms(
         chunk_id=row[0],
-        terms=list(row[1] or []),
-        counts=list(row[2] or []),
+        terms=(row[1] or "").split(),
+        counts=list(map(int, (row[2] or "").split())),
         length=int(row[3] or 0),
         thread=row[4],
         order=(float(row[5] or 0.0), float(row[6] or 0.0), int(row[7] or 0)),

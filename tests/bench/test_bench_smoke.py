@@ -101,19 +101,40 @@ def test_quality_bench_says_clearly_when_the_data_is_missing(tmp_path: Path) -> 
     assert "not found" in done.stderr
 
 
-def test_scale_bench_measures_latency_overhead_and_memory(tmp_path: Path) -> None:
+def test_scale_bench_measures_every_figure_at_each_size(tmp_path: Path) -> None:
     out = tmp_path / "scale.md"
-    done = run_module("bench.scale", "--sizes", "30", "60", "--queries", "6", "--output", str(out))
+    done = run_module(
+        "bench.scale",
+        *("--sizes", "30", "60", "--queries", "6", "--catch-up", "20", "--samples", "3", "--delete-batch", "5"),
+        *("--output", str(out)),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(out.with_suffix(".json").read_text())
     assert list(results["sizes"]) == ["30", "60"]
-    small = results["sizes"]["30"]
+    small, large = results["sizes"]["30"], results["sizes"]["60"]
     assert small["chunks"] == 30
     assert set(small["search_ms"]) == {"vector", "keyword", "hybrid"}
     assert small["search_ms"]["hybrid"]["with_embedding"]["p95"] > 0
     assert small["mcp"]["search_mcp_p50"] > 0
-    assert small["rss_mb"]["database"] > 0
+    assert small["rss_mb"]["database"]["peak"] > 0 and small["disk_mb_stopped"]["rdb"] > 0
+    ops = large["ops"]
+    assert ops["list_page_newest_ms"]["p50"] > 0 and ops["delete_1_ms"]["p50"] > 0 and ops["add_ms"]["p50"] > 0
+    assert len(ops["delete_1000_runs_ms"]) == 2 and len(ops["load"]) == 3
+    start = large["start"]
+    assert start["database_stopped_ms"] > 0 and start["database_running_ms"] > 0
+    assert start["server_rss_mb"]["now"] > 0 and start["catch_up"]["chunks"] == 20
     assert out.with_suffix(".png").stat().st_size > 1000
+
+
+def test_semantic_cache_bench_reports_hits_false_hits_and_changed_results(tmp_path: Path) -> None:
+    write_beir(tmp_path / "beir")
+    out = tmp_path / "semantic_cache.md"
+    done = run_module("bench.semantic_cache", "--data-dir", str(tmp_path / "beir"), "--output", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["claims"] == 8
+    assert report["near_repeats"]["lower case, no stop"]["caught"]["0.8"] == 1.0
+    assert 0.0 <= report["distinct_claims_nearest_other"]["false_hit_rate"]["0.8"] <= 1.0
 
 
 def test_index_repair_bench_sees_the_replay_and_the_repair(tmp_path: Path) -> None:

@@ -1,0 +1,89 @@
+"""A database still loading its data is waited for beyond the start timeout; one that never answers is not.
+
+Loading a large store rebuilds FalkorDB's vector index (minutes at a million chunks, decision 0026), during
+which Redis answers LOADING or, while the index is built, nothing at all. A local unix socket speaking RESP
+stands in for it: it does either for a while, then answers as a ready server would (HELLO 3, PING).
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from zapomni_db.embedded import EmbeddedDatabase, probe
+from zapomni_db.errors import DatabaseUnavailable
+
+_HELLO = b"%2\r\n$6\r\nserver\r\n$5\r\nredis\r\n$5\r\nproto\r\n:3\r\n"
+
+
+def _reply(command: bytes, loading: bool, silent: bool) -> bytes:
+    if loading:
+        return b"" if silent else b"-LOADING Redis is loading the dataset in memory\r\n"
+    word = command.split(b"\r\n")[2].upper() if command.count(b"\r\n") >= 2 else b""
+    return {b"HELLO": _HELLO, b"PING": b"+PONG\r\n"}.get(word, b"+OK\r\n")
+
+
+def _serve(path: Path, loading_until: float, silent: bool, stop: threading.Event) -> None:
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        server.listen(16)
+        server.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(5)  # a silent server keeps the connection until the client gives up
+                try:
+                    while data := conn.recv(65536):
+                        # One reply per command (each starts with a RESP array header).
+                        for command in data.split(b"*")[1:]:
+                            conn.sendall(_reply(b"*" + command, time.monotonic() < loading_until, silent))
+                except OSError:
+                    pass
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="zl-", dir="/tmp") as folder:  # short: unix socket paths are limited
+        yield Path(folder)
+
+
+def _loading_server(database: EmbeddedDatabase, seconds: float, silent: bool) -> threading.Event:
+    database.paths.create()
+    stop = threading.Event()
+    until = time.monotonic() + seconds
+    threading.Thread(target=_serve, args=(database.socket, until, silent, stop), daemon=True).start()
+    deadline = time.monotonic() + 5
+    while not database.socket.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return stop
+
+
+@pytest.mark.parametrize("silent", [False, True], ids=["answers LOADING", "takes connections, answers nothing"])
+def test_a_loading_database_is_waited_for_past_the_start_timeout(data_dir: Path, silent: bool) -> None:
+    database = EmbeddedDatabase(data_dir, start_timeout_s=0.3)
+    stop = _loading_server(database, seconds=2.5, silent=silent)
+    try:
+        assert probe(database.socket) == "loading"
+        database._wait_ready()  # 2.5 s of loading against a 0.3 s timeout
+        assert probe(database.socket) == "ready"
+    finally:
+        stop.set()
+
+
+def test_a_database_that_never_answers_fails_after_the_timeout(data_dir: Path) -> None:
+    database = EmbeddedDatabase(data_dir, start_timeout_s=0.3)
+    database.paths.create()
+    assert probe(database.socket) == "down"
+    started = time.monotonic()
+    with pytest.raises(DatabaseUnavailable, match="did not become ready"):
+        database._wait_ready()
+    assert time.monotonic() - started < 5
