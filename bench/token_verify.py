@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import sys
 import time
@@ -85,10 +84,11 @@ async def run(workdir: Path, tokens: int, count: int) -> dict[str, Any]:
         # The same two calls while another graph takes long writes, as a large add does (FalkorDB runs one write
         # at a time; reads run beside it).
         filler = GraphClient(database.connection, f"{settings.graph_name}:bench-filler")
-        busy = asyncio.Event()
+        busy, done = asyncio.Event(), asyncio.Event()
 
         async def write_load() -> None:
-            while True:
+            # Ends after the write in flight, not by cancellation: a cancelled write is not abandoned half way.
+            while not done.is_set():
                 await filler.query("UNWIND range(1, 20000) AS i CREATE (:Filler {i: i})", create=True)
                 busy.set()
 
@@ -98,9 +98,8 @@ async def run(workdir: Path, tokens: int, count: int) -> dict[str, Any]:
             results["verify_under_writes"] = await samples(verify, max(count // 5, 10))
             results["write_under_writes"] = await samples(touch, max(count // 5, 10))
         finally:
-            load.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await load
+            done.set()
+            await load
         per_task = max(count // CONCURRENT, 1)
         latencies: list[float] = []
 
