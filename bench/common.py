@@ -57,6 +57,17 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
+def claims(data_dir: Path, split: str) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
+    """Ids and texts of the claims of `split` (train, test) that have judgements, and those judgements."""
+    qrels = read_qrels(data_dir / "qrels" / f"{split}.tsv")
+    ids, texts = [], []
+    for query in read_jsonl(data_dir / "queries.jsonl"):
+        if str(query["_id"]) in qrels:
+            ids.append(str(query["_id"]))
+            texts.append(str(query["text"]))
+    return ids, texts, qrels
+
+
 def scifact_documents(data_dir: Path, way: str = "issue") -> list[tuple[str, str, dict[str, str]]]:
     """(doc id, text, metadata) of every corpus document as a client stores it through MCP.
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import DATA_DIR, SciFact, load_scifact, progress, read_jsonl, read_qrels
+from bench.common import DATA_DIR, SciFact, claims, load_scifact, progress
 from bench.metrics import mean_ndcg, recall_at_100
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
@@ -55,22 +55,12 @@ class Quality:
     date: str = field(default_factory=lambda: f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
 
 
-def train_queries(data_dir: Path) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
-    qrels = read_qrels(data_dir / "qrels" / "train.tsv")
-    ids, texts = [], []
-    for query in read_jsonl(data_dir / "queries.jsonl"):
-        if str(query["_id"]) in qrels:
-            ids.append(str(query["_id"]))
-            texts.append(str(query["text"]))
-    return ids, texts, qrels
-
-
 def query_splits(
     data_dir: Path, data: SciFact
 ) -> tuple[list[str], list[str], list[str], list[str], dict[str, dict[str, int]]]:
     """Test ids and texts, train ids and texts, train qrels; with a partial corpus (smoke runs) only the
     queries whose relevant documents are present."""
-    train_ids, train_texts, train_qrels = train_queries(data_dir)
+    train_ids, train_texts, train_qrels = claims(data_dir, "train")
     known = set(data.doc_ids)
     test = [(q, t) for q, t in zip(data.query_ids, data.query_texts, strict=True) if set(data.qrels[q]) & known]
     train = [(q, t) for q, t in zip(train_ids, train_texts, strict=True) if set(train_qrels[q]) & known]

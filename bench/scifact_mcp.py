@@ -36,10 +36,9 @@ from bench.common import (
     DATA_DIR,
     REPO_ROOT,
     call,
+    claims,
     commit,
     in_scratch_dir,
-    read_jsonl,
-    read_qrels,
     scifact_documents,
     summary_ms,
     write_results,
@@ -62,21 +61,11 @@ async def search_hits(session: Any, query: str, limit: int) -> tuple[list[dict[s
     return list(found["results"]), ms
 
 
-def test_claims(data_dir: Path) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
-    qrels = read_qrels(data_dir / "qrels" / "test.tsv")
-    ids, texts = [], []
-    for query in read_jsonl(data_dir / "queries.jsonl"):
-        if str(query["_id"]) in qrels:
-            ids.append(str(query["_id"]))
-            texts.append(str(query["text"]))
-    return ids, texts, qrels
-
-
 async def run(
     data_dir: Path, way: str, limits: Sequence[int], env: dict[str, str], workdir: Path, store: Path | None = None
 ) -> dict[str, Any]:
     docs = scifact_documents(data_dir, way)
-    ids, texts, qrels = test_claims(data_dir)
+    ids, texts, qrels = claims(data_dir, "test")
     to_docs: dict[str, list[str]] = {}
     queue = [] if store else list(reversed(docs))
     if store:  # a copy of a data directory that holds the corpus stored `issue`'s way: documents by source
