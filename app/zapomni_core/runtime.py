@@ -36,6 +36,7 @@ from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetrieve
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_core.search.graph_leg import GraphExpansion
+from zapomni_core.search.keyword_file import KeywordIndexFiles
 from zapomni_core.settings import Settings
 from zapomni_core.transfer.service import TransferService
 from zapomni_core.workspaces.registry import EmbedderIdentity, Workspaces
@@ -121,7 +122,12 @@ async def open_core(
             schema=SchemaSettings(dimension=embedder.dimension, ef_runtime=settings.vector_ef_runtime),
             embedder=EmbedderIdentity(embedder.name, embedder.dimension),
             search_for=search_for,
+            # Saved beside the embedded database only: every process that writes to it shares its directory.
+            keyword_files=KeywordIndexFiles(database.embedded.paths.data_dir / "keyword-index")
+            if database.embedded
+            else None,
         )
+        stack.push_async_callback(workspaces.save_keyword_indexes)  # after the writes drain, before the database closes
         # The default workspace is made ready now, so a broken store fails at start-up, not on a request.
         with storage_faults(None):
             await workspaces.get(None, create=True)

@@ -90,6 +90,15 @@ class Maintenance:
         )
         return int(rows[0][0]) if rows else 0
 
+    async def keyword_index_stamp(self) -> str | None:
+        """The stamp the last saved keyword index wrote (`stamp_keyword_index`), if any."""
+        rows = await self._client.ro_query("MATCH (q:Sequence {id: 'chunks'}) RETURN q.index_stamp")
+        return rows[0][0] if rows else None
+
+    async def stamp_keyword_index(self, stamp: str) -> None:
+        """Mark the store as the one a keyword index file is being saved from: only that file matches it."""
+        await self._client.query("MERGE (q:Sequence {id: 'chunks'}) SET q.index_stamp = $stamp", {"stamp": stamp})
+
     async def derived(self) -> set[str]:
         """The sparse derived fields every memory of this store has been given (`mark_derived`)."""
         rows = await self._client.ro_query("MATCH (s:SchemaVersion {id: 'schema'}) RETURN s.derived")

@@ -11,7 +11,7 @@ from zapomni_db.graph import GraphStore
 from zapomni_db.graph_neighbours import GraphNeighbours
 from zapomni_db.jobs import JobStore
 from zapomni_db.maintenance import Maintenance
-from zapomni_db.memories import MemoryWrites
+from zapomni_db.memories import MemoryWrites, OnRemoved
 from zapomni_db.memory_reads import MemoryReads
 from zapomni_db.search_reads import SearchReads
 
@@ -30,10 +30,11 @@ class GraphStores:
     code: CodeStore  # indexed codebases: files, symbols and their links
 
     @classmethod
-    def on(cls, client: GraphClient) -> GraphStores:
+    def on(cls, client: GraphClient, on_removed: OnRemoved | None = None) -> GraphStores:
+        """The stores of `client`'s graph; `on_removed` runs after every write that removed chunks."""
         return cls(
             client,
-            MemoryWrites(client),
+            MemoryWrites(client, on_removed) if on_removed else MemoryWrites(client),
             MemoryReads(client),
             SearchReads(client),
             Maintenance(client),

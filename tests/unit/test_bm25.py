@@ -182,3 +182,44 @@ def test_compaction_keeps_each_turns_thread() -> None:
         index.remove(f"x{i}")
     assert len(index) == len(TURNS)
     assert {cid for cid, _ in index.search(ANALYZER.query_terms("pottery"), k=5)} == {"t1", "t2", "t3"}
+
+
+def mixed_index(freeze_at: int | None = None, monkeypatch: pytest.MonkeyPatch | None = None) -> Bm25Index:
+    """Plain chunks and a thread's turns, some removed: every kind of state the index keeps."""
+    if freeze_at is not None and monkeypatch is not None:
+        monkeypatch.setattr("zapomni_core.search.bm25._FREEZE_AT", freeze_at)
+    index = thread_index()
+    for i in range(400):
+        counts = ANALYZER.count(f"{DOCS[i % len(DOCS)]} item{i}")
+        index.add(f"c{i}", counts.terms, counts.counts, counts.length)
+    for i in range(0, 400, 3):
+        index.remove(f"c{i}")
+    index.remove("t0")
+    return index
+
+
+QUERIES = ["payment service item7", "running track", "err_conn_reset proxy", "blue bowl kitchen", "item12"]
+
+
+def test_postings_merged_many_times_rank_as_postings_never_merged(monkeypatch: pytest.MonkeyPatch) -> None:
+    unmerged = mixed_index()
+    merged = mixed_index(freeze_at=50, monkeypatch=monkeypatch)
+    assert len(merged._frozen_positions) and not len(unmerged._frozen_positions)  # the first froze on the way
+    for query in QUERIES:
+        terms = ANALYZER.query_terms(query)
+        assert merged.search(terms, 20) == unmerged.search(terms, 20)
+
+
+def test_the_state_round_trip_ranks_the_same_and_holds_nothing_removed() -> None:
+    index = mixed_index()
+    expected = {q: index.search(ANALYZER.query_terms(q), 20) for q in QUERIES}
+    state = index.state()
+    assert "t0" not in state.chunk_ids and "c0" not in state.chunk_ids and "c1" in state.chunk_ids
+    assert "weekend" not in state.terms  # only the removed first turn said it
+    copy = Bm25Index.from_state(state)
+    assert len(copy) == len(index)
+    for query, hits in expected.items():
+        assert copy.search(ANALYZER.query_terms(query), 20) == hits
+    counts = ANALYZER.count("Caroline: the weekend kiln was too hot.")  # and it goes on taking chunks
+    copy.add("t9", counts.terms, counts.counts, counts.length, thread="chat", order=(0.0, 9.0, 0))
+    assert copy.search(ANALYZER.query_terms("weekend kiln"), 5)[0][0] == "t9"

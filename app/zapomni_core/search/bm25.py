@@ -17,12 +17,18 @@ import asyncio
 import bisect
 import math
 import time
+from dataclasses import dataclass
+from itertools import chain
+from typing import TYPE_CHECKING
 
 import numpy as np
 import structlog
 
 from zapomni_core.memories.conversation import THREAD_WINDOW
 from zapomni_db import SearchReads
+
+if TYPE_CHECKING:
+    from zapomni_core.search.keyword_file import KeywordIndexFile
 
 log = structlog.get_logger(__name__)
 
@@ -33,38 +39,41 @@ B = 0.75
 _SYNC_WINDOW = 2000
 
 
-class _Postings:
-    """Chunk positions and term counts for one term; the live arrays are rebuilt only after a change."""
+# Postings added since the last freeze that trigger the next one (at least; or half the frozen ones): few
+# freezes while a large store is read, each a stable sort of what is there.
+_FREEZE_AT = 2_000_000
+# Live postings arrays kept for the terms searched since the last change (bounded: a large index's common
+# terms have arrays of hundreds of thousands of entries).
+_CACHE_TERMS = 4096
+_EMPTY_POSITIONS = np.zeros(0, dtype=np.int32)
+_EMPTY_COUNTS = np.zeros(0, dtype=np.float32)
 
-    __slots__ = ("_arrays", "_generation", "counts", "positions")
 
-    def __init__(self) -> None:
-        self.positions: list[int] = []
-        self.counts: list[int] = []
-        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
-        self._generation = -1
+@dataclass(frozen=True)
+class Bm25State:
+    """A `Bm25Index` without removed chunks, as arrays: what is saved beside the database and read back.
 
-    def add(self, position: int, count: int) -> None:
-        self.positions.append(position)
-        self.counts.append(count)
-        self._arrays = None
+    The postings of term `t` (`terms[t]`) are `positions[offsets[t]:offsets[t + 1]]` with their
+    `counts`; positions index `chunk_ids` and `lengths`. `threads` are the positions in a thread with
+    the thread's name and the chunk's order in it (ChunkTerms).
+    """
 
-    def arrays(self, alive: np.ndarray, generation: int) -> tuple[np.ndarray, np.ndarray]:
-        """Positions and counts of the chunks still in the index (`generation` counts removals)."""
-        if self._arrays is None or self._generation != generation:
-            positions = np.asarray(self.positions, dtype=np.int64)
-            counts = np.asarray(self.counts, dtype=np.float32)
-            live = alive[positions]
-            self._arrays = (positions[live], counts[live]) if not live.all() else (positions, counts)
-            self._generation = generation
-        return self._arrays
+    window: int
+    chunk_ids: list[str]
+    lengths: np.ndarray  # float32, one per chunk
+    terms: list[str]
+    offsets: np.ndarray  # int64, len(terms) + 1
+    positions: np.ndarray  # int32
+    counts: np.ndarray  # float32
+    threads: list[tuple[int, str, tuple[float, float, int]]]
 
 
 class Bm25Index:
     """BM25 over chunks that can be added (idempotently, by id) and removed.
 
-    A removed chunk's slot is marked dead and left out of every statistic; once dead slots are a
-    quarter of the index it is compacted.
+    Postings are kept compact: frozen into three arrays term by term (CSR), plus the lists of what
+    was added since, merged in by the next freeze. A removed chunk's slot is marked dead and left
+    out of every statistic; once dead slots are a quarter of the index it is compacted.
 
     A chunk of a conversation thread is scored as one document with the `window` chunks before it
     in its thread (their term counts and lengths summed), so a reply is found by the words of the
@@ -79,8 +88,15 @@ class Bm25Index:
         self._alive = np.zeros(1024, dtype=bool)
         self._total_length = 0.0
         self._dead = 0
-        self._generation = 0
-        self._postings: dict[str, _Postings] = {}
+        self._generation = 0  # counts what invalidates cached postings: removals, freezes, compactions
+        self._vocabulary: dict[str, int] = {}  # term -> its row in the frozen postings
+        self._terms: list[str] = []
+        self._offsets = np.zeros(1, dtype=np.int64)
+        self._frozen_positions = _EMPTY_POSITIONS
+        self._frozen_counts = _EMPTY_COUNTS
+        self._recent: dict[str, tuple[list[int], list[int]]] = {}  # term -> positions, counts since the freeze
+        self._recent_size = 0
+        self._cache: dict[str, tuple[int, int, np.ndarray, np.ndarray]] = {}
         self._window = window
         # thread -> its chunks as (order, position), sorted; position -> (thread, order).
         self._threads: dict[str, list[tuple[tuple[float, float, int], int]]] = {}
@@ -115,9 +131,7 @@ class Bm25Index:
         self._chunk_ids.append(chunk_id)
         self._positions[chunk_id] = position
         if position == len(self._lengths):
-            self._lengths = np.concatenate([self._lengths, np.zeros_like(self._lengths)])
-            self._alive = np.concatenate([self._alive, np.zeros_like(self._alive)])
-            self._before = np.concatenate([self._before, np.full_like(self._before, -1)], axis=1)
+            self._grow(2 * position)
         if thread is not None and self._window > 0:
             bisect.insort(self._threads.setdefault(thread, []), (order, position))
             self._thread_of[position] = (thread, order)
@@ -126,10 +140,14 @@ class Bm25Index:
         self._alive[position] = True
         self._total_length += length
         for term, count in zip(terms, counts, strict=True):
-            postings = self._postings.get(term)
-            if postings is None:
-                postings = self._postings[term] = _Postings()
-            postings.add(position, count)
+            recent = self._recent.get(term)
+            if recent is None:
+                recent = self._recent[term] = ([], [])
+            recent[0].append(position)
+            recent[1].append(count)
+        self._recent_size += len(terms)
+        if self._recent_size > max(_FREEZE_AT, len(self._frozen_positions) // 2):
+            self._freeze()
 
     def remove(self, chunk_id: str) -> None:
         position = self._positions.pop(chunk_id, None)
@@ -162,10 +180,7 @@ class Bm25Index:
         average = (self._total_length / n if before is None else float(lengths[alive].mean())) or 1.0
         scores = np.zeros(size, dtype=np.float32)
         for term in dict.fromkeys(terms):
-            postings = self._postings.get(term)
-            if postings is None:
-                continue
-            positions, tf = postings.arrays(alive, self._generation)
+            positions, tf = self._postings(term)
             if before is not None and len(positions):
                 dense = np.zeros(size, dtype=np.float32)
                 dense[positions] = tf
@@ -187,6 +202,108 @@ class Bm25Index:
         best = matched[np.lexsort((matched, -scores[matched]))]
         return [(self._chunk_ids[i], float(scores[i])) for i in best]
 
+    def state(self) -> Bm25State:
+        """This index as arrays, removed chunks left out (compacted first): nothing deleted is in it."""
+        if self._dead:
+            self._compact()
+        self._freeze()
+        size = len(self._chunk_ids)
+        threads = [(position, thread, order) for position, (thread, order) in self._thread_of.items()]
+        return Bm25State(
+            window=self._window,
+            chunk_ids=list(self._chunk_ids),
+            lengths=self._lengths[:size].copy(),
+            terms=list(self._terms),
+            offsets=self._offsets,
+            positions=self._frozen_positions,
+            counts=self._frozen_counts,
+            threads=threads,
+        )
+
+    @classmethod
+    def from_state(cls, state: Bm25State) -> Bm25Index:
+        index = cls(state.window)
+        size = len(state.chunk_ids)
+        index._chunk_ids = list(state.chunk_ids)
+        index._positions = {chunk_id: i for i, chunk_id in enumerate(index._chunk_ids)}
+        if len(index._positions) != size:
+            raise ValueError("a chunk id appears twice")
+        index._grow(size)
+        index._lengths[:size] = state.lengths
+        index._alive[:size] = True
+        index._total_length = float(state.lengths.sum(dtype=np.float64))
+        index._terms = list(state.terms)
+        index._vocabulary = {term: i for i, term in enumerate(index._terms)}
+        index._offsets, index._frozen_positions, index._frozen_counts = state.offsets, state.positions, state.counts
+        for position, thread, order in state.threads:
+            if index._window > 0:
+                index._threads.setdefault(thread, []).append((order, position))
+                index._thread_of[position] = (thread, order)
+        for chunks in index._threads.values():
+            chunks.sort()
+        index._unlinked = set(index._threads)
+        return index
+
+    def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """Positions and counts of the chunks still in the index that contain `term`."""
+        recent = self._recent.get(term)
+        term_id = self._vocabulary.get(term)
+        if term_id is None:
+            positions, counts = _EMPTY_POSITIONS, _EMPTY_COUNTS
+        else:
+            start, end = self._offsets[term_id], self._offsets[term_id + 1]
+            positions, counts = self._frozen_positions[start:end], self._frozen_counts[start:end]
+        if not recent and not self._dead:
+            return positions, counts  # views of the frozen arrays: nothing to add or leave out
+        added = len(recent[0]) if recent else 0
+        cached = self._cache.get(term)
+        if cached is not None and cached[0] == self._generation and cached[1] == added:
+            return cached[2], cached[3]
+        if recent:
+            positions = np.concatenate([positions, np.asarray(recent[0], dtype=np.int32)])
+            counts = np.concatenate([counts, np.asarray(recent[1], dtype=np.float32)])
+        if self._dead:
+            live = self._alive[positions]
+            positions, counts = positions[live], counts[live]
+        if len(self._cache) >= _CACHE_TERMS:
+            self._cache.clear()
+        self._cache[term] = (self._generation, added, positions, counts)
+        return positions, counts
+
+    def _freeze(self) -> None:
+        """Merge the postings added since the last freeze into the frozen arrays."""
+        if not self._recent:
+            return
+        recent = list(self._recent.items())
+        for term, _ in recent:
+            if term not in self._vocabulary:
+                self._vocabulary[term] = len(self._terms)
+                self._terms.append(term)
+        ids = np.fromiter((self._vocabulary[t] for t, _ in recent), dtype=np.int32, count=len(recent))
+        sizes = np.fromiter((len(entry[0]) for _, entry in recent), dtype=np.int64, count=len(recent))
+        total = int(sizes.sum())
+        recent_terms = np.repeat(ids, sizes)
+        recent_positions = np.fromiter(chain.from_iterable(e[0] for _, e in recent), dtype=np.int32, count=total)
+        recent_counts = np.fromiter(chain.from_iterable(e[1] for _, e in recent), dtype=np.float32, count=total)
+        frozen_terms = np.repeat(np.arange(len(self._offsets) - 1, dtype=np.int32), np.diff(self._offsets))
+        terms = np.concatenate([frozen_terms, recent_terms])
+        # Stable: a term's frozen postings (older chunks, lower positions) stay before its recent ones.
+        order = np.argsort(terms, kind="stable")
+        self._frozen_positions = np.concatenate([self._frozen_positions, recent_positions])[order]
+        self._frozen_counts = np.concatenate([self._frozen_counts, recent_counts])[order]
+        self._offsets = _offsets(terms, len(self._terms))
+        self._recent.clear()
+        self._recent_size = 0
+        self._cache.clear()
+        self._generation += 1
+
+    def _grow(self, capacity: int) -> None:
+        extra = max(capacity, 1024) - len(self._lengths)
+        if extra > 0:
+            self._lengths = np.concatenate([self._lengths, np.zeros(extra, dtype=np.float32)])
+            self._alive = np.concatenate([self._alive, np.zeros(extra, dtype=bool)])
+            self._before = np.concatenate([self._before, np.full((self._window, extra), -1, dtype=np.int64)], axis=1)
+
     def _linked(self) -> np.ndarray:
         """`_before`, brought up to date for the threads changed since the last search."""
         for thread in self._unlinked:
@@ -198,21 +315,43 @@ class Bm25Index:
         return self._before
 
     def _compact(self) -> None:
-        """Rebuild without the dead slots, keeping the live chunks' order."""
-        terms_of: dict[int, tuple[list[str], list[int]]] = {}
-        for term, postings in self._postings.items():
-            for position, count in zip(postings.positions, postings.counts, strict=True):
-                if self._alive[position]:
-                    entry = terms_of.setdefault(position, ([], []))
-                    entry[0].append(term)
-                    entry[1].append(count)
-        fresh = Bm25Index(self._window)
-        for position in range(len(self._chunk_ids)):
-            if self._alive[position]:
-                terms, counts = terms_of.get(position, ([], []))
-                thread, order = self._thread_of.get(position, (None, (0.0, 0.0, 0)))
-                fresh.add(self._chunk_ids[position], terms, counts, int(self._lengths[position]), thread, order)
-        vars(self).update(vars(fresh))
+        """Drop the dead slots, keeping the live chunks' order (positions are renumbered)."""
+        self._freeze()
+        size = len(self._chunk_ids)
+        keep = self._alive[:size].copy()
+        renumber = np.cumsum(keep) - 1
+        live = keep[self._frozen_positions]
+        terms = np.repeat(np.arange(len(self._offsets) - 1, dtype=np.int32), np.diff(self._offsets))[live]
+        self._frozen_positions = renumber[self._frozen_positions[live]].astype(np.int32)
+        self._frozen_counts = self._frozen_counts[live]
+        # Terms only removed chunks had go too: the vocabulary is what a saved index shows of the text.
+        used = np.bincount(terms, minlength=len(self._terms)) > 0
+        self._terms = [term for term, kept in zip(self._terms, used.tolist(), strict=True) if kept]
+        self._vocabulary = {term: i for i, term in enumerate(self._terms)}
+        self._offsets = _offsets((np.cumsum(used) - 1)[terms].astype(np.int32), len(self._terms))
+        lengths = self._lengths[:size][keep]
+        self._chunk_ids = [chunk_id for chunk_id, kept in zip(self._chunk_ids, keep.tolist(), strict=True) if kept]
+        self._positions = {chunk_id: i for i, chunk_id in enumerate(self._chunk_ids)}
+        self._lengths = np.zeros(max(1024, len(lengths)), dtype=np.float32)
+        self._lengths[: len(lengths)] = lengths
+        self._alive = np.zeros(len(self._lengths), dtype=bool)
+        self._alive[: len(lengths)] = True
+        self._before = np.full((self._window, len(self._lengths)), -1, dtype=np.int64)
+        self._thread_of = {int(renumber[p]): placed for p, placed in self._thread_of.items()}
+        self._threads = {
+            thread: [(order, int(renumber[p])) for order, p in chunks] for thread, chunks in self._threads.items()
+        }
+        self._unlinked = set(self._threads)
+        self._dead = 0
+        self._cache.clear()
+        self._generation += 1
+
+
+def _offsets(terms: np.ndarray, vocabulary: int) -> np.ndarray:
+    """CSR offsets of postings sorted by term id: term t's are [offsets[t], offsets[t + 1])."""
+    offsets = np.zeros(vocabulary + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms, minlength=vocabulary), out=offsets[1:])
+    return offsets
 
 
 class SyncedBm25Index:
@@ -222,13 +361,19 @@ class SyncedBm25Index:
     chunks added by updates, chunk ids removed by updates and deletes (the change log). When the
     store's counter went backwards (the workspace was deleted and made again) or the change log
     was pruned past what it saw, it starts over from the stored term counts.
+
+    With a `saved` file (the embedded database), the first catch-up starts from the index saved there
+    when the store proves it is its past (`keyword_file`), and `save` writes it back.
     """
 
-    def __init__(self, search: SearchReads) -> None:
+    def __init__(self, search: SearchReads, saved: KeywordIndexFile | None = None) -> None:
         self._reads = search
+        self._saved = saved
         self._index = Bm25Index()
         self._seen_seq = 0
         self._lock = asyncio.Lock()
+        self._tried_file = saved is None
+        self.rebuilt = 0  # chunks the last start from nothing read from the store: worth saving when many
 
     def __len__(self) -> int:
         return len(self._index)
@@ -236,24 +381,65 @@ class SyncedBm25Index:
     async def sync(self) -> int:
         """Apply every change stored since the last sync (by any process); return how many chunks changed."""
         async with self._lock:
-            started, changed = time.perf_counter(), 0
-            latest, pruned_upto = await self._reads.sequence()
-            if latest < self._seen_seq or (0 < self._seen_seq < pruned_upto):
-                log.info("keyword_index.rebuild", seen=self._seen_seq, latest=latest, pruned_upto=pruned_upto)
-                self._index, self._seen_seq = Bm25Index(self._index.window), 0
-            while self._seen_seq < latest:
-                upto = min(latest, self._seen_seq + _SYNC_WINDOW)
-                changes = await self._reads.changes_between(self._seen_seq, upto)
-                for row in changes.added:
-                    self._index.add(row.chunk_id, row.terms, row.counts, row.length, row.thread, row.order)
-                for chunk_id in changes.removed:
-                    self._index.remove(chunk_id)
-                changed += len(changes.added) + len(changes.removed)
-                self._seen_seq = upto
-            if changed > 1000:
-                log.info("keyword_index.synced", chunks=changed, total=len(self._index),
-                         duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
-            return changed
+            return await self._sync(discard=True)
+
+    async def _sync(self, *, discard: bool) -> int:
+        started, changed, removed = time.perf_counter(), 0, 0
+        latest, pruned_upto = await self._reads.sequence()
+        if not self._tried_file:
+            self._tried_file = True
+            await self._load(latest, pruned_upto)
+        if latest < self._seen_seq or (0 < self._seen_seq < pruned_upto):
+            log.info("keyword_index.rebuild", seen=self._seen_seq, latest=latest, pruned_upto=pruned_upto)
+            self._index, self._seen_seq = Bm25Index(self._index.window), 0
+        from_nothing = self._seen_seq == 0
+        while self._seen_seq < latest:
+            upto = min(latest, self._seen_seq + _SYNC_WINDOW)
+            changes = await self._reads.changes_between(self._seen_seq, upto)
+            for row in changes.added:
+                self._index.add(row.chunk_id, row.terms, row.counts, row.length, row.thread, row.order)
+            for chunk_id in changes.removed:
+                self._index.remove(chunk_id)
+            changed += len(changes.added) + len(changes.removed)
+            removed += len(changes.removed)
+            self._seen_seq = upto
+        if from_nothing and changed:
+            self.rebuilt = changed
+        if removed and discard and self._saved is not None:
+            await self._saved.discard()  # it may hold what was removed (read at start, before the removal)
+        if changed > 1000:
+            log.info("keyword_index.synced", chunks=changed, total=len(self._index),
+                     duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
+        return changed
+
+    async def _load(self, latest: int, pruned_upto: int) -> None:
+        assert self._saved is not None
+        started = time.perf_counter()
+        found = await self._saved.load(window=self._index.window, latest=latest, pruned_upto=pruned_upto)
+        if found is None:
+            return
+        try:
+            index = await asyncio.to_thread(Bm25Index.from_state, found.state)
+        except ValueError as exc:
+            log.warning("keyword_index.file_unreadable", path=str(self._saved.path), error=str(exc))
+            return
+        self._index, self._seen_seq = index, found.seq
+        log.info("keyword_index.loaded", chunks=len(index), seq=found.seq, latest=latest,
+                 duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
+
+    async def save(self) -> bool:
+        """Catch up and write the index to its file (embedded database only); False when there is none."""
+        if self._saved is None:
+            return False
+        started = time.perf_counter()
+        async with self._lock, self._saved.saving():
+            await self._sync(discard=False)  # the file is rewritten under the lock removals wait for
+            seq = self._seen_seq
+            state = self._index.state()  # here, not in a thread: searches read the index between syncs
+            await self._saved.write(state, seq)
+        log.info("keyword_index.saved", chunks=len(state.chunk_ids), seq=seq,
+                 duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
+        return True
 
     async def search(self, terms: list[str], k: int) -> list[tuple[str, float]]:
         await self.sync()

@@ -22,6 +22,7 @@ from zapomni_core.memories.writing import content_hash
 from zapomni_core.reembed import in_progress_message
 from zapomni_core.search import SearchPipeline
 from zapomni_core.search.bm25 import SyncedBm25Index
+from zapomni_core.search.keyword_file import KeywordIndexFiles
 from zapomni_db import (
     DERIVED,
     Connection,
@@ -41,6 +42,8 @@ log = structlog.get_logger(__name__)
 
 # A large add that crashed leaves unlinked chunks; anything this old is certainly not in progress.
 ORPHAN_GRACE_S = 3600.0
+# A keyword index built from this many chunks is saved at once (embedded database), not only on close.
+SAVE_AFTER_REBUILD = 50_000
 # Memories read per backfill query: a text may be 10 MB, a turn's metadata and inferred JSON are small.
 _BACKFILL_BATCH = {"text": 100, "small": 1000}
 
@@ -69,6 +72,7 @@ class Workspaces:
         schema: SchemaSettings,
         embedder: EmbedderIdentity,
         search_for: Callable[[GraphStores, SyncedBm25Index], SearchPipeline],
+        keyword_files: KeywordIndexFiles | None = None,
     ) -> None:
         self._connection = connection
         self._base = base_graph
@@ -76,6 +80,7 @@ class Workspaces:
         self._schema = schema
         self._embedder = embedder
         self._search_for = search_for
+        self._keyword_files = keyword_files  # saved keyword indexes (the embedded database), or None
         self._open: dict[str, Workspace] = {}
         self._lock = asyncio.Lock()
 
@@ -112,7 +117,7 @@ class Workspaces:
 
         Reads of a graph that does not exist find nothing and create nothing; no keyword index is built.
         """
-        return GraphStores.on(GraphClient(self._connection, graph_for(self._base, self.resolve(name))))
+        return self._stores_of(graph_for(self._base, self.resolve(name)))
 
     async def existing_stores(self, name: str) -> GraphStores:
         """`stores(name)` of a workspace that exists, or NotFound naming it."""
@@ -126,7 +131,26 @@ class Workspaces:
     async def drop(self, name: str) -> bool:
         async with self._lock:
             self._open.pop(name, None)
-            return await drop_workspace_graph(self._connection, self._base, name)
+            dropped = await drop_workspace_graph(self._connection, self._base, name)
+            if self._keyword_files is not None:
+                await self._keyword_files.discard(graph_for(self._base, name))
+            return dropped
+
+    async def save_keyword_indexes(self) -> None:
+        """Save each open workspace's keyword index beside the database (on close); failures are logged only."""
+        for workspace in self.opened():
+            await _save_keyword_index(workspace.name, workspace.keyword_index)
+
+    def _stores_of(self, graph: str) -> GraphStores:
+        client = GraphClient(self._connection, graph)
+        files = self._keyword_files
+        if files is None:
+            return GraphStores.on(client)
+
+        async def discard_saved() -> None:
+            await files.discard(graph)
+
+        return GraphStores.on(client, on_removed=discard_saved)
 
     def opened(self) -> list[Workspace]:
         return list(self._open.values())
@@ -136,8 +160,9 @@ class Workspaces:
 
     async def _prepare(self, name: str) -> Workspace:
         started = time.perf_counter()
-        client = GraphClient(self._connection, graph_for(self._base, name))
-        stores = GraphStores.on(client)
+        graph = graph_for(self._base, name)
+        stores = self._stores_of(graph)
+        client = stores.client
         in_progress = await stores.maintenance.reembed_state()
         if in_progress is not None:  # without a vector index and with vectors of two models: unusable
             raise ConfigurationError(f"workspace {name!r}: {in_progress_message(in_progress)}")
@@ -160,10 +185,20 @@ class Workspaces:
             log.warning("db.orphans_removed", workspace=name, chunks=removed)
         await _backfill_derived(stores)
         await stores.maintenance.prune_changes()
-        keyword_index = SyncedBm25Index(stores.search)
-        await keyword_index.sync()  # built from the stored term counts before the first search
+        saved = self._keyword_files.for_graph(graph, stores.maintenance) if self._keyword_files else None
+        keyword_index = SyncedBm25Index(stores.search, saved)
+        await keyword_index.sync()  # read from its saved file, or built from the stored term counts
+        if keyword_index.rebuilt >= SAVE_AFTER_REBUILD:
+            await _save_keyword_index(name, keyword_index)  # the next server need not rebuild it, even after a crash
         log.info("workspace.opened", workspace=name, duration_ms=round((time.perf_counter() - started) * 1000, 1))
         return Workspace(name, stores, keyword_index, self._search_for(stores, keyword_index))
+
+
+async def _save_keyword_index(workspace: str, index: SyncedBm25Index) -> None:
+    try:
+        await index.save()
+    except Exception as exc:  # a file that is not written is rebuilt from the store next time: logged only
+        log.warning("keyword_index.save_failed", workspace=workspace, error=str(exc))
 
 
 # How each derived field (`zapomni_db.DERIVED`, which names what it is computed from) is computed from those

@@ -1,0 +1,232 @@
+"""The keyword index saved beside the embedded database, so a server need not rebuild it from every chunk.
+
+Rebuilding reads every chunk's term counts from FalkorDB: minutes at a million chunks (decision 0026).
+A server saves its index when it closes (and after a large rebuild), one file per graph under
+``<data dir>/keyword-index/``, and the next server reads it and catches up from the sequence number it
+was saved at, the way any process catches up with another's writes (`SyncedBm25Index`).
+
+A file is used only when it is provably this store's past:
+
+- each save writes a new random stamp into the graph (`Maintenance.stamp_keyword_index`) and into the
+  file; a store that was restored from a backup, re-created or written by a server with another data
+  directory carries another stamp;
+- its sequence number is not past the store's, nor before the point the change log was pruned to;
+- its format, graph name and thread window are this server's.
+
+Otherwise it is ignored and the index is rebuilt from the store. A save holds an exclusive lock on the
+directory from its last catch-up to its rename; every write that removes chunks removes the file under
+the same lock once the database has the removal (`discard`), so a deleted memory's words are in no file
+after its delete returns. Saved only for the embedded database: its data directory is shared by every
+process that can write to the store, and so is the lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import structlog
+
+from zapomni_core.search.bm25 import Bm25State
+from zapomni_db import Maintenance
+
+log = structlog.get_logger(__name__)
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class SavedIndex:
+    state: Bm25State
+    seq: int  # every change up to this sequence number is in `state`
+
+
+class KeywordIndexFiles:
+    """The directory of saved keyword indexes of one data directory, and its lock."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def for_graph(self, graph: str, maintenance: Maintenance) -> KeywordIndexFile:
+        return KeywordIndexFile(self, graph, maintenance)
+
+    def path(self, graph: str) -> Path:
+        # A graph name is any string; the file is named by its digest and holds the name itself.
+        return self.directory / f"{hashlib.sha256(graph.encode()).hexdigest()[:32]}.npz"
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open(self.directory / ".lock", "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    async def discard(self, graph: str) -> None:
+        """Remove the graph's saved index: chunks were removed from the store, their words go with it."""
+        await asyncio.to_thread(self._discard, graph)
+
+    def _discard(self, graph: str) -> None:
+        with self.locked(), contextlib.suppress(FileNotFoundError):
+            self.path(graph).unlink()
+
+
+class KeywordIndexFile:
+    """One graph's saved keyword index: read when the index is first built, written on close."""
+
+    def __init__(self, files: KeywordIndexFiles, graph: str, maintenance: Maintenance) -> None:
+        self._files = files
+        self._graph = graph
+        self._maintenance = maintenance
+
+    @property
+    def path(self) -> Path:
+        return self._files.path(self._graph)
+
+    async def load(self, *, window: int, latest: int, pruned_upto: int) -> SavedIndex | None:
+        """The saved index, if there is one this store can use (see the module's rules); None otherwise."""
+        if not self.path.is_file():
+            return None
+        stamp = await self._maintenance.keyword_index_stamp()
+        try:
+            meta, state = await asyncio.to_thread(_read, self.path)
+        except Exception as exc:  # truncated, foreign or of an older layout: rebuilt from the store instead
+            log.warning("keyword_index.file_unreadable", path=str(self.path), error=str(exc))
+            return None
+        reason = _unusable(meta, graph=self._graph, stamp=stamp, window=window, latest=latest, pruned=pruned_upto)
+        if reason:
+            log.info("keyword_index.file_ignored", path=str(self.path), reason=reason)
+            return None
+        return SavedIndex(state, int(meta["seq"]))
+
+    @contextlib.asynccontextmanager
+    async def saving(self) -> AsyncIterator[None]:
+        """Hold the directory's lock: removals wait until the file written inside is renamed into place."""
+        lock = self._files.locked()
+        await asyncio.to_thread(lock.__enter__)
+        try:
+            yield
+        finally:
+            lock.__exit__(None, None, None)
+
+    async def write(self, state: Bm25State, seq: int) -> None:
+        """Stamp the store and write the file (inside `saving`, after the index caught up to `seq`)."""
+        stamp = uuid.uuid4().hex
+        await self._maintenance.stamp_keyword_index(stamp)
+        meta = {"format": FORMAT, "graph": self._graph, "seq": seq, "stamp": stamp, "window": state.window}
+        await asyncio.to_thread(_write, self.path, meta, state)
+
+    async def discard(self) -> None:
+        await self._files.discard(self._graph)
+
+
+def _unusable(meta: dict[str, Any], *, graph: str, stamp: str | None, window: int, latest: int, pruned: int) -> str:
+    if meta.get("format") != FORMAT:
+        return f"format {meta.get('format')!r}, this server reads {FORMAT}"
+    if meta.get("graph") != graph:
+        return "saved for another graph"
+    if stamp is None or meta.get("stamp") != stamp:
+        return "the store's stamp differs (restored, re-created, or saved elsewhere since)"
+    if meta.get("window") != window:
+        return "another thread window"
+    seq = int(meta["seq"])
+    if seq > latest:
+        return f"saved at change {seq}, past the store's {latest}"
+    if seq < pruned:
+        return f"saved at change {seq}; the change log was pruned to {pruned}"
+    return ""
+
+
+def _strings(values: list[str]) -> np.ndarray:
+    return np.frombuffer(json.dumps(values, ensure_ascii=False).encode(), dtype=np.uint8)
+
+
+def _from_strings(array: np.ndarray) -> list[Any]:
+    values = json.loads(array.tobytes().decode())
+    if not isinstance(values, list):
+        raise ValueError("expected a list")
+    return values
+
+
+def _write(path: Path, meta: dict[str, Any], state: Bm25State) -> None:
+    threads = state.threads
+    arrays: dict[str, Any] = {
+        "meta": _strings([json.dumps(meta)]),
+        "chunk_ids": _strings(state.chunk_ids),
+        "lengths": state.lengths,
+        "terms": _strings(state.terms),
+        "offsets": state.offsets,
+        "positions": state.positions,
+        "counts": state.counts,
+        "thread_positions": np.array([t[0] for t in threads], dtype=np.int64),
+        "thread_names": _strings([t[1] for t in threads]),
+        "thread_dates": np.array([t[2][0] for t in threads], dtype=np.float64),
+        "thread_created": np.array([t[2][1] for t in threads], dtype=np.float64),
+        "thread_idx": np.array([t[2][2] for t in threads], dtype=np.int64),
+    }
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "wb") as out:
+            np.savez(out, **arrays)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _read(path: Path) -> tuple[dict[str, Any], Bm25State]:
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(_from_strings(data["meta"])[0])
+        names = _from_strings(data["thread_names"])
+        order = zip(
+            data["thread_dates"].tolist(), data["thread_created"].tolist(), data["thread_idx"].tolist(), strict=True
+        )
+        threads = [
+            (position, name, placed)
+            for position, name, placed in zip(data["thread_positions"].tolist(), names, order, strict=True)
+        ]
+        state = Bm25State(
+            window=int(meta["window"]),
+            chunk_ids=_from_strings(data["chunk_ids"]),
+            lengths=data["lengths"].astype(np.float32, copy=False),
+            terms=_from_strings(data["terms"]),
+            offsets=data["offsets"].astype(np.int64, copy=False),
+            positions=data["positions"].astype(np.int32, copy=False),
+            counts=data["counts"].astype(np.float32, copy=False),
+            threads=threads,
+        )
+    _check(state)
+    return meta, state
+
+
+def _check(state: Bm25State) -> None:
+    """A file that does not hang together is refused rather than searched."""
+    size, entries = len(state.chunk_ids), len(state.positions)
+    if len(state.lengths) != size or len(state.counts) != entries or len(state.offsets) != len(state.terms) + 1:
+        raise ValueError("array sizes disagree")
+    if state.offsets[0] != 0 or state.offsets[-1] != entries or np.any(np.diff(state.offsets) < 0):
+        raise ValueError("postings offsets are not ordered")
+    if entries and (state.positions.min() < 0 or state.positions.max() >= size):
+        raise ValueError("a posting names no chunk")
+    if any(not 0 <= position < size for position, _, _ in state.threads):
+        raise ValueError("a thread names no chunk")

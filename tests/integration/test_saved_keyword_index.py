@@ -1,0 +1,153 @@
+"""The keyword index saved beside the embedded database: read back when it is this store's past, never
+holding a deleted memory's words, ignored (and rebuilt) when it cannot be trusted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from tests.helpers import open_core
+from zapomni_core import Settings, ZapomniCore
+from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, SearchRequest
+from zapomni_core.workspaces.requests import DeleteWorkspaceRequest
+
+pytestmark = pytest.mark.anyio
+
+TEXTS = [
+    "The proxy restarts every connection after error E1047 in the payment service.",
+    "Caroline's pottery workshop downtown opens on Saturdays at nine.",
+    "Deployment runbook: drain the queue, then roll the workers one by one.",
+    "The quarterly report blames the zebrafinch sensor for the missing readings.",
+]
+QUERIES = ["payment proxy error", "pottery workshop", "roll workers queue", "zebrafinch sensor readings"]
+
+
+def saved_files(settings: Settings) -> list[Path]:
+    return sorted((settings.data_dir / "keyword-index").glob("*.npz"))
+
+
+async def keyword_ids(core: ZapomniCore, query: str) -> list[str]:
+    found = await core.memories.search(SearchRequest(query=query, mode="keyword", limit=10))
+    return [hit.memory_id for hit in found.results]
+
+
+async def add_all(core: ZapomniCore, texts: list[str]) -> list[str]:
+    return [(await core.memories.add(AddMemoryRequest(text=text))).memory_id for text in texts]
+
+
+def events(logs: list[dict[str, object]], name: str) -> list[dict[str, object]]:
+    return [entry for entry in logs if entry["event"] == name]
+
+
+async def test_the_next_server_reads_the_saved_index_and_ranks_the_same(settings: Settings) -> None:
+    async with open_core(settings) as (core, _):
+        await add_all(core, TEXTS)
+        before = [await keyword_ids(core, q) for q in QUERIES]
+    assert len(saved_files(settings)) == 1  # written on close
+    with capture_logs() as logs:
+        async with open_core(settings) as (core, _):
+            after = [await keyword_ids(core, q) for q in QUERIES]
+    loaded = events(logs, "keyword_index.loaded")
+    assert loaded and loaded[0]["chunks"] == len(TEXTS)
+    assert not events(logs, "keyword_index.file_ignored")
+    assert after == before and all(before)
+
+
+async def test_a_delete_leaves_no_word_of_the_memory_in_any_saved_file(settings: Settings) -> None:
+    async with open_core(settings) as (core, _):
+        ids = await add_all(core, TEXTS)
+    (saved,) = saved_files(settings)
+    assert b"zebrafinch" in saved.read_bytes()
+    async with open_core(settings) as (core, _):
+        await core.memories.delete(DeleteMemoryRequest(memory_ids=[ids[3]]))
+        # Gone as the delete returns, not at the next save.
+        assert all(b"zebrafinch" not in path.read_bytes() for path in saved_files(settings))
+        assert await keyword_ids(core, "zebrafinch") == []
+    assert saved_files(settings)  # written again on close, without it
+    assert all(b"zebrafinch" not in path.read_bytes() for path in saved_files(settings))
+    async with open_core(settings) as (core, _):
+        assert await keyword_ids(core, "zebrafinch") == []
+        assert await keyword_ids(core, "pottery workshop") == [ids[1]]
+
+
+async def test_an_update_removes_the_old_words_from_the_saved_file(settings: Settings) -> None:
+    from zapomni_core.memories.requests import UpdateMemoryRequest
+
+    async with open_core(settings) as (core, _):
+        ids = await add_all(core, TEXTS)
+    async with open_core(settings) as (core, _):
+        await core.memories.update(UpdateMemoryRequest(memory_id=ids[3], text="The sensor was replaced in May."))
+        assert all(b"zebrafinch" not in path.read_bytes() for path in saved_files(settings))
+    async with open_core(settings) as (core, _):
+        assert await keyword_ids(core, "zebrafinch") == []
+        assert await keyword_ids(core, "sensor replaced") == [ids[3]]
+
+
+async def test_a_server_catches_up_from_the_saved_index_with_what_another_wrote_since(settings: Settings) -> None:
+    async with open_core(settings) as (writer, _):
+        first = await add_all(writer, TEXTS[:2])
+        assert await (await writer.workspaces.registry.require(None)).keyword_index.save()
+        later = await add_all(writer, TEXTS[2:])
+        with capture_logs() as logs:
+            async with open_core(settings) as (reader, _):
+                found = {q: await keyword_ids(reader, q) for q in QUERIES}
+    loaded = events(logs, "keyword_index.loaded")
+    assert loaded and loaded[0]["chunks"] == 2  # from the file, then the two written since from the store
+    assert found["pottery workshop"] == [first[1]]
+    assert found["zebrafinch sensor readings"] == [later[1]]
+
+
+async def test_a_file_from_another_past_of_the_store_is_ignored(settings: Settings) -> None:
+    async with open_core(settings) as (core, _):
+        ids = await add_all(core, TEXTS)
+    async with open_core(settings) as (core, _):
+        # As a restore of a backup taken before the save would leave it: the store's stamp is another.
+        stores = core.workspaces.registry.stores(None)
+        await stores.maintenance.stamp_keyword_index("restored-from-a-backup")
+        await stores.writes.delete([ids[0]])  # and the memory is gone from the file's point of view...
+    with capture_logs() as logs:
+        async with open_core(settings) as (core, _):
+            assert await keyword_ids(core, "payment proxy error") == []
+            assert await keyword_ids(core, "pottery workshop") == [ids[1]]
+    assert not events(logs, "keyword_index.loaded") or events(logs, "keyword_index.loaded")[0]["chunks"] == 3
+
+
+async def test_a_forged_stamp_makes_the_server_rebuild(settings: Settings) -> None:
+    async with open_core(settings) as (core, _):
+        await add_all(core, TEXTS)
+    (saved,) = saved_files(settings)
+    kept = saved.read_bytes()
+    async with open_core(settings) as (core, _):
+        await core.workspaces.registry.stores(None).maintenance.stamp_keyword_index("another-store")
+        saved.write_bytes(kept)  # the file of before, beside a store whose stamp is no longer its own
+        ws = core.workspaces.registry
+        ws._open.clear()  # open the workspace again in this process, as a new server would
+        with capture_logs() as logs:
+            assert await keyword_ids(core, "pottery workshop")
+    ignored = events(logs, "keyword_index.file_ignored")
+    assert ignored and "stamp" in str(ignored[0]["reason"])
+    assert not events(logs, "keyword_index.loaded")
+
+
+async def test_an_unreadable_file_is_rebuilt_from_the_store(settings: Settings) -> None:
+    async with open_core(settings) as (core, _):
+        ids = await add_all(core, TEXTS)
+    (saved,) = saved_files(settings)
+    saved.write_bytes(saved.read_bytes()[: len(saved.read_bytes()) // 2])
+    with capture_logs() as logs:
+        async with open_core(settings) as (core, _):
+            assert await keyword_ids(core, "roll workers queue") == [ids[2]]
+    assert events(logs, "keyword_index.file_unreadable")
+
+
+async def test_deleting_the_workspace_removes_its_saved_index(settings: Settings) -> None:
+    async with open_core(settings) as (core, _):
+        await core.memories.add(AddMemoryRequest(text=TEXTS[3], workspace="scratch"))
+        await core.memories.add(AddMemoryRequest(text=TEXTS[0]))
+    assert len(saved_files(settings)) == 2
+    async with open_core(settings) as (core, _):
+        await core.workspaces.delete(DeleteWorkspaceRequest(name="scratch", confirm="scratch"))
+        assert len(saved_files(settings)) == 1
+        assert all(b"zebrafinch" not in path.read_bytes() for path in saved_files(settings))
