@@ -52,6 +52,7 @@ async def test_the_next_server_reads_the_saved_index_and_ranks_the_same(settings
     loaded = events(logs, "keyword_index.loaded")
     assert loaded and loaded[0]["chunks"] == len(TEXTS)
     assert not events(logs, "keyword_index.file_ignored")
+    assert not events(logs, "keyword_index.saved")  # a server that only read leaves the file as it found it
     assert after == before and all(before)
 
 

@@ -374,6 +374,7 @@ class SyncedBm25Index:
         self._lock = asyncio.Lock()
         self._tried_file = saved is None
         self.rebuilt = 0  # chunks the last start from nothing read from the store: worth saving when many
+        self._file_seq: int | None = None  # what the file holds as far as this process knows (read or written)
 
     def __len__(self) -> int:
         return len(self._index)
@@ -406,6 +407,7 @@ class SyncedBm25Index:
         if from_nothing and changed:
             self.rebuilt = changed
         if removed and discard and self._saved is not None:
+            self._file_seq = None
             await self._saved.discard()  # it may hold what was removed (read at start, before the removal)
         if changed > 1000:
             log.info("keyword_index.synced", chunks=changed, total=len(self._index),
@@ -423,20 +425,24 @@ class SyncedBm25Index:
         except ValueError as exc:
             log.warning("keyword_index.file_unreadable", path=str(self._saved.path), error=str(exc))
             return
-        self._index, self._seen_seq = index, found.seq
+        self._index, self._seen_seq, self._file_seq = index, found.seq, found.seq
         log.info("keyword_index.loaded", chunks=len(index), seq=found.seq, latest=latest,
                  duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
 
     async def save(self) -> bool:
-        """Catch up and write the index to its file (embedded database only); False when there is none."""
+        """Catch up and write the index to its file (embedded database only) unless the file already holds
+        it; False when nothing was written."""
         if self._saved is None:
             return False
         started = time.perf_counter()
         async with self._lock, self._saved.saving():
             await self._sync(discard=False)  # the file is rewritten under the lock removals wait for
             seq = self._seen_seq
+            if self._file_seq == seq and self._saved.path.is_file():
+                return False  # a reader (a CLI command, a server that wrote nothing) leaves it as it found it
             state = self._index.state()  # here, not in a thread: searches read the index between syncs
             await self._saved.write(state, seq)
+            self._file_seq = seq
         log.info("keyword_index.saved", chunks=len(state.chunk_ids), seq=seq,
                  duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
         return True
