@@ -6,15 +6,18 @@ import contextlib
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from zapomni_db.errors import DatabaseUnavailable
 
 
 @contextlib.contextmanager
-def exclusive(path: Path, timeout_s: float) -> Iterator[None]:
-    """Hold an exclusive lock on `path` for the duration of the block, waiting up to `timeout_s`."""
+def exclusive(path: Path, timeout_s: float, still_worth_waiting: Callable[[], bool] | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on `path` for the duration of the block, waiting up to `timeout_s`.
+
+    `still_worth_waiting`, asked each time the wait reaches its timeout, may grant another `timeout_s`
+    (the holder is known to be busy for longer, e.g. waiting for a database that is loading)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = time.monotonic() + timeout_s
@@ -24,7 +27,9 @@ def exclusive(path: Path, timeout_s: float) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise DatabaseUnavailable(f"timed out waiting for the lock {path.name}") from None
+                    if still_worth_waiting is None or not still_worth_waiting():
+                        raise DatabaseUnavailable(f"timed out waiting for the lock {path.name}") from None
+                    deadline = time.monotonic() + timeout_s
                 time.sleep(0.05)
         yield
     finally:

@@ -155,7 +155,8 @@ class EmbeddedDatabase:
     def open(self) -> None:
         """Register this process as a client, then attach to the running server or start one."""
         self.paths.create()
-        with _locks.exclusive(self.paths.startup_lock, self._start_timeout_s):
+        # The lock's holder may be waiting for the server to load a large store (minutes): so may we.
+        with _locks.exclusive(self.paths.startup_lock, self._start_timeout_s, still_worth_waiting=self._loading):
             self._register()
             try:
                 self._attach_or_start()
@@ -163,6 +164,9 @@ class EmbeddedDatabase:
                 self._unregister()
                 raise
         log.info("db.embedded.ready", socket=str(self.socket), started_here=self.started_here)
+
+    def _loading(self) -> bool:
+        return probe(self.socket) == "loading"
 
     def _attach_or_start(self) -> None:
         if ping(self.socket):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from zapomni_db import _locks
 from zapomni_db.embedded import EmbeddedDatabase, probe
 from zapomni_db.errors import DatabaseUnavailable
 
@@ -87,3 +88,34 @@ def test_a_database_that_never_answers_fails_after_the_timeout(data_dir: Path) -
     with pytest.raises(DatabaseUnavailable, match="did not become ready"):
         database._wait_ready()
     assert time.monotonic() - started < 5
+
+
+def test_a_second_client_waits_for_the_startup_lock_while_the_first_waits_for_a_load(data_dir: Path) -> None:
+    first, second = EmbeddedDatabase(data_dir, start_timeout_s=0.3), EmbeddedDatabase(data_dir, start_timeout_s=0.3)
+    stop = _loading_server(first, seconds=2.5, silent=False)
+    outcome: list[BaseException | None] = []
+
+    def open_second() -> None:
+        try:
+            second.open()  # the lock is held for 2.5 s by a first client, against a 0.3 s timeout
+            outcome.append(None)
+        except BaseException as exc:  # reported below
+            outcome.append(exc)
+
+    try:
+        with _locks.exclusive(first.paths.startup_lock, 1.0):
+            waiter = threading.Thread(target=open_second)
+            waiter.start()
+            first._wait_ready()
+        waiter.join(10)
+        assert outcome == [None]  # it attached once the first let go, instead of timing out
+        second.close()
+    finally:
+        stop.set()
+
+
+def test_a_lock_held_with_no_database_loading_still_times_out(data_dir: Path) -> None:
+    database = EmbeddedDatabase(data_dir, start_timeout_s=0.3)
+    database.paths.create()
+    with _locks.exclusive(database.paths.startup_lock, 1.0), pytest.raises(DatabaseUnavailable, match="lock"):
+        database.open()
