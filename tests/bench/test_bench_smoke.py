@@ -122,6 +122,8 @@ def test_scale_bench_measures_every_figure_at_each_size(tmp_path: Path) -> None:
     assert len(ops["delete_1000_runs_ms"]) == 2 and len(ops["load"]) == 3
     start = large["start"]
     assert start["database_stopped_ms"] > 0 and start["database_running_ms"] > 0
+    # A fresh `zapomni serve` reads the keyword index the last one saved instead of rebuilding it (decision 0028).
+    assert start["database_running_log"]["keyword_load_ms"] is not None
     assert start["server_rss_mb"]["now"] > 0 and start["catch_up"]["chunks"] == 20
     assert out.with_suffix(".png").stat().st_size > 1000
 
