@@ -174,6 +174,25 @@ def test_an_existing_data_dir_keeps_the_mode_its_user_gave_it(data_dir: Path) ->
     assert mode(data_dir / "db") == mode(data_dir / "run") == mode(data_dir / "run" / "clients") == 0o700
 
 
+def test_the_server_logs_every_write_and_compacts_its_log_as_decided(data_dir: Path) -> None:
+    # Crash safety (decision 0007) and the AOF rewrite policy (decision 0029), as the running server has them.
+    database = EmbeddedDatabase(data_dir)
+    database.open()
+    client = direct_client(unix_socket=database.socket)
+    try:
+        found = client.config_get("appendonly", "appendfsync", "auto-aof-rewrite-*", "aof-use-rdb-preamble")
+    finally:
+        client.close()
+        database.close()
+    assert found == {
+        "appendonly": "yes",
+        "appendfsync": "always",
+        "auto-aof-rewrite-percentage": "100",
+        "auto-aof-rewrite-min-size": str(64 * 2**20),
+        "aof-use-rdb-preamble": "yes",
+    }
+
+
 def test_the_last_client_out_lets_a_running_aof_rewrite_finish(data_dir: Path) -> None:
     # A server stopped while it rewrites its AOF kills the rewrite: the next start then replays every write since
     # the previous rewrite and FalkorDB must rebuild its vector index (docs/decisions/0007, 0029). At 100K chunks
