@@ -52,8 +52,8 @@ MAX_RESTART_DELAY_S = 10.0
 STABLE_RUN_S = 60.0
 # A stop kills an append-only-file rewrite in progress, and the next start then replays every write since the
 # previous one (slow, and FalkorDB's vector index must be rebuilt after it: decisions 0007, 0029). A closing
-# writer asks for a rewrite and waits 10 s; at 100K chunks one takes ~5 s, at 1M ~10x that (measured at 100K,
-# bench/results/aof_rewrite.md). The keeper lets it finish, this long at most: with the final snapshot
+# writer asks for a rewrite and waits 10 s; at 100K chunks one took 4.5-10.5 s (load 7-12), at 1M ~10x that
+# (bench/results/aof_rewrite.md). The keeper lets it finish, this long at most: with the final snapshot
 # (`_stop_server`, up to 60 s) it stays within the 120 s a client waits for the keeper to exit.
 REWRITE_WAIT_S = 50.0
 _PR_SET_PDEATHSIG = 1

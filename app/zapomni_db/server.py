@@ -41,8 +41,8 @@ _PLAIN = frozenset(string.ascii_letters + string.digits)
 _SAVE_POINTS = "3600 1 300 100 60 10000"
 # When Redis compacts the AOF by itself: once the logged writes have grown it to twice its base (the snapshot
 # the last rewrite left) and past 64 MB. Redis' defaults, stated so that they hold whatever a release changes:
-# measured up to 100K chunks (docs/decisions/0029) a rewrite comes every ~27 % of growth, takes 0.1-5 s and
-# slows the writes meanwhile ~1.8x; the disk holds at most ~2x the snapshot for the AOF.
+# measured up to 100K chunks (docs/decisions/0029) a rewrite comes every ~30 % of growth, takes up to ~11 s
+# at 100K on the loaded machine and slows the writes meanwhile ~1.8x; the AOF stays within ~2x the snapshot.
 AOF_REWRITE_PERCENTAGE = 100
 AOF_REWRITE_MIN_SIZE = "64mb"
 # redis-server creates its files (AOF, RDB, log) with the modes the umask leaves: 0644 under the usual
