@@ -50,6 +50,12 @@ IDLE_CHECKS_BEFORE_STOP = 2
 MAX_RESTART_DELAY_S = 10.0
 # A server that ran this long before crashing counts as healthy again: the next restart is immediate.
 STABLE_RUN_S = 60.0
+# A stop kills an append-only-file rewrite in progress, and the next start then replays every write since the
+# previous one (slow, and FalkorDB's vector index must be rebuilt after it: decisions 0007, 0029). A closing
+# writer asks for a rewrite and waits 10 s; at 100K chunks one took 4.5-10.5 s (load 7-12), at 1M ~10x that
+# (bench/results/aof_rewrite.md). The keeper lets it finish, this long at most: with the final snapshot
+# (`_stop_server`, up to 60 s) it stays within the 120 s a client waits for the keeper to exit.
+REWRITE_WAIT_S = 50.0
 _PR_SET_PDEATHSIG = 1
 
 
@@ -135,6 +141,7 @@ def run(paths: EmbeddedPaths, appendfsync: str) -> int:
             idle_checks = idle_checks + 1 if _locks.live_holders(paths.clients_dir) == 0 else 0
             if idle_checks >= IDLE_CHECKS_BEFORE_STOP:
                 _say("keeper.stopping", reason="no client attached")
+                _finish_rewrite(paths.socket)
                 _stop_server(server.process)
                 disk.forget()
                 _release(paths, keeper_fd)
@@ -145,6 +152,7 @@ def run(paths: EmbeddedPaths, appendfsync: str) -> int:
     # or the data directory went away under us.
     _say("keeper.stopping", reason="signal" if stopping else "no data directory")
     if stopping:
+        _finish_rewrite(paths.socket)
         _stop_server(server.process)
         disk.forget()
     else:
@@ -276,6 +284,27 @@ def _start_server(paths: EmbeddedPaths, appendfsync: str, *, suspended: bool) ->
     )
     _say("keeper.server_started", pid=process.pid, writes_suspended=suspended)
     return Server(process, time.monotonic(), offset)
+
+
+def _finish_rewrite(socket: Path, timeout_s: float = REWRITE_WAIT_S) -> None:
+    """Wait until the server has no AOF rewrite running or scheduled (see REWRITE_WAIT_S); best effort."""
+    started = time.monotonic()
+    client = direct_client(unix_socket=socket)
+    try:
+        while True:
+            info = client.info("persistence")
+            if not int(info.get("aof_rewrite_in_progress", 0)) and not int(info.get("aof_rewrite_scheduled", 0)):
+                if time.monotonic() - started > POLL_S:
+                    _say("keeper.rewrite_finished", waited_s=round(time.monotonic() - started, 1))
+                return
+            if time.monotonic() - started > timeout_s:
+                _say("keeper.rewrite_unfinished", waited_s=round(time.monotonic() - started, 1))
+                return
+            time.sleep(0.1)
+    except (redis.RedisError, OSError):
+        return  # not answering: nothing to wait for that the stop could spoil
+    finally:
+        client.close()
 
 
 def _stop_server(server: subprocess.Popen[bytes]) -> None:

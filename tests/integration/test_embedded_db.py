@@ -16,6 +16,7 @@ from falkordb import FalkorDB
 
 from tests.helpers import server_pids, wait_for
 from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths, ping
+from zapomni_db.server import direct_client
 
 HOLD_OPEN = """
 import sys, time
@@ -171,3 +172,56 @@ def test_an_existing_data_dir_keeps_the_mode_its_user_gave_it(data_dir: Path) ->
     EmbeddedPaths(data_dir).create()
     assert mode(data_dir) == 0o750
     assert mode(data_dir / "db") == mode(data_dir / "run") == mode(data_dir / "run" / "clients") == 0o700
+
+
+def test_the_server_logs_every_write_and_compacts_its_log_as_decided(data_dir: Path) -> None:
+    # Crash safety (decision 0007) and the AOF rewrite policy (decision 0029), as the running server has them.
+    database = EmbeddedDatabase(data_dir)
+    database.open()
+    client = direct_client(unix_socket=database.socket)
+    try:
+        found = client.config_get("appendonly", "appendfsync", "auto-aof-rewrite-*", "aof-use-rdb-preamble")
+    finally:
+        client.close()
+        database.close()
+    assert found == {
+        "appendonly": "yes",
+        "appendfsync": "always",
+        "auto-aof-rewrite-percentage": "100",
+        "auto-aof-rewrite-min-size": str(64 * 2**20),
+        "aof-use-rdb-preamble": "yes",
+    }
+
+
+def test_the_last_client_out_lets_a_running_aof_rewrite_finish(data_dir: Path) -> None:
+    # A server stopped while it rewrites its AOF kills the rewrite: the next start then replays every write since
+    # the previous rewrite and FalkorDB must rebuild its vector index (docs/decisions/0007, 0029). At 100K chunks
+    # a rewrite takes ~5 s, longer than a closing writer waits for it; the keeper lets it finish first.
+    database = EmbeddedDatabase(data_dir)
+    database.open()
+    for i in range(20):
+        write(database.socket, f"k{i}", "v" * 100)
+    client = direct_client(unix_socket=database.socket)
+    client.config_set("rdb-key-save-delay", 3_000_000)  # µs a key: the rewriting child sleeps, as a big store's would
+    client.bgrewriteaof()
+    assert wait_for(lambda: int(client.info("persistence")["aof_rewrite_in_progress"]) == 1, timeout_s=10)
+    client.config_set("rdb-key-save-delay", 0)  # the child keeps its copy; the shutdown's own save is not slowed
+    assert int(client.info("persistence")["aof_rewrite_in_progress"]) == 1
+    client.close()
+    database.close()
+    aof = EmbeddedPaths(data_dir).db_dir / "appendonlydir"
+    listed = [dict(zip(line.split()[::2], line.split()[1::2], strict=False)) for line in
+              (aof / "appendonly.aof.manifest").read_text().splitlines()]  # fmt: skip
+    tails = [aof / entry["file"] for entry in listed if entry.get("type") == "i"]
+    replayed = [tail.name for tail in tails if b"GRAPH." in tail.read_bytes()]
+    assert tails and not replayed, f"the next start would replay logged writes from {replayed}"
+    assert read_back(data_dir) == 20
+
+
+def read_back(data_dir: Path) -> int:
+    database = EmbeddedDatabase(data_dir)
+    database.open()
+    try:
+        return len(read(database.socket))
+    finally:
+        database.close()

@@ -439,6 +439,9 @@ def test_falkordb_persists_with_aof_and_rdb_and_module_defaults():
     redis_args = env["REDIS_ARGS"].split()
     assert redis_args[redis_args.index("--appendonly") + 1] == "yes"
     assert redis_args[redis_args.index("--appendfsync") + 1] == "always"
+    # The AOF rewrite policy of the embedded and native servers (zapomni_db.server, decision 0029).
+    assert redis_args[redis_args.index("--auto-aof-rewrite-percentage") + 1] == "100"
+    assert redis_args[redis_args.index("--auto-aof-rewrite-min-size") + 1] == "64mb"
     assert "--save" in redis_args
     assert "RESULTSET_SIZE -1" in env["FALKORDB_ARGS"], "the image's default cuts results at 10,000 rows"
     assert env["BROWSER"] == "0"
