@@ -129,11 +129,11 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
     schema = SchemaSettings(dimension=ONNX_DIMENSION)
     async with graph(settings) as client:
         applied = await migrate(client, schema)
-        assert [m.version for m in applied] == [1, 2, 3, 4, 5, 6]
+        assert [m.version for m in applied] == [1, 2, 3, 4, 5, 6, 7]
         await wait_for_indexes(client)
         after = await snapshot(client)
 
-        assert after["version"] == latest_version(schema) == 6
+        assert after["version"] == latest_version(schema) == 7
         statuses = await client.ro_query("CALL db.indexes() YIELD label, status")
         assert {label for label, _ in statuses} == {
             "Memory", "Chunk", "Change", "Job", "Entity", "RELATED_TO", "File", "Symbol", "Class"
@@ -251,8 +251,8 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     status = zapomni(data_dir, "migrate", "status", "--json")
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
-    assert report["version"] == 0 and report["latest_version"] == 6
-    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4, 5, 6]
+    assert report["version"] == 0 and report["latest_version"] == 7
+    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4, 5, 6, 7]
     assert all(m["description"] for m in report["pending"])
     assert report["stored_embedder"] is None  # version 0 predates the claim
     assert report["configured_embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384, "error": None}
