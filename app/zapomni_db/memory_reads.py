@@ -59,6 +59,8 @@ _OPEN_S = 1e12
 _ANY_BEFORE = "MATCH (m:Memory) WHERE m.created_at < $t RETURN m.id LIMIT 1"
 # How far back the search for the oldest memory starts stepping (it doubles the step each time).
 _FIRST_STEP_S = 60.0
+# Halvings that narrow it down then: to a millionth of the store's age, below a page's span up to ~10M memories.
+_BISECTIONS = 20
 
 
 class MemoryReads:
@@ -141,19 +143,26 @@ class MemoryReads:
         )
 
     async def _oldest_bound(self, now_s: float) -> float:
-        """A time no memory was created before (within twice the store's age of the oldest's creation).
+        """A time no memory was created before, within a millionth of the store's age of the oldest memory.
 
         Found by stepping back from now (or from the bound found before, when a memory has since been
-        imported from before it), doubling the step, with a probe of the index per step; kept, and
-        checked by one probe per call. A bound made too old by deletes only costs a page a window more."""
+        imported from before it), doubling the step, then halving the last step, with a probe of the index
+        each (~40 in all, once); kept, and checked by one probe per call. A bound made too old by deletes
+        only costs a page windows across the gap."""
         if self._oldest_s is not None and not await self._any_before(self._oldest_s):
             return self._oldest_s
         start = min(now_s, self._oldest_s if self._oldest_s is not None else now_s)
         step = _FIRST_STEP_S
         while await self._any_before(start - step):
             step *= 2
-        self._oldest_s = start - step
-        return self._oldest_s
+        # Nothing before `lo`, something before `hi`: halve the gap, else the first window of an oldest-first
+        # page would start up to the store's age early and double across the empty span into the memories.
+        lo, hi = start - step, start - step / 2
+        for _ in range(_BISECTIONS if step > _FIRST_STEP_S else 0):
+            middle = (lo + hi) / 2
+            lo, hi = (lo, middle) if await self._any_before(middle) else (middle, hi)
+        self._oldest_s = lo
+        return lo
 
     async def _any_before(self, t: float) -> bool:
         return bool(await self._client.ro_query(_ANY_BEFORE, {"t": t}))
