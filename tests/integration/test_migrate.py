@@ -148,6 +148,8 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
         assert indexed == {
             ("Memory", "id", "RANGE"),
             ("Memory", "source", "RANGE"),
+            ("Memory", "status", "RANGE"),
+            ("Memory", "graph_state", "RANGE"),
             ("Memory", "date_ts", "RANGE"),
             ("Memory", "seq", "RANGE"),
             ("Memory", "content_hash", "RANGE"),
@@ -227,6 +229,7 @@ async def test_dry_run_lists_every_migration_and_changes_nothing(
             (4, True),
             (5, True),
             (6, True),
+            (7, True),
         ]
         assert await snapshot(client) == before
 
@@ -273,17 +276,17 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout) == {
         "dry_run": False,
-        "version": 6,
+        "version": 7,
         "migrations": report["pending"],
     }
     report = json.loads(zapomni(data_dir, "migrate", "status", "--json").stdout)
-    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (6, [], 384)
+    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (7, [], 384)
 
     again = zapomni(data_dir, "migrate", "apply")
-    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 6)"
+    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 7)"
 
     human = zapomni(data_dir, "migrate", "status")
-    assert "schema version:      6 (latest 6)" in human.stdout
+    assert "schema version:      7 (latest 7)" in human.stdout
     assert "pending migrations:  none" in human.stdout
     assert "re-embed:            not needed" in human.stdout
 
