@@ -144,6 +144,10 @@ _RESET = (
 )
 
 _PENDING = "coalesce(m.status, 'indexed') = 'indexed' AND m.graph_state IS NULL"
+# Every value `Memory.graph_state` and `Memory.status` take besides null (`totals` counts by them): processed,
+# a code file's (its graph comes from its parse); being indexed, or given up (searchable: no status).
+_STATES = ("done", "code")
+_UNSEARCHABLE = ("indexing", "failed")
 
 
 def _json_text(expression: str) -> str:
@@ -552,6 +556,27 @@ class GraphStore:
             superseded=sum(int(s or 0) for *_, s in relations),
         )
 
+    async def totals(self) -> tuple[int, int, int]:
+        """Entities, relations and searchable memories not yet processed (what `counts` sums), for get_stats.
+
+        Without reading every memory: FalkorDB answers a label's or an edge type's count in constant time,
+        and the memories that are not pending are counted through the indexes on `status` (set only while a
+        memory is being indexed or failed) and `graph_state` (set once processed, or on a code file's)."""
+        entities = await self._client.ro_query("MATCH (e:Entity) RETURN count(e)")
+        relations = await self._client.ro_query("MATCH ()-[r:RELATED_TO]->() RETURN count(r)")
+        memories = await self._client.ro_query("MATCH (m:Memory) RETURN count(m)")
+        processed = await self._client.ro_query(
+            "MATCH (m:Memory) WHERE m.graph_state IN $states RETURN count(m)", {"states": list(_STATES)}
+        )
+        unsearchable = await self._client.ro_query(
+            "MATCH (m:Memory) WHERE m.status IN $statuses "
+            "RETURN count(m), sum(CASE WHEN m.graph_state IS NULL THEN 0 ELSE 1 END)",
+            {"statuses": list(_UNSEARCHABLE)},
+        )
+        both = int(unsearchable[0][1] or 0) if unsearchable else 0
+        pending = _count(memories) - _count(processed) - _count(unsearchable) + both
+        return _count(entities), _count(relations), pending
+
     # -- export and import -------------------------------------------------------------------------
 
     async def entity_page(self, after_key: str | None, limit: int) -> list[EntityInfo]:
@@ -656,6 +681,10 @@ class GraphStore:
             "UNWIND $ids AS cid MATCH (c:Chunk {id: cid}) RETURN c.id, c.text", {"ids": sorted(chunk_ids)}
         )
         return {row[0]: row[1] for row in rows}
+
+
+def _count(rows: list[Any]) -> int:
+    return int(rows[0][0] or 0) if rows else 0
 
 
 def _with_text(evidence: RelationEvidence, texts: dict[str, str]) -> RelationEvidence:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -32,20 +33,40 @@ _STORED = f"{MemoryInfo.PROJECTION}, m.text, m.metadata, m.content_hash, m.seq, 
 # a returned created_at is not the stored one, and a cursor built from it would repeat or skip.
 # The comparison and order come from this fixed table, never from user input.
 _KEY = "toInteger(m.created_at * 1000000)"
+# A page reads the memories of one window of keys, [$lo, $hi), through the range index on
+# `created_at` (ordering the whole label costs a scan of the store per page, decision 0026). The
+# index is asked for the window widened by `_SLACK_S` on each side, so that no rounding of a double
+# can leave out a memory whose key is inside it; the integer key then cuts the window exactly.
+# Windows follow each other without gap or overlap, so a page is their rows in order.
 _PAGE = {
     order: (
-        f"MATCH (m:Memory) WHERE {FILTER} WITH m, {_KEY} AS key "
-        f"WHERE $after_key IS NULL OR key {op} $after_key OR (key = $after_key AND m.id {op} $after_id) "
-        f"RETURN {MemoryInfo.PROJECTION}, coalesce(m.head, m.text), key "
-        f"ORDER BY key {direction}, m.id {direction} LIMIT $limit"
+        f"MATCH (m:Memory) WHERE m.created_at >= $lo_s AND m.created_at < $hi_s AND {FILTER} "
+        f"WITH m, {_KEY} AS key WHERE key >= $lo AND key < $hi "
+        f"AND ($after_key IS NULL OR key {op} $after_key OR (key = $after_key AND m.id {op} $after_id)) "
+        # Sorted and cut before the projection: FalkorDB projects every row it sorts.
+        f"WITH m, key ORDER BY key {direction}, m.id {direction} LIMIT $limit "
+        f"RETURN {MemoryInfo.PROJECTION}, coalesce(m.head, m.text), key"
     )
     for order, op, direction in (("newest", "<", "DESC"), ("oldest", ">", "ASC"))
 }
+_SLACK_S = 0.001
+# The open end of a window: no creation time reaches it (2^62 µs is year 146,000; a time beyond that
+# would overflow `_KEY` anyway). Bounds, not optional conditions: `$x IS NULL OR ...` keeps the
+# planner from the index.
+_OPEN_US = 2**62
+_OPEN_S = 1e12
+# Whether any memory was created before $t: a range scan of the index that stops at the first one.
+_ANY_BEFORE = "MATCH (m:Memory) WHERE m.created_at < $t RETURN m.id LIMIT 1"
+# How far back the search for the oldest memory starts stepping (it doubles the step each time).
+_FIRST_STEP_S = 60.0
+# Halvings that narrow it down then: to a millionth of the store's age, below a page's span up to ~10M memories.
+_BISECTIONS = 20
 
 
 class MemoryReads:
     def __init__(self, client: GraphClient) -> None:
         self._client = client
+        self._oldest_s: float | None = None  # see `_oldest_bound`
 
     async def get(self, memory_id: str) -> StoredMemory | None:
         rows = await self._client.ro_query(f"MATCH (m:Memory {{id: $id}}) RETURN {_STORED}", {"id": memory_id})
@@ -60,18 +81,91 @@ class MemoryReads:
     async def page(
         self, filters: SearchFilter, *, order: Literal["newest", "oldest"], after: PageKey | None, limit: int
     ) -> list[tuple[MemoryInfo, str, PageKey]]:
-        """Up to `limit` memories after `after` in `order`, each with the start of its text and its page key."""
-        rows = await self._client.ro_query(
+        """Up to `limit` memories after `after` in `order`, each with the start of its text and its page key.
+
+        Reads windows of creation time next to each other in `order`, each twice as wide as the one
+        before, until the page is full or a window open at its far end has been read (so a selective
+        filter ends after a logarithmic number of windows, having read the store once). The first
+        window is sized for the page from the store's density; the bounds of the store are only
+        estimates, kept right by the open ends: a memory created before the oldest one known, or
+        after now, still falls in the last window."""
+        count_rows = await self._client.ro_query("MATCH (m:Memory) RETURN count(m)")  # a label count: O(1)
+        stored = int(count_rows[0][0]) if count_rows else 0
+        if stored == 0 or limit <= 0:
+            return []
+        now_us = int(time.time() * 1_000_000)
+        oldest_us = int(await self._oldest_bound(now_us / 1_000_000) * 1_000_000)
+        # The span holding `limit` memories at the store's mean density, doubled: most first windows fill.
+        width = max(1, 2 * limit * max(1, now_us - oldest_us) // stored)
+        params = {
+            **filters.as_params(),
+            "after_key": after.created_us if after else None,
+            "after_id": after.memory_id if after else None,
+        }
+        found: list[list[Any]] = []
+        if order == "newest":
+            hi = after.created_us + 1 if after else _OPEN_US
+            lo = (after.created_us if after else now_us) - width
+            while True:
+                lo = -_OPEN_US if lo <= oldest_us else lo
+                found += await self._window(order, params, lo, hi, limit - len(found))
+                if len(found) >= limit or lo == -_OPEN_US:
+                    break
+                hi, width = lo, width * 2
+                lo = hi - width
+        else:
+            lo = after.created_us if after else -_OPEN_US
+            hi = (after.created_us if after else oldest_us) + width
+            while True:
+                hi = _OPEN_US if hi > now_us else hi
+                found += await self._window(order, params, lo, hi, limit - len(found))
+                if len(found) >= limit or hi == _OPEN_US:
+                    break
+                lo, width = hi, width * 2
+                hi = lo + width
+        w = MemoryInfo.WIDTH
+        return [(MemoryInfo.from_row(row), text_head(row[w] or ""), PageKey(int(row[w + 1]), row[0])) for row in found]
+
+    async def _window(
+        self, order: Literal["newest", "oldest"], params: dict[str, Any], lo: int, hi: int, limit: int
+    ) -> list[list[Any]]:
+        """Up to `limit` rows of a page with keys in [lo, hi), in `order`."""
+        return await self._client.ro_query(
             _PAGE[order],
             {
-                **filters.as_params(),
-                "after_key": after.created_us if after else None,
-                "after_id": after.memory_id if after else None,
+                **params,
+                "lo": lo,
+                "hi": hi,
+                "lo_s": -_OPEN_S if lo == -_OPEN_US else lo / 1_000_000 - _SLACK_S,
+                "hi_s": _OPEN_S if hi == _OPEN_US else hi / 1_000_000 + _SLACK_S,
                 "limit": limit,
             },
         )
-        w = MemoryInfo.WIDTH
-        return [(MemoryInfo.from_row(row), text_head(row[w] or ""), PageKey(int(row[w + 1]), row[0])) for row in rows]
+
+    async def _oldest_bound(self, now_s: float) -> float:
+        """A time no memory was created before, within a millionth of the store's age of the oldest memory.
+
+        Found by stepping back from now (or from the bound found before, when a memory has since been
+        imported from before it), doubling the step, then halving the last step, with a probe of the index
+        each (~40 in all, once); kept, and checked by one probe per call. A bound made too old by deletes
+        only costs a page windows across the gap."""
+        if self._oldest_s is not None and not await self._any_before(self._oldest_s):
+            return self._oldest_s
+        start = min(now_s, self._oldest_s if self._oldest_s is not None else now_s)
+        step = _FIRST_STEP_S
+        while await self._any_before(start - step):
+            step *= 2
+        # Nothing before `lo`, something before `hi`: halve the gap, else the first window of an oldest-first
+        # page would start up to the store's age early and double across the empty span into the memories.
+        lo, hi = start - step, start - step / 2
+        for _ in range(_BISECTIONS if step > _FIRST_STEP_S else 0):
+            middle = (lo + hi) / 2
+            lo, hi = (lo, middle) if await self._any_before(middle) else (middle, hi)
+        self._oldest_s = lo
+        return lo
+
+    async def _any_before(self, t: float) -> bool:
+        return bool(await self._client.ro_query(_ANY_BEFORE, {"t": t}))
 
     async def matching_ids(self, filters: SearchFilter) -> list[str]:
         """Ids of the memories that pass `filters`, oldest first."""

@@ -137,6 +137,16 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
                 "CREATE INDEX FOR (c:Class) ON (c.qualified_name)",
             ),
         ),
+        # get_stats counts the memories not yet processed by graph extraction from the few that are not
+        # searchable yet and those processed (`GraphStore.totals`), instead of reading every memory.
+        Migration(
+            7,
+            "counts without a scan: memory status and graph state",
+            (
+                "CREATE INDEX FOR (m:Memory) ON (m.status)",
+                "CREATE INDEX FOR (m:Memory) ON (m.graph_state)",
+            ),
+        ),
     ]
 
 

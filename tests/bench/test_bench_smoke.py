@@ -471,3 +471,13 @@ def test_primary_writes_bench_reports_every_writer_count_for_both_fsync_policies
     rates = json.loads(out.with_suffix(".json").read_text())["rates"]
     assert set(rates) == {f"{fsync}/{w}" for fsync in ("always", "everysec") for w in (1, 4, 16)}
     assert all(rate > 0 for rate in rates.values()), rates
+
+
+def test_list_pages_bench_measures_pages_and_stats_at_each_size(tmp_path: Path) -> None:
+    out = tmp_path / "list_pages.md"
+    done = run_module("bench.list_pages", "--sizes", "300", "600", "--output", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert set(report["sizes"]) == {"300", "600"}
+    assert all(m["page_newest_ms"]["p50"] > 0 and m["stats_ms"]["p50"] > 0 for m in report["sizes"].values())
+    assert "| 600 |" in out.read_text()

@@ -242,8 +242,7 @@ class GraphService:
 
     async def counts(self, workspace: str) -> tuple[int, int, int]:
         """Entities, relations and memories waiting for extraction, for get_stats."""
-        counts = await self._workspaces.stores(workspace).graph.counts()
-        return sum(counts.entities_by_type.values()), counts.relations, counts.memories_pending
+        return await self._workspaces.stores(workspace).graph.totals()
 
 
 def _refs(entities: Sequence[KnownEntity]) -> list[EntityRef]:

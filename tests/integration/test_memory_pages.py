@@ -1,0 +1,103 @@
+"""Pages of memories read by windows of creation time (decision 0026): the same pages as ordering every memory."""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from typing import Literal
+
+import pytest
+
+from zapomni_core import ZapomniCore
+from zapomni_core.memories.requests import AddMemoryRequest
+from zapomni_db import ChunkRow, MemoryRecord
+from zapomni_db._cypher import FILTER
+from zapomni_db.memory_reads import MemoryReads
+from zapomni_db.records.memories import PageKey, SearchFilter
+
+pytestmark = pytest.mark.anyio
+
+Order = Literal["newest", "oldest"]
+DAY = 86400.0
+# What a page was before windows: every matching memory ordered by (key, id). The oracle.
+_EVERY = (
+    f"MATCH (m:Memory) WHERE {FILTER} WITH m, toInteger(m.created_at * 1000000) AS key "
+    "RETURN m.id, key ORDER BY key {d}, m.id {d}"
+)
+
+
+def _memory(
+    created_at: float, dimension: int, rng: random.Random, **fields: object
+) -> tuple[MemoryRecord, list[ChunkRow]]:
+    text = f"memory {uuid.uuid4()}"
+    record = MemoryRecord(
+        id=str(uuid.uuid4()),
+        text=text,
+        created_at=created_at,
+        content_hash=text,
+        date_ts=created_at,
+        **fields,  # type: ignore[arg-type]
+    )
+    vector = [rng.uniform(-1, 1) for _ in range(dimension)]
+    return record, [ChunkRow(str(uuid.uuid4()), 0, text, vector, ["memory"], [1], 1)]
+
+
+async def _all_pages(reads: MemoryReads, filters: SearchFilter, order: Order, limit: int) -> list[tuple[str, int]]:
+    seen: list[tuple[str, int]] = []
+    after: PageKey | None = None
+    while True:
+        rows = await reads.page(filters, order=order, after=after, limit=limit)
+        seen += [(info.id, key.created_us) for info, _text, key in rows]
+        if len(rows) < limit:
+            # The page after the last memory is empty, with any limit.
+            if rows:
+                assert await reads.page(filters, order=order, after=rows[-1][2], limit=limit) == []
+            return seen
+        after = rows[-1][2]
+
+
+async def test_windowed_pages_equal_ordering_every_memory(core: ZapomniCore) -> None:
+    await core.memories.add(AddMemoryRequest(text="A note added now."))
+    stores = core.workspaces.registry.stores("default")
+    rng, dimension = random.Random(3), (await core.workspaces.stats()).embedding_dimension
+    now, base = time.time(), 1.6e9 + 0.1234567
+    made = [
+        # Equal creation times with different ids, and times less than a microsecond apart (equal keys).
+        *(_memory(base, dimension, rng) for _ in range(5)),
+        *(_memory(base + 1e-7 * i, dimension, rng) for i in range(1, 4)),
+        # Dense days, long gaps, one far in the past and one in the future (an import from a clock ahead).
+        *(_memory(base + rng.random() * 2 * DAY, dimension, rng) for _ in range(30)),
+        _memory(base - 400 * DAY, dimension, rng),
+        _memory(base + 200 * DAY, dimension, rng),
+        _memory(now + 30 * DAY, dimension, rng),
+        # A selective filter: three turns of one speaker, at the store's two ends and in a gap.
+        _memory(base - 399 * DAY, dimension, rng, speaker="ann"),
+        _memory(base + 100 * DAY, dimension, rng, speaker="ann"),
+        _memory(now + 29 * DAY, dimension, rng, speaker="ann"),
+        _memory(base + DAY, dimension, rng, tags=["rare"]),
+    ]
+    await stores.writes.insert_many(made)
+    filters = [SearchFilter(), SearchFilter(speaker="ann"), SearchFilter(tags=["rare"]), SearchFilter(speaker="nobody")]
+    for order, direction in (("newest", "DESC"), ("oldest", "ASC")):
+        for search in filters:
+            expected = [(row[0], int(row[1])) for row in await stores.client.ro_query(
+                _EVERY.format(d=direction), search.as_params()
+            )]  # fmt: skip
+            for limit in (1, 3, 7, 100):
+                assert await _all_pages(stores.reads, search, order, limit) == expected, (order, search, limit)  # type: ignore[arg-type]
+    assert len(await _all_pages(stores.reads, SearchFilter(), "oldest", 7)) == len(made) + 1
+
+
+async def test_a_memory_imported_from_before_the_oldest_known_is_listed(core: ZapomniCore) -> None:
+    await core.memories.add(AddMemoryRequest(text="A note added now."))
+    stores = core.workspaces.registry.stores("default")
+    dimension = (await core.workspaces.stats()).embedding_dimension
+    first = await stores.reads.page(SearchFilter(), order="oldest", after=None, limit=5)  # the store's bound is kept
+    assert len(first) == 1
+    old, _ = older = _memory(time.time() - 3000 * DAY, dimension, random.Random(5))
+    await stores.writes.insert_many([older])
+    oldest = await stores.reads.page(SearchFilter(), order="oldest", after=None, limit=1)
+    newest = await stores.reads.page(SearchFilter(), order="newest", after=first[0][2], limit=5)
+    assert [info.id for info, _, _ in oldest] == [old.id]
+    assert [info.id for info, _, _ in newest] == [old.id]
