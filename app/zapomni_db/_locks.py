@@ -11,25 +11,31 @@ from pathlib import Path
 
 from zapomni_db.errors import DatabaseUnavailable
 
+_ASK_EVERY_S = 1.0
+
 
 @contextlib.contextmanager
 def exclusive(path: Path, timeout_s: float, still_worth_waiting: Callable[[], bool] | None = None) -> Iterator[None]:
     """Hold an exclusive lock on `path` for the duration of the block, waiting up to `timeout_s`.
 
-    `still_worth_waiting`, asked each time the wait reaches its timeout, may grant another `timeout_s`
-    (the holder is known to be busy for longer, e.g. waiting for a database that is loading)."""
+    `still_worth_waiting`, asked about once a second while waiting, says the holder is known to be busy for
+    longer (e.g. waiting for a database that is loading): the timeout then counts from the last time it said so,
+    so the holder has all of `timeout_s` to let go once that work is done."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        deadline = time.monotonic() + timeout_s
+        deadline, asked = time.monotonic() + timeout_s, time.monotonic()
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                now = time.monotonic()
+                if still_worth_waiting is not None and now - asked >= _ASK_EVERY_S:
+                    asked = now
+                    if still_worth_waiting():
+                        deadline = time.monotonic() + timeout_s
                 if time.monotonic() > deadline:
-                    if still_worth_waiting is None or not still_worth_waiting():
-                        raise DatabaseUnavailable(f"timed out waiting for the lock {path.name}") from None
-                    deadline = time.monotonic() + timeout_s
+                    raise DatabaseUnavailable(f"timed out waiting for the lock {path.name}") from None
                 time.sleep(0.05)
         yield
     finally:

@@ -91,13 +91,14 @@ def test_a_database_that_never_answers_fails_after_the_timeout(data_dir: Path) -
 
 
 def test_a_second_client_waits_for_the_startup_lock_while_the_first_waits_for_a_load(data_dir: Path) -> None:
-    first, second = EmbeddedDatabase(data_dir, start_timeout_s=0.3), EmbeddedDatabase(data_dir, start_timeout_s=0.3)
-    stop = _loading_server(first, seconds=2.5, silent=False)
+    # The lock is held through 5 s of loading, against a 1.5 s timeout (the margin lets the first let go after it).
+    first, second = EmbeddedDatabase(data_dir, start_timeout_s=1.5), EmbeddedDatabase(data_dir, start_timeout_s=1.5)
+    stop = _loading_server(first, seconds=5.0, silent=False)
     outcome: list[BaseException | None] = []
 
     def open_second() -> None:
         try:
-            second.open()  # the lock is held for 2.5 s by a first client, against a 0.3 s timeout
+            second.open()
             outcome.append(None)
         except BaseException as exc:  # reported below
             outcome.append(exc)
@@ -107,7 +108,7 @@ def test_a_second_client_waits_for_the_startup_lock_while_the_first_waits_for_a_
             waiter = threading.Thread(target=open_second)
             waiter.start()
             first._wait_ready()
-        waiter.join(10)
+        waiter.join(20)
         assert outcome == [None]  # it attached once the first let go, instead of timing out
         second.close()
     finally:

@@ -67,12 +67,13 @@ class KeywordIndexFiles:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with open(self.directory / ".lock", "a+b") as lock:
+        # Private like every file of the data directory, whatever the umask (tests/e2e/test_file_modes.py).
+        lock = os.open(self.directory / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+            yield
+        finally:
+            os.close(lock)  # closing the descriptor releases the lock
 
     async def discard(self, graph: str) -> None:
         """Remove the graph's saved index: chunks were removed from the store, their words go with it."""
@@ -178,11 +179,10 @@ def _write(path: Path, meta: dict[str, Any], state: Bm25State) -> None:
     }
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(temporary, "wb") as out:
+        with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
             np.savez(out, **arrays)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(temporary, 0o600)
         os.replace(temporary, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
