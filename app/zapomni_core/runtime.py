@@ -113,7 +113,6 @@ async def open_core(
                 expansion=expansion,
                 days_weight=settings.time_days_weight,
                 when_weight=settings.time_when_weight,
-                fuse_by_memory=settings.fuse_by_memory,
             )
 
         workspaces = Workspaces(

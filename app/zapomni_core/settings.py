@@ -11,7 +11,6 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from zapomni_core.search.pipeline import (
-    DEFAULT_FUSE_BY_MEMORY,
     DEFAULT_LEG_DEPTH,
     DEFAULT_RELEVANCE_FLOOR,
     DEFAULT_RRF_K,
@@ -76,8 +75,6 @@ class Settings(BaseSettings):
     vector_weight: float = Field(DEFAULT_VECTOR_WEIGHT, alias="ZAPOMNI_VECTOR_WEIGHT", ge=0.0, le=10.0)
     # Results the keyword leg did not find need at least this cosine similarity (docs/decisions/0008).
     relevance_floor: float = Field(DEFAULT_RELEVANCE_FLOOR, alias="ZAPOMNI_RELEVANCE_FLOOR", ge=0.0, le=1.0)
-    # Fuse the legs' lists by memory, not by chunk, when results are grouped by memory (docs/decisions/0030).
-    fuse_by_memory: bool = Field(DEFAULT_FUSE_BY_MEMORY, alias="ZAPOMNI_FUSE_BY_MEMORY")
     # Times in questions read against the times results speak of (docs/decisions/0027); 0 turns one off.
     time_days_weight: float = Field(DEFAULT_DAYS_WEIGHT, alias="ZAPOMNI_TIME_DAYS_WEIGHT", ge=0.0, le=10.0)
     time_when_weight: float = Field(DEFAULT_WHEN_WEIGHT, alias="ZAPOMNI_TIME_WHEN_WEIGHT", ge=0.0, le=10.0)

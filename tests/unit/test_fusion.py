@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zapomni_core.search import Candidate, Ranked, best_per_memory, reciprocal_rank_fusion
-from zapomni_core.search.fusion import by_memory, fractional_ranks
+from zapomni_core.search import Candidate, best_per_memory, reciprocal_rank_fusion
+from zapomni_core.search.fusion import fractional_ranks
 from zapomni_db import ChunkHit, MemoryInfo
 
 
@@ -87,40 +87,3 @@ def test_equal_leg_scores_share_the_mean_rank() -> None:
     fused = reciprocal_rank_fusion({"keyword": tied, "vector": leg("t3", "top")}, k=60)
     assert [r.candidate.chunk_id for r in fused][:2] == ["top", "t3"]
     assert fused[1].rank_score == pytest.approx(1 / 63.5 + 1 / 61)
-
-
-def test_by_memory_gives_a_memory_both_legs_ranks_for_different_chunks() -> None:
-    # Memory M: its title chunk is the keyword leg's first hit, its body chunk the vector leg's second.
-    vector = [cand("x1", "X", similarity=0.8, score=0.8), cand("m2", "M", similarity=0.7, score=0.7)]
-    keyword = [cand("m1", "M", similarity=0.4, score=9.0), cand("x1", "X", similarity=0.8, score=5.0)]
-    legs, weights = {"vector": vector, "keyword": keyword}, {"vector": 0.7}
-    grouped = best_per_memory(reciprocal_rank_fusion(legs, k=10, weights=weights))
-    assert [r.candidate.memory_id for r in grouped] == ["X", "M"]
-    fused = by_memory(grouped, legs, 10, weights)
-    assert [r.candidate.memory_id for r in fused] == ["M", "X"]
-    assert fused[0].rank_score == pytest.approx(1 / 11 + 0.7 / 12)
-    assert fused[0].candidate.chunk_id == "m1"  # still shown by the chunk that ranked best on its own
-    assert fused[0].legs == ["keyword", "vector"]
-
-
-def test_by_memory_ranks_a_memory_by_its_best_chunk_in_each_leg_and_keeps_other_lists_worth() -> None:
-    vector = [cand("a1", "A", score=0.9), cand("a2", "A", score=0.8), cand("b1", "B", score=0.7)]
-    grouped = best_per_memory(reciprocal_rank_fusion({"vector": vector}, k=10))
-    assert [r.rank_score for r in grouped] == [pytest.approx(1 / 11), pytest.approx(1 / 13)]
-    timed = [
-        Ranked(grouped[0].candidate, grouped[0].rank_score),
-        Ranked(grouped[1].candidate, grouped[1].rank_score + 1),
-    ]
-    fused = by_memory(timed, {"vector": vector}, 10, None)
-    assert [(r.candidate.chunk_id, r.rank_score) for r in fused] == [
-        ("b1", pytest.approx(1 + 1 / 12)),  # B is the second memory (12), and keeps what a time list gave it
-        ("a1", pytest.approx(1 / 11)),
-    ]
-
-
-def test_by_memory_changes_nothing_for_one_chunk_memories() -> None:
-    legs = {"vector": leg("a", "b", "c"), "keyword": leg("c", "d", "a")}
-    grouped = best_per_memory(reciprocal_rank_fusion(legs, k=10, weights={"vector": 0.7}))
-    fused = by_memory(grouped, legs, 10, {"vector": 0.7})
-    assert [(r.candidate.chunk_id, r.legs) for r in fused] == [(r.candidate.chunk_id, r.legs) for r in grouped]
-    assert [r.rank_score for r in fused] == [pytest.approx(r.rank_score) for r in grouped]

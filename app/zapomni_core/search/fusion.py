@@ -31,40 +31,6 @@ def reciprocal_rank_fusion(
     return [Ranked(candidates[cid], scores[cid], sorted(found_by[cid])) for cid in order]
 
 
-def by_memory(
-    grouped: list[Ranked], legs: Mapping[LegName, list[Candidate]], k: int, weights: Mapping[LegName, float] | None
-) -> list[Ranked]:
-    """Score each memory of a grouped list (one chunk each, `best_per_memory`) by the ranks the legs give the
-    *memory*, its best chunk in each leg, instead of the ranks of the one chunk it is shown by; re-sorted.
-
-    A long memory one leg finds by its title and the other by a later passage then counts as found by both,
-    as a document would. What the fused score holds besides the legs (times in the question, the graph) is
-    kept, and so is the chunk each memory is shown by. A store of one-chunk memories ranks exactly as before.
-    """
-    own: dict[str, float] = {}  # chunk id -> what the legs gave that chunk
-    memory: dict[str, float] = {}  # memory id -> what the legs give the memory
-    for leg, ranked in legs.items():
-        weight = (weights or {}).get(leg, 1.0)
-        for rank, candidate in zip(fractional_ranks(ranked), ranked, strict=True):
-            own[candidate.chunk_id] = own.get(candidate.chunk_id, 0.0) + weight / (k + rank)
-        best = [r.candidate for r in best_per_memory([Ranked(c, 0.0) for c in ranked])]
-        for rank, candidate in zip(fractional_ranks(best), best, strict=True):
-            memory[candidate.memory_id] = memory.get(candidate.memory_id, 0.0) + weight / (k + rank)
-    found: dict[str, set[LegName]] = {}
-    for leg, ranked in legs.items():
-        for candidate in ranked:
-            found.setdefault(candidate.memory_id, set()).add(leg)
-    rescored = [
-        Ranked(
-            r.candidate,
-            r.rank_score - own.get(r.candidate.chunk_id, 0.0) + memory.get(r.candidate.memory_id, 0.0),
-            sorted(set(r.legs) | found.get(r.candidate.memory_id, set())),
-        )
-        for r in grouped
-    ]
-    return sorted(rescored, key=lambda r: (-r.rank_score, -r.candidate.similarity, r.candidate.chunk_id))
-
-
 def fractional_ranks(ranked: list[Candidate]) -> list[float]:
     """1-based ranks where a run of equal `leg_score`s shares the mean of its positions."""
     ranks: list[float] = []

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zapomni_core.search.fusion import best_per_memory, by_memory, reciprocal_rank_fusion, relevant_only
+from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only
 from zapomni_core.search.temporal import DEFAULT_DAYS_WEIGHT, DEFAULT_WHEN_WEIGHT, favour_times, question_time
 from zapomni_core.search.types import LegName, Ranked, RetrievalQuery, Retriever, SearchMode
 
@@ -27,9 +27,6 @@ DEFAULT_VECTOR_WEIGHT = 0.7
 # With k 60 and depth 50 a chunk both legs found far down outranked a leg's first hit.
 DEFAULT_RRF_K = 10
 DEFAULT_LEG_DEPTH = 50
-# Fuse memories rather than chunks when results are grouped by memory: a long memory one leg finds by one
-# chunk and the other leg by another gets both ranks (docs/decisions/0030-scifact-through-mcp.md).
-DEFAULT_FUSE_BY_MEMORY = False
 
 
 @dataclass(frozen=True)
@@ -53,7 +50,6 @@ class SearchPipeline:
         expansion: GraphExpansion | None = None,
         days_weight: float = DEFAULT_DAYS_WEIGHT,
         when_weight: float = DEFAULT_WHEN_WEIGHT,
-        fuse_by_memory: bool = DEFAULT_FUSE_BY_MEMORY,
     ) -> None:
         if not 0.0 <= relevance_floor <= 1.0:
             raise ValueError(f"relevance_floor must be a cosine similarity in [0, 1], got {relevance_floor}")
@@ -65,7 +61,6 @@ class SearchPipeline:
         self.expansion = expansion  # the graph leg (ZAPOMNI_GRAPH_EXPANSION), hybrid mode only
         self._days_weight = days_weight  # times in questions (search/temporal.py), hybrid mode only
         self._when_weight = when_weight
-        self._fuse_by_memory = fuse_by_memory
 
     @property
     def retrievers(self) -> list[Retriever]:
@@ -79,8 +74,7 @@ class SearchPipeline:
         # Grouping by memory discards chunks, so the legs look deeper than the limit.
         depth = max(self._leg_depth, options.limit if options.all_chunks else 2 * options.limit)
         results = await asyncio.gather(*(leg.retrieve(query, depth) for leg in legs))
-        lists = dict(zip(names, results, strict=True))
-        ranked = reciprocal_rank_fusion(lists, k=self._rrf_k, weights=self._weights)
+        ranked = reciprocal_rank_fusion(dict(zip(names, results, strict=True)), k=self._rrf_k, weights=self._weights)
         if self.expansion is not None and options.mode == "hybrid":
             ranked = await self.expansion.expand(query, ranked, depth, rrf_k=self._rrf_k, floor=self._relevance_floor)
         if options.mode == "hybrid" and (self._days_weight > 0.0 or self._when_weight > 0.0):
@@ -92,8 +86,6 @@ class SearchPipeline:
             ranked = relevant_only(ranked, self._relevance_floor)
         if not options.all_chunks:
             ranked = best_per_memory(ranked)
-            if self._fuse_by_memory:
-                ranked = by_memory(ranked, lists, self._rrf_k, self._weights)
         if options.min_score is not None:
             ranked = [r for r in ranked if r.candidate.similarity >= options.min_score]
         return ranked[: options.limit]
