@@ -15,7 +15,9 @@ for every document stored as it; SciFact has no two equal texts, so there are no
 300 test claims (bench/metrics.py). About 15 minutes on 2 cores, most of it ingestion.
 
 Run: `python -m bench.scifact_mcp` (the issue way, limits 10 and 100; bench/results/scifact_mcp.md); `--way bench`,
-`--env KEY=VALUE` (server settings), `--store DIR` (search a copy of a stored corpus), `--merge a.json b.json`
+`--env KEY=VALUE` (server settings), `--store DIR` (search a copy of a stored corpus), `--keep DIR` (copy the
+corpus this run stored there, for later `--store` runs), `--split train` (ask the 809 judged train claims
+instead: settings are chosen on train, docs/decisions/0030-scifact-through-mcp.md), `--merge a.json b.json`
 (one report of saved runs).
 """
 
