@@ -15,7 +15,9 @@ for every document stored as it; SciFact has no two equal texts, so there are no
 300 test claims (bench/metrics.py). About 15 minutes on 2 cores, most of it ingestion.
 
 Run: `python -m bench.scifact_mcp` (the issue way, limits 10 and 100; bench/results/scifact_mcp.md); `--way bench`,
-`--env KEY=VALUE` (server settings), `--store DIR` (search a copy of a stored corpus), `--merge a.json b.json`
+`--env KEY=VALUE` (server settings), `--store DIR` (search a copy of a stored corpus), `--keep DIR` (copy the
+corpus this run stored there, for later `--store` runs), `--split train` (ask the 809 judged train claims
+instead: settings are chosen on train, docs/decisions/0030-scifact-through-mcp.md), `--merge a.json b.json`
 (one report of saved runs).
 """
 
@@ -62,10 +64,18 @@ async def search_hits(session: Any, query: str, limit: int) -> tuple[list[dict[s
 
 
 async def run(
-    data_dir: Path, way: str, limits: Sequence[int], env: dict[str, str], workdir: Path, store: Path | None = None
+    data_dir: Path,
+    way: str,
+    limits: Sequence[int],
+    env: dict[str, str],
+    workdir: Path,
+    store: Path | None = None,
+    *,
+    split: str = "test",
+    keep: Path | None = None,
 ) -> dict[str, Any]:
     docs = scifact_documents(data_dir, way)
-    ids, texts, qrels = claims(data_dir, "test")
+    ids, texts, qrels = claims(data_dir, split)
     to_docs: dict[str, list[str]] = {}
     queue = [] if store else list(reversed(docs))
     if store:  # a copy of a data directory that holds the corpus stored `issue`'s way: documents by source
@@ -92,14 +102,17 @@ async def run(
                 "ndcg10": round(mean_ndcg(rankings, ids, qrels), 4),
                 "search_ms": summary_ms(latency),
             }
-            print(f"SciFact ({way}) limit {limit}: nDCG@10 {by_limit[str(limit)]['ndcg10']}", file=sys.stderr)
+            print(f"SciFact ({way}) {split} limit {limit}: nDCG@10 {by_limit[str(limit)]['ndcg10']}", file=sys.stderr)
+    if keep is not None:  # the stored corpus, for later runs with --store (copied once the server has closed)
+        shutil.copytree(workdir / "scifact", keep, ignore=shutil.ignore_patterns("run"))
     return {
         "way": way,
         "store": str(store) if store else None,
         "server_env": env,
         "documents": len(docs),
         "memories": len(to_docs),
-        "test_claims": len(ids),
+        "split": split,
+        "claims": len(ids),
         "ingest_s": round(ingest_s, 1),
         "by_limit": by_limit,
     }
@@ -110,7 +123,7 @@ def render(runs: Sequence[dict[str, Any]]) -> str:
         "# SciFact test through MCP, by storage way, server settings and limit",
         "",
         f"- date: {runs[0].get('date', '?')}; produced by `python -m bench.scifact_mcp` (official MCP client, "
-        "`zapomni serve`; hybrid mode; nDCG@10 over the 300 test claims).",
+        "`zapomni serve`; hybrid mode; nDCG@10 over the 300 test claims, or the 809 train claims where marked).",
         "- `issue`: `title` + newline + text, metadata `source` (issue 25's independent run); `bench`: `title` + "
         "space + text, no metadata. A run marked *copy* searched a copy of an `issue` store another run made.",
         "",
@@ -119,7 +132,7 @@ def render(runs: Sequence[dict[str, Any]]) -> str:
     ]
     for run in runs:
         env = ", ".join(f"{k}={v}" for k, v in run["server_env"].items()) or "defaults"
-        way = run["way"] + (" (copy)" if run.get("store") else "")
+        way = run["way"] + (" (copy)" if run.get("store") else "") + (", train" if run.get("split") == "train" else "")
         for limit, figures in run["by_limit"].items():
             ms = figures["search_ms"]
             head = f"| {way} | {run.get('code', '?')} | {env} | {limit}"
@@ -137,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS / "scifact_mcp.md")
     parser.add_argument("--store", type=Path, default=None,
                         help="search a copy of this data dir (stored the issue way), storing nothing")  # fmt: skip
+    parser.add_argument("--split", choices=("test", "train"), default="test", help="which claims to ask")
+    parser.add_argument("--keep", type=Path, default=None, help="copy the stored corpus here when done")
     parser.add_argument("--merge", type=Path, nargs="+", default=None,
                         help="only write the report (and --json) from these saved runs")  # fmt: skip
     args = parser.parse_args(argv)
@@ -149,7 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     limits = [int(x) for x in args.limits.split(",") if x.strip()]
     env = dict(item.split("=", 1) for item in args.env)
-    results = in_scratch_dir("zs-", lambda workdir: run(args.data_dir, args.way, limits, env, workdir, args.store))
+    results = in_scratch_dir(
+        "zs-",
+        lambda workdir: run(
+            args.data_dir, args.way, limits, env, workdir, args.store, split=args.split, keep=args.keep
+        ),
+    )
     results["date"] = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
     results["code"] = commit()
     write_results(render([results]), {"runs": [results]}, args.output, args.json)

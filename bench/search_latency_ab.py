@@ -54,7 +54,8 @@ def turns(n: int) -> list[list[tuple[str, dict[str, str]]]]:
     return list(threads.values())
 
 
-async def run(n: int, searches: int, workdir: Path) -> dict[str, Any]:
+async def run(n: int, searches: int, workdir: Path, before_settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    before_settings = BEFORE if before_settings is None else before_settings
     settings = Settings(
         ZAPOMNI_DATA_DIR=workdir,
         ZAPOMNI_APPENDFSYNC="everysec",
@@ -79,7 +80,7 @@ async def run(n: int, searches: int, workdir: Path) -> dict[str, Any]:
         workspace = await core.workspaces.registry.get(None, create=False)
         assert workspace is not None
         after = workspace.search
-        before = SearchPipeline(after.retrievers, **BEFORE)  # type: ignore[arg-type]
+        before = SearchPipeline(after.retrievers, **before_settings)
         pipelines = {"before": before, "after": after}
         latency: dict[str, list[float]] = {name: [] for name in pipelines}
         for i, query in enumerate(queries[:20] + queries):
@@ -96,7 +97,7 @@ async def run(n: int, searches: int, workdir: Path) -> dict[str, Any]:
         "chunks": stats.total_chunks,
         "ingest_s": round(ingest_s, 1),
         "searches": len(queries),
-        "before": BEFORE,
+        "before": before_settings,
         "search_ms": summary,
         "p95_ratio": round(summary["after"]["p95"] / summary["before"]["p95"], 3),
     }
@@ -107,9 +108,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--searches", type=int, default=500)
     parser.add_argument("--json", type=Path, default=RESULTS / "search_latency_ab.json")
+    parser.add_argument(
+        "--before",
+        action="append",
+        default=[],
+        help="NAME=VALUE of the `before` pipeline (rrf_k, leg_depth, days_weight, when_weight, fuse_by_memory); "
+        "given at all, the pipeline's defaults for the rest instead of main's",
+    )
     args = parser.parse_args(argv)
     configure_logging("WARNING")
-    results = in_scratch_dir("zl-", lambda workdir: run(args.memories, args.searches, workdir))
+    before = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.before)} if args.before else None
+    results = in_scratch_dir("zl-", lambda workdir: run(args.memories, args.searches, workdir, before))
     args.json.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0

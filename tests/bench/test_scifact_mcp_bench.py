@@ -20,11 +20,18 @@ def test_scifact_mcp_bench_measures_each_limit_through_mcp(tmp_path: Path) -> No
     write_beir(tmp_path / "beir")
     raw = tmp_path / "out.json"
     out = tmp_path / "out.md"
-    args = ("--data-dir", str(tmp_path / "beir"), "--limits", "5,10", "--json", str(raw), "--output", str(out))
-    done = run_module("bench.scifact_mcp", *args)
+    kept = tmp_path / "kept"
+    args = ("--data-dir", str(tmp_path / "beir"), "--json", str(raw), "--output", str(out))
+    done = run_module("bench.scifact_mcp", *args, "--limits", "5,10", "--keep", str(kept))
     assert done.returncode == 0, done.stderr[-2000:]
     [report] = json.loads(raw.read_text())["runs"]
     assert "| defaults | 10 |" in out.read_text() and "| issue |" in out.read_text()
-    assert report["memories"] == report["documents"] == 40 and report["test_claims"] == 8
+    assert report["memories"] == report["documents"] == 40 and (report["split"], report["claims"]) == ("test", 8)
     for limit in ("5", "10"):
         assert 0.5 < report["by_limit"][limit]["ndcg10"] <= 1.0, report
+    # The kept corpus answers the train claims in a later run that stores nothing.
+    done = run_module("bench.scifact_mcp", *args, "--limits", "10", "--store", str(kept), "--split", "train")
+    assert done.returncode == 0, done.stderr[-2000:]
+    [train] = json.loads(raw.read_text())["runs"]
+    assert (train["split"], train["claims"], train["ingest_s"]) == ("train", 4, 0.0)
+    assert "| issue (copy), train |" in out.read_text() and 0.5 < train["by_limit"]["10"]["ndcg10"] <= 1.0

@@ -22,6 +22,9 @@ from zapomni_core.memories.turns import THREAD_GAP_S, Inferred, ThreadTracker, l
         ("The plan: ship on Monday", None),
         ("Caroline:no space", None),
         ("caroline: lower case", None),
+        ("Nate: Congrats! How was it?\n\n[shares a photo holding a controller]", "Nate"),
+        ("Maria: Life does throw us some surprises, doesn't it?\n\n", "Maria"),
+        ("HTRF: a technology for drug discovery\n" + "Homogeneous time-resolved fluorescence is used. " * 5, None),
     ],
 )
 def test_a_speaker_is_read_from_a_leading_name(text: str, speaker: str | None) -> None:

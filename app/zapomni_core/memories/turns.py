@@ -5,7 +5,9 @@ memory, with no `speaker` or `thread`. A person reading those turns would take t
 the colon as the speaker, and would take turns that one client sent close together in time as
 one conversation. That is what is inferred here (docs/decisions/0023-threads-without-being-told.md):
 
-- a speaker from a leading `Name:` (one to three capitalised words, not a label such as `Note:`);
+- a speaker from a leading `Name:` (one to three capitalised words, not a label such as `Note:`), unless
+  that line is a heading: a paragraph of its own follows it (`HTRF: a technology for ...` + newline + an
+  abstract is a document's title, not a turn; decision 0030);
 - a thread, for a turn (a speaker given or inferred) without one, from the client that sent it
   (its MCP session or access token) and the time since that client's previous turn in the
   workspace: a gap over `THREAD_GAP_S` starts a new thread. The time is the turn's `date` when
@@ -38,12 +40,19 @@ _LABELS = frozenset(
     "decision question answer q a title date source ps nb example step task idea fact status result "
     "problem solution fix bug issue edit edited http https file path url".split()
 )
+# Characters on the lines after a `Name:` line that make it a heading rather than a turn. A chat turn is one
+# message: LoCoMo's longest is 434 characters, and where one has a second line it holds at most a photo's
+# caption (51 characters); the shortest abstract under a SciFact title that reads as `Name:` has 260.
+HEADING_BODY_CHARS = 200
 
 
 def leading_speaker(text: str) -> str | None:
     """`Caroline` for `Caroline: I went ...`; None when the text does not start with a name and a colon."""
     match = _LEAD.match(text)
     if match is None or match.group(1).lower().rstrip(".") in _LABELS:
+        return None
+    _first, _newline, body = text.strip().partition("\n")
+    if len(body.strip()) >= HEADING_BODY_CHARS:  # a title over a paragraph: a document, not a turn
         return None
     return match.group(1)
 
