@@ -223,3 +223,16 @@ def test_the_state_round_trip_ranks_the_same_and_holds_nothing_removed() -> None
     counts = ANALYZER.count("Caroline: the weekend kiln was too hot.")  # and it goes on taking chunks
     copy.add("t9", counts.terms, counts.counts, counts.length, thread="chat", order=(0.0, 9.0, 0))
     assert copy.search(ANALYZER.query_terms("weekend kiln"), 5)[0][0] == "t9"
+
+
+def test_the_best_k_of_many_matches_are_those_of_the_full_ranking_ties_included() -> None:
+    # Past _FLOOR_SAMPLE chunks the best k come from above a sampled floor: exactly the head of the full ranking.
+    index = Bm25Index()
+    for i in range(40_000):
+        counts = ANALYZER.count(f"{DOCS[i % len(DOCS)]} item{i % 97}")  # many equal scores: ties at every rank
+        index.add(f"c{i}", counts.terms, counts.counts, counts.length)
+    for query in ("payment service deployment", "proxy restarts item7", "running track item3", "error"):
+        terms = ANALYZER.query_terms(query)
+        full = index.search(terms, len(index))
+        for k in (1, 10, 50):
+            assert index.search(terms, k) == full[:k]
