@@ -11,14 +11,14 @@ from pathlib import Path
 
 from zapomni_db.errors import DatabaseUnavailable
 
-_ASK_EVERY_S = 1.0
+_ASK_EVERY_S = 2.0
 
 
 @contextlib.contextmanager
 def exclusive(path: Path, timeout_s: float, still_worth_waiting: Callable[[], bool] | None = None) -> Iterator[None]:
     """Hold an exclusive lock on `path` for the duration of the block, waiting up to `timeout_s`.
 
-    `still_worth_waiting`, asked about once a second while waiting, says the holder is known to be busy for
+    `still_worth_waiting`, asked every two seconds while waiting, says the holder is known to be busy for
     longer (e.g. waiting for a database that is loading): the timeout then counts from the last time it said so,
     so the holder has all of `timeout_s` to let go once that work is done."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -30,7 +30,7 @@ def exclusive(path: Path, timeout_s: float, still_worth_waiting: Callable[[], bo
                 break
             except BlockingIOError:
                 now = time.monotonic()
-                if still_worth_waiting is not None and now - asked >= _ASK_EVERY_S:
+                if still_worth_waiting is not None and (now - asked >= _ASK_EVERY_S or now > deadline):
                     asked = now
                     if still_worth_waiting():
                         deadline = time.monotonic() + timeout_s

@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import signal
+import socket as _socket
 import subprocess
 import sys
 import tempfile
@@ -28,14 +29,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import redis
 import structlog
-from redis.exceptions import BusyLoadingError
-from redis.exceptions import ConnectionError as RedisConnectionError
 
 from zapomni_db import _locks
 from zapomni_db.errors import DatabaseUnavailable, DirectoryUnusable
-from zapomni_db.server import direct_client
 
 log = structlog.get_logger(__name__)
 
@@ -121,20 +118,33 @@ def ping(socket: Path, timeout_s: float = 1.0) -> bool:
 
 
 def probe(socket: Path, timeout_s: float = 1.0) -> str:
-    """What a server on `socket` is doing: "ready" when it answers; "loading" while it answers LOADING or takes
-    the connection without answering (FalkorDB builds its vector index on the thread that answers: at 100K
-    chunks it answered nothing for minutes); "down" when nothing listens."""
+    """What a server on `socket` is doing: "ready" when it answers; "loading" while it answers LOADING, takes
+    the connection without answering, or has a full queue of connections it has not taken (FalkorDB builds
+    its vector index on the thread that answers: minutes at a million chunks, during which every probe's
+    connection waits in the listen queue until it is full); "down" when nothing listens.
+
+    A raw RESP `PING` rather than a client: a refused connection, a full queue and silence must be told apart
+    (a client reports the first two alike)."""
     if not socket.exists():
         return "down"
-    client = direct_client(unix_socket=socket, timeout_s=timeout_s)
-    try:
-        return "ready" if client.ping() else "down"
-    except (BusyLoadingError, redis.exceptions.TimeoutError):
+    with contextlib.closing(_socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)) as conn:
+        conn.settimeout(timeout_s)
+        try:
+            conn.connect(str(socket))
+        except (BlockingIOError, TimeoutError):  # EAGAIN: a listener whose queue is full
+            return "loading"
+        except OSError:  # refused, or the socket file is stale
+            return "down"
+        try:
+            conn.sendall(b"*1\r\n$4\r\nPING\r\n")
+            reply = conn.recv(64)
+        except TimeoutError:
+            return "loading"
+        except OSError:
+            return "down"
+    if reply.startswith(b"-LOADING"):
         return "loading"
-    except (RedisConnectionError, OSError):
-        return "down"
-    finally:
-        client.close()
+    return "ready" if reply else "down"  # any other answer comes from a server that is up: its client says more
 
 
 class EmbeddedDatabase:
@@ -262,4 +272,4 @@ class EmbeddedDatabase:
                     noted = now
             elif now > deadline:
                 raise DatabaseUnavailable(f"the embedded FalkorDB did not become ready; see {self.paths.log_file}")
-            time.sleep(0.05 if state == "down" else 0.5)
+            time.sleep(0.05 if state == "down" else 2.0)  # each probe of a loading server queues a connection

@@ -120,3 +120,27 @@ def test_a_lock_held_with_no_database_loading_still_times_out(data_dir: Path) ->
     database.paths.create()
     with _locks.exclusive(database.paths.startup_lock, 1.0), pytest.raises(DatabaseUnavailable, match="lock"):
         database.open()
+
+
+def test_a_listener_whose_queue_is_full_is_loading_not_down(data_dir: Path) -> None:
+    # A server busy loading takes no connection: each probe's waits in its listen queue until the queue is full
+    # (at a million chunks, minutes of probes fill Redis' 511), and then a connection is refused with EAGAIN.
+    database = EmbeddedDatabase(data_dir, start_timeout_s=0.3)
+    database.paths.create()
+    queued = []
+    with socket.socket(socket.AF_UNIX) as busy:
+        busy.bind(str(database.socket))
+        busy.listen(1)
+        while True:
+            waiting = socket.socket(socket.AF_UNIX)
+            waiting.setblocking(False)
+            try:
+                waiting.connect(str(database.socket))
+            except BlockingIOError:
+                waiting.close()
+                break
+            queued.append(waiting)
+        assert probe(database.socket) == "loading"
+    for waiting in queued:
+        waiting.close()
+    assert probe(database.socket) == "down"  # the socket file is left, nothing listens
