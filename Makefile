@@ -96,7 +96,7 @@ bench: $(BENCH_STAMP)  ## run the benchmarks (~110 min on 2 cores), results in b
 	$(BIN)/python -m bench.scifact_mcp
 	$(BIN)/python -m bench.scale
 	$(BIN)/python -m bench.list_pages
-	$(BIN)/python -m bench.vector_recall --sizes 10000 100000
+	$(BIN)/python -m bench.vector_recall
 	$(BIN)/python -m bench.aof_rewrite
 	$(BIN)/python -m bench.semantic_cache
 	$(BIN)/python -m bench.foundation

@@ -314,9 +314,15 @@ def parse_variant(text: str) -> SchemaSettings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    where = parser.add_mutually_exclusive_group(required=True)
+    where = parser.add_mutually_exclusive_group()
     where.add_argument("--store", type=Path, help="an existing ZAPOMNI_DATA_DIR: measured read-only")
-    where.add_argument("--sizes", type=int, nargs="+", help="grow a store under /tmp to each size and measure")
+    where.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        help="grow a store under /tmp to each size and measure "
+        "(default, without --store: 10000 100000, as `make bench` runs it)",
+    )
     parser.add_argument("--queries", type=int, default=200, help="SciFact test claims used as queries (≤ 300)")
     parser.add_argument("--k", type=int, nargs="+", default=[PRODUCT_K, 200, 400], help="index query depths")
     parser.add_argument("--embed-upto", type=int, default=2000, help="chunks ingested with the model (--sizes)")
@@ -326,6 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
     parser.add_argument("--output", type=Path, default=RESULTS / "vector_recall.md")
     args = parser.parse_args(argv)
+    if args.store is None and args.sizes is None:
+        args.sizes = [10_000, 100_000]
     if args.store is not None and args.rebuild:
         parser.error("--rebuild rewrites the index: only on a store this bench grows (--sizes)")
     if args.store is not None and not (args.store / "db").is_dir():

@@ -71,4 +71,6 @@ def test_aof_rewrite_bench_reports_growth_config_and_a_rewrite_under_writes(tmp_
     assert results["growth"]["chunks_written"] == 280
     rewrite = results["rewrite_under_writes"]
     assert rewrite["base_mb_after"] > 0 and rewrite["write_1_ms"]["before"]["n"] > 0
-    assert results["disk_mb_after_rewrite"]["aof"] <= results["disk_mb_running"]["aof"]
+    # The rewrite compacts: its new base is smaller than the AOF it replaced. (Not the directory after it: the
+    # single writes of the phase after the rewrite are logged on top, more of them the quieter the machine.)
+    assert rewrite["base_mb_after"] < rewrite["aof_mb_before"]
