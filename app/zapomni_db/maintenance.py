@@ -21,17 +21,17 @@ from zapomni_db.schema import current_version
 CHANGE_LOG_KEEP_S = 15 * 60.0
 
 # Properties every write derives from what a memory holds; a store written before one existed gets it once, on
-# opening (`zapomni_core.workspaces.registry`, which also holds how each is computed).
+# opening (`zapomni_core.workspaces.registry`, which also holds how each is computed). The store records when every
+# memory has been given a field (`derived`, `mark_derived`): later openings read no memory for it (at 1M memories,
+# looking for the ones without a hash and a head read every memory twice: 7.2 s).
 DerivedField = Literal["content_hash", "head", "speaker"]
 
 
 @dataclass(frozen=True)
 class Derivation:
     sources: tuple[str, ...]  # the Memory properties the field is computed from
-    # Most memories have none (a note has no speaker): absent is no sign of a memory still to do, so the store
-    # records when every memory has been given the field (`derived`, `mark_derived`). A field every memory has
-    # (a hash, a head) is still to do exactly where it is absent, so nothing is recorded and a memory left
-    # without it (written by an older process meanwhile) gets it at the next opening.
+    # Most memories have none (a note has no speaker): absent is no sign of a memory still to do, so every memory
+    # is read. A field every memory has (a hash, a head) is still to do exactly where it is absent.
     sparse: bool = False
 
 
@@ -64,12 +64,19 @@ class Maintenance:
         return Counts(memories=int(memories[0][0]) if memories else 0, chunks=int(chunks[0][0]) if chunks else 0)
 
     async def remove_orphan_chunks(self, older_than_ts: float) -> int:
-        """Delete chunks no Memory links to, written before `older_than_ts` (a crashed large write),
-        then the entities no chunk mentions (`remove_orphan_entities`); returns the chunks deleted."""
+        """Delete the chunks of large writes that stopped before linking them (a crash), staged before
+        `older_than_ts`, then the entities no chunk mentions (`remove_orphan_entities`); returns the chunks deleted.
+
+        Each such write left its `Staging` marker (`MemoryWrites`): only those few nodes and their chunks (by the
+        indexed `memory_id`) are read, however large the store. Unmarked leftovers of older versions were swept
+        once by migration 8."""
         rows = await self._client.query(
+            "MATCH (s:Staging) WHERE s.at < $cutoff "
             # A chunk staged for a memory still being indexed (STAGED) is not an orphan, however old.
-            "MATCH (c:Chunk) WHERE c.created_at < $cutoff AND NOT (c)<-[:HAS_CHUNK|STAGED]-(:Memory) "
-            "DELETE c RETURN count(c)",
+            "OPTIONAL MATCH (c:Chunk {memory_id: s.memory_id}) WHERE NOT (c)<-[:HAS_CHUNK|STAGED]-(:Memory) "
+            "WITH collect(DISTINCT s) AS marks, collect(c) AS chunks "
+            "WITH marks + chunks AS doomed, size(chunks) AS removed UNWIND doomed AS n DELETE n "
+            "WITH removed, count(n) AS gone RETURN removed",
             {"cutoff": older_than_ts},
         )
         await self.remove_orphan_entities()
@@ -105,7 +112,7 @@ class Maintenance:
         await self._client.query("MERGE (q:Sequence {id: 'chunks'}) SET q.index_stamp = $stamp", {"stamp": stamp})
 
     async def derived(self) -> set[str]:
-        """The sparse derived fields every memory of this store has been given (`mark_derived`)."""
+        """The derived fields every memory of this store has been given (`mark_derived`)."""
         rows = await self._client.ro_query("MATCH (s:SchemaVersion {id: 'schema'}) RETURN s.derived")
         return set(rows[0][0] or []) if rows else set()
 

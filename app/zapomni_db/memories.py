@@ -54,6 +54,10 @@ _INSERT_MANY = (
     "RETURN count(DISTINCT m)"
 )
 _STAGE_CHUNKS = f"UNWIND $chunks AS c CREATE (:Chunk {CHUNK_PROPERTIES})"
+# Written before a large write's first chunk and removed once they are linked or dropped: what a crash in
+# between leaves is found from these few nodes (`Maintenance.remove_orphan_chunks`), not by reading every chunk.
+_MARK_STAGING = "MERGE (s:Staging {memory_id: $memory_id}) SET s.at = $at"
+_UNMARK_STAGING = "MATCH (s:Staging {memory_id: $memory_id}) DELETE s"
 _INSERT_LINK = (
     f"{_IF_NEW}{NEXT_SEQ}CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m "
     "MATCH (c:Chunk {memory_id: $memory_id}) WHERE NOT (c)<-[:HAS_CHUNK]-() CREATE (m)-[:HAS_CHUNK]->(c) "
@@ -121,10 +125,11 @@ class MemoryWrites:
         if len(rows) <= WRITE_BATCH:
             return bool(await self._client.query(_INSERT_WHOLE, {**params, "chunks": rows}))
         await self._stage(memory.id, memory.created_at, rows)
-        if await self._client.query(_INSERT_LINK, params):
-            return True
-        await self._client.query(_DROP_STAGED, {"memory_id": memory.id})
-        return False
+        linked = bool(await self._client.query(_INSERT_LINK, params))
+        if not linked:
+            await self._client.query(_DROP_STAGED, {"memory_id": memory.id})
+        await self._client.query(_UNMARK_STAGING, {"memory_id": memory.id})
+        return linked
 
     async def insert_many(self, memories: Sequence[tuple[MemoryRecord, Sequence[ChunkRow]]]) -> int:
         """Store small memories (each within one write batch) in one query; how many were stored.
@@ -168,12 +173,14 @@ class MemoryWrites:
         rows = [chunk_param(c) for c in new]
         staged: list[str] = []
         if len(rows) > WRITE_BATCH:
-            # Staged now, so the start-up sweep of crash leftovers (older than an hour) leaves them be.
+            # The new chunks are created now, not when the memory was.
             await self._stage(memory.id, params["now"], rows)
             staged, rows = [r["id"] for r in rows], []
         done = bool(await self._client.query(_UPDATE, {**params, "chunks": rows, "staged": staged}))
-        if not done and staged:
-            await self._client.query(_DROP_STAGED, {"memory_id": memory.id})
+        if staged:
+            if not done:
+                await self._client.query(_DROP_STAGED, {"memory_id": memory.id})
+            await self._client.query(_UNMARK_STAGING, {"memory_id": memory.id})
         if done and drop:
             await self._on_removed()
         return done
@@ -195,6 +202,7 @@ class MemoryWrites:
         return deleted
 
     async def _stage(self, memory_id: str, created_at: float, rows: list[dict[str, Any]]) -> None:
+        await self._client.query(_MARK_STAGING, {"memory_id": memory_id, "at": time.time()})
         for start in range(0, len(rows), WRITE_BATCH):
             await self._client.query(
                 _STAGE_CHUNKS,

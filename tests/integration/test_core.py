@@ -145,6 +145,9 @@ async def test_a_memory_bigger_than_one_write_batch_is_stored_whole(data_dir: Pa
         hits = (await core.memories.search(SearchRequest(query="Item 1234 is number 1234.", limit=1))).results
         assert hits[0].memory_id == result.memory_id
         assert "Item 1234 is number 1234." in hits[0].text
+        async with graph_client(data_dir) as client:
+            marks = await client.ro_query("MATCH (s:Staging) RETURN count(s)")
+        assert marks == [[0]], "the write's crash marker goes once its chunks are linked"
 
 
 async def test_memories_survive_a_restart(settings: Settings) -> None:
@@ -183,10 +186,10 @@ async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> No
             settings = SchemaSettings(dimension=8)
             assert await current_version(client) == 0
             due = await migrate(client, settings, dry_run=True)
-            assert [m.version for m in due] == [1, 2, 3, 4, 5, 6, 7]
+            assert [m.version for m in due] == [1, 2, 3, 4, 5, 6, 7, 8]
             assert await current_version(client) == 0, "a dry run changes nothing"
-            assert [m.version for m in await migrate(client, settings)] == [1, 2, 3, 4, 5, 6, 7]
-            assert await current_version(client) == 7
+            assert [m.version for m in await migrate(client, settings)] == [1, 2, 3, 4, 5, 6, 7, 8]
+            assert await current_version(client) == 8
             indexes = await client.ro_query("CALL db.indexes() YIELD label, properties RETURN label, properties")
             indexed = {(label, prop) for label, props in indexes for prop in props}
             assert {
@@ -209,29 +212,58 @@ async def test_memories_stored_before_hashes_and_heads_get_them_on_opening(setti
         memory_id = await add(core, text)
         async with graph_client(data_dir) as client:  # what an older version of the store holds
             await client.query("MATCH (m:Memory) SET m.head = null, m.content_hash = null")
+            await client.query("MATCH (s:SchemaVersion) SET s.derived = null")
     async with open_core(settings) as (core, _info):
         async with graph_client(data_dir) as client:
             rows = await client.ro_query("MATCH (m:Memory) RETURN m.id, m.head, m.content_hash")
+            # Once: the store records it, and the next opening reads no memory for it.
+            await client.query("MATCH (m:Memory) SET m.head = null")
         assert len(rows) == 1 and rows[0][0] == memory_id
         assert rows[0][1] == text[:400] and rows[0][2] is not None
         assert await add(core, text) == memory_id, "the hash found again: the same text is stored once"
+    async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
+        assert await client.ro_query("MATCH (m:Memory) RETURN m.head") == [[None]]
 
 
 async def test_orphan_chunks_from_an_interrupted_write_are_removed(settings: Settings, data_dir: Path) -> None:
+    hour_ago = time.time() - 7200
     async with open_core(settings) as (core, _info):
         await add(core, "A complete memory.")
         async with graph_client(data_dir) as client:
-            # What a crash between chunk batches and the final link leaves behind.
-            await client.query(
-                "CREATE (:Chunk {id: 'orphan', memory_id: 'gone', text: 'half written', created_at: $t})",
-                {"t": time.time() - 7200},
-            )
+            # What a crash between chunk batches and the final link leaves behind, and a large write another
+            # process is making now (its marker is recent): only the first is a leftover.
+            for memory_id, at in (("gone", hour_ago), ("busy", time.time())):
+                await client.query(
+                    "CREATE (:Staging {memory_id: $m, at: $at}) "
+                    "CREATE (:Chunk {id: $m + '-chunk', memory_id: $m, text: 'half written', created_at: $at})",
+                    {"m": memory_id, "at": at},
+                )
         assert (await core.workspaces.stats()).total_chunks == 1, "unlinked chunks are not counted"
         assert await search(core, "half written") != []  # the complete memory, never the orphan
     async with open_core(settings) as (core, _info):
         async with graph_client(data_dir) as client:
-            rows = await client.ro_query("MATCH (c:Chunk) RETURN c.id")
-        assert "orphan" not in [r[0] for r in rows]
+            chunks = await client.ro_query("MATCH (c:Chunk) RETURN c.id ORDER BY c.id")
+            marks = await client.ro_query("MATCH (s:Staging) RETURN s.memory_id")
+        assert [r[0] for r in chunks if r[0].endswith("-chunk")] == ["busy-chunk"]
+        assert marks == [["busy"]]
+
+
+async def test_unmarked_leftovers_of_an_older_version_are_swept_once_by_the_migration(
+    settings: Settings, data_dir: Path
+) -> None:
+    async with open_core(settings) as (core, _info):
+        await add(core, "A complete memory.")
+        async with graph_client(data_dir) as client:  # a store of version 7, whose crashes left no marker
+            await client.query("MATCH (s:SchemaVersion) SET s.version = 7")
+            await client.query(
+                "CREATE (:Chunk {id: 'old-orphan', memory_id: 'gone', created_at: $t}) "
+                "CREATE (:Chunk {id: 'recent', memory_id: 'busy', created_at: $now})",
+                {"t": time.time() - 7200, "now": time.time()},
+            )
+    async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
+        rows = await client.ro_query("MATCH (c:Chunk) WHERE c.memory_id IN ['gone', 'busy'] RETURN c.id")
+        assert rows == [["recent"]], "an hour's grace for a write still in progress"
+        assert await current_version(client) == 8
 
 
 async def test_memories_stored_before_the_speaker_property_get_it_once_on_opening(

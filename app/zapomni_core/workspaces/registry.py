@@ -211,7 +211,8 @@ DERIVE: dict[DerivedField, Callable[[list[Any]], str | None]] = {
 
 
 async def _backfill_derived(stores: GraphStores) -> None:
-    """Memories stored before deduplication, page heads or the speaker property existed get them (once)."""
+    """Memories stored before deduplication, page heads or the speaker property existed get them, once: the store
+    records each field done, and the next opening reads nothing for it."""
     maintenance = stores.maintenance
     done = await maintenance.derived()
     for field, value_of in DERIVE.items():
@@ -223,5 +224,4 @@ async def _backfill_derived(stores: GraphStores) -> None:
             values = [(mid, value_of(sources), sources) for mid, sources in batch]
             await maintenance.set_derived(field, [row for row in values if row[1] is not None])
             after = batch[-1][0]
-        if DERIVED[field].sparse:
-            await maintenance.mark_derived(field)
+        await maintenance.mark_derived(field)
