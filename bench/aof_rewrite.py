@@ -47,7 +47,6 @@ from bench.scale import (
 )
 from zapomni_core import Settings, open_core
 from zapomni_core.logs import configure_logging
-from zapomni_core.search.analyzer import Analyzer
 from zapomni_db import GraphClient, MemoryWrites
 from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths
 
@@ -100,7 +99,7 @@ def latency(samples: Sequence[float]) -> dict[str, float] | None:
 
 async def grow_observed(client: GraphClient, texts: list[str], base: np.ndarray, seed: int) -> dict[str, Any]:
     """Write `texts` 100 memories a query, reading the persistence state after each write."""
-    writes, analyzer, rng = MemoryWrites(client), Analyzer(), np.random.default_rng(seed)
+    writes, rng = MemoryWrites(client), np.random.default_rng(seed)
     chunks = int((await client.ro_query("MATCH (c:Chunk) RETURN count(c)"))[0][0])
     samples: list[dict[str, Any]] = []
     rewrites: list[dict[str, Any]] = []
@@ -109,10 +108,7 @@ async def grow_observed(client: GraphClient, texts: list[str], base: np.ndarray,
     rewrite_began: tuple[float, int, float] | None = None
     for start in range(0, len(texts), GROW_BATCH):
         batch = texts[start : start + GROW_BATCH]
-        made = [
-            single_chunk_memory(t, v, analyzer)
-            for t, v in zip(batch, borrowed_vectors(base, len(batch), rng), strict=True)
-        ]
+        made = [single_chunk_memory(t, v) for t, v in zip(batch, borrowed_vectors(base, len(batch), rng), strict=True)]
         started = time.perf_counter()
         await writes.insert_many(made)
         took = (time.perf_counter() - started) * 1000
@@ -169,13 +165,13 @@ async def rewrite_under_writes(
     client: GraphClient, texts: list[str], base: np.ndarray, phase_s: float
 ) -> dict[str, Any]:
     """Single-memory writes (`insert`, as add_memory) before, during and after a BGREWRITEAOF."""
-    writes, analyzer, rng = MemoryWrites(client), Analyzer(), np.random.default_rng(3)
+    writes, rng = MemoryWrites(client), np.random.default_rng(3)
     # As many as the time allows: stored texts again, made distinct (an insert refuses a text it holds).
     pending = (f"{texts[i % len(texts)]} (again, {i})" for i in itertools.count())
     phases: dict[str, list[float]] = {"before": [], "during": [], "after": []}
 
     async def write(into: str) -> None:
-        memory, chunks = single_chunk_memory(next(pending), borrowed_vectors(base, 1, rng)[0], analyzer)
+        memory, chunks = single_chunk_memory(next(pending), borrowed_vectors(base, 1, rng)[0])
         started = time.perf_counter()
         await writes.insert(memory, chunks)
         phases[into].append((time.perf_counter() - started) * 1000)

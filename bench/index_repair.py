@@ -67,7 +67,7 @@ async def fill(settings: Settings, size: int) -> float:
             text, at = f"memory {i}", 1.0e9 + i
             hashed = content_hash(text)
             memory = MemoryRecord(id=str(uuid.uuid4()), text=text, created_at=at, content_hash=hashed, date_ts=at)
-            chunk = ChunkRow(str(uuid.uuid4()), 0, text, unit_vector(rng), ["memori"], [1], 1)
+            chunk = ChunkRow(str(uuid.uuid4()), 0, text, unit_vector(rng))
             await writes.insert(memory, [chunk])
     return time.perf_counter() - started
 

@@ -32,7 +32,6 @@ from bench.scale import GROW_BATCH, load_now, single_chunk_memory
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.memories.cursors import encode_cursor
 from zapomni_core.memories.requests import ListMemoriesRequest, SearchFilters
-from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.workspaces.requests import StatsRequest
 from zapomni_db import GraphClient
 from zapomni_db.memory_reads import PageKey
@@ -58,7 +57,7 @@ OLD_STATS = (
 
 async def grow(core: ZapomniCore, count: int, days: float, rng: random.Random) -> None:
     """Add `count` single-chunk memories created at random times over the past `days` days."""
-    writes, analyzer = core.workspaces.registry.stores("default").writes, Analyzer()
+    writes = core.workspaces.registry.stores("default").writes
     dimension = (await core.workspaces.stats()).embedding_dimension
     vectors = np.random.default_rng(rng.randrange(2**32))
     now = time.time()
@@ -66,9 +65,7 @@ async def grow(core: ZapomniCore, count: int, days: float, rng: random.Random) -
         made = []
         for i in range(start, min(count, start + GROW_BATCH)):
             vector = vectors.standard_normal(dimension).astype(np.float32)
-            memory, chunks = single_chunk_memory(
-                f"memory {rng.random()} number {i}", vector / np.linalg.norm(vector), analyzer
-            )
+            memory, chunks = single_chunk_memory(f"memory {rng.random()} number {i}", vector / np.linalg.norm(vector))
             created = now - rng.random() * days * 86400
             made.append((dataclasses.replace(memory, created_at=created, date_ts=created), chunks))
         await writes.insert_many(made)

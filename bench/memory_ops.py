@@ -34,7 +34,6 @@ from bench.scale import borrowed_vectors, sentences, single_chunk_memory
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import DeleteMemoryRequest, ListMemoriesRequest, SearchRequest
-from zapomni_core.search.analyzer import Analyzer
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STORE = 10_000
@@ -47,12 +46,10 @@ async def grow(core: ZapomniCore, workspace: str | None, texts: Sequence[str], b
     """Single-chunk memories written through the engine's write path, with borrowed vectors."""
     space = await core.workspaces.registry.get(workspace, create=True)
     assert space is not None
-    analyzer, ids = Analyzer(), []
+    ids: list[str] = []
     bar = progress(len(texts), f"growing {space.name} by {len(texts):,}")
     for i, (text, vector) in enumerate(zip(texts, borrowed_vectors(base, len(texts), rng), strict=True)):
-        memory, chunks = single_chunk_memory(
-            text, vector, analyzer, tags=["sampled"] if i % 10 == 0 else [], source=source
-        )
+        memory, chunks = single_chunk_memory(text, vector, tags=["sampled"] if i % 10 == 0 else [], source=source)
         if await space.stores.writes.insert(memory, chunks):
             ids.append(memory.id)
         if bar is not None:

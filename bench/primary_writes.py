@@ -22,7 +22,6 @@ import numpy as np
 from bench.common import DATA_DIR, commit, in_scratch_dir, write_results
 from bench.scale import borrowed_vectors, connect_embedded, memory_texts, sentences, single_chunk_memory
 from zapomni_core import AddMemoryRequest, Settings, open_core
-from zapomni_core.search.analyzer import Analyzer
 from zapomni_db import GraphClient, MemoryWrites
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -42,13 +41,13 @@ async def write_rate(data_dir: Path, texts: list[str], writers: int, seconds: fl
     """Memories per second that `writers` concurrent writers store in `seconds`."""
     connection = connect_embedded(data_dir)
     client = GraphClient(connection, "zapomni")
-    writes, analyzer, rng = MemoryWrites(client), Analyzer(), np.random.default_rng(writers)
+    writes, rng = MemoryWrites(client), np.random.default_rng(writers)
     rows = await client.ro_query("MATCH (c:Chunk) RETURN c.embedding LIMIT 500")
     base = np.asarray([row[0] for row in rows], dtype=np.float32)
     # Prepared before the clock starts: only the database's work is timed.
     unique = [f"{text} ({writers}-{i})" for i, text in enumerate(texts)]
     vectors = borrowed_vectors(base, len(unique), rng)
-    prepared = [single_chunk_memory(text, vector, analyzer) for text, vector in zip(unique, vectors, strict=True)]
+    prepared = [single_chunk_memory(text, vector) for text, vector in zip(unique, vectors, strict=True)]
     written = 0
     until = time.monotonic() + seconds
 

@@ -53,7 +53,6 @@ from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, Gr
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, ListMemoriesRequest, SearchRequest
 from zapomni_core.memories.writing import content_hash
-from zapomni_core.search.analyzer import Analyzer
 from zapomni_db import ChunkRow, Connection, DatabaseTarget, GraphClient, MemoryRecord, MemoryWrites, connect
 from zapomni_db.embedded import EmbeddedPaths
 
@@ -198,15 +197,13 @@ def borrowed_vectors(base: np.ndarray, count: int, rng: np.random.Generator) -> 
     return unit
 
 
-def single_chunk_memory(
-    text: str, vector: np.ndarray, analyzer: Analyzer, **fields: Any
-) -> tuple[MemoryRecord, list[ChunkRow]]:
+def single_chunk_memory(text: str, vector: np.ndarray, **fields: Any) -> tuple[MemoryRecord, list[ChunkRow]]:
     """A memory of one chunk as the write path stores it, its vector given: what `MemoryWrites.insert` takes."""
-    counts, now = analyzer.count(text), time.time()
+    now = time.time()
     memory = MemoryRecord(
         id=str(uuid.uuid4()), text=text, created_at=now, content_hash=content_hash(text), date_ts=now, **fields
     )
-    chunk = ChunkRow(str(uuid.uuid4()), 0, text, vector.tolist(), counts.terms, counts.counts, counts.length)
+    chunk = ChunkRow(str(uuid.uuid4()), 0, text, vector.tolist())
     return memory, [chunk]
 
 
@@ -219,7 +216,7 @@ async def grow(workdir: Path, texts: list[str], seed: int) -> list[str]:
     """
     connection = connect_embedded(workdir)
     client = GraphClient(connection, "zapomni")
-    writes, analyzer, rng = MemoryWrites(client), Analyzer(), np.random.default_rng(seed)
+    writes, rng = MemoryWrites(client), np.random.default_rng(seed)
     rows = await client.ro_query("MATCH (c:Chunk) RETURN c.embedding LIMIT 5000")
     base = np.asarray([row[0] for row in rows], dtype=np.float32)
     bar = progress(len(texts), f"growing by {len(texts):,} chunks (no embedding)")
@@ -228,7 +225,7 @@ async def grow(workdir: Path, texts: list[str], seed: int) -> list[str]:
         for start in range(0, len(texts), 500):
             batch = texts[start : start + 500]
             made = [
-                single_chunk_memory(text, vector, analyzer)
+                single_chunk_memory(text, vector)
                 for text, vector in zip(batch, borrowed_vectors(base, len(batch), rng), strict=True)
             ]
             for start_at in range(0, len(made), GROW_BATCH):

@@ -132,7 +132,7 @@ async def open_core(
         with storage_faults(None):
             await workspaces.get(None, create=True)
         shutdown = ShutdownGate()
-        writer = WritePipeline(chunker_for(embedder, settings), analyzer, embedder, shutdown)
+        writer = WritePipeline(chunker_for(embedder, settings), embedder, shutdown)
         disk = DiskGuard(database_disk(settings), settings.min_free_mb * MB)
         jobs = JobService(workspaces, disk)
         code = CodeService(workspaces)

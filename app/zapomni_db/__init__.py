@@ -58,7 +58,7 @@ from zapomni_db.records.memories import (
     StoredChunk,
     StoredMemory,
 )
-from zapomni_db.records.search import ChunkHit, ChunkTerms, IndexChanges
+from zapomni_db.records.search import ChunkHit, IndexChanges, IndexedChunk
 from zapomni_db.schema import SchemaSettings, migrate, repair_vector_index, rewrite_append_only_file, wait_for_indexes
 from zapomni_db.search_reads import SearchReads
 from zapomni_db.stores import GraphStores
@@ -69,7 +69,6 @@ __all__ = [
     "ChunkHit",
     "ChunkPlace",
     "ChunkRow",
-    "ChunkTerms",
     "CodeFileRow",
     "CodeStore",
     "Connection",
@@ -92,6 +91,7 @@ __all__ = [
     "GraphStore",
     "GraphStores",
     "IndexChanges",
+    "IndexedChunk",
     "JobRecord",
     "JobRow",
     "JobState",

@@ -31,7 +31,7 @@ FILTER = (
 # keeps to it, docs/decisions/0012).
 CHUNK_PROPERTIES = (
     "{id: c.id, memory_id: $memory_id, idx: c.idx, text: c.text, embedding: vecf32(c.embedding), "
-    "created_at: $created_at, terms: c.terms, term_counts: c.counts, term_length: c.length, "
+    "created_at: $created_at, "
     # Where the chunk sits in its file; null (not stored) for a note's chunks.
     "page: c.page, section: c.section, line_start: c.line_start, line_end: c.line_end, "
     # What was read with the text when it was embedded (a conversation turn's speaker and date).

@@ -245,7 +245,9 @@ class Maintenance:
         """
         rows = await self._client.query(
             "UNWIND $rows AS r MATCH (c:Chunk {id: r.id}) "
-            "SET c.embedding = vecf32(r.embedding), c.embedding_model = $model RETURN count(c)",
+            "SET c.embedding = vecf32(r.embedding), c.embedding_model = $model, "
+            # Chunks stored before decision 0031 carry term arrays nothing reads: the rewrite drops them.
+            "c.terms = null, c.term_counts = null, c.term_length = null RETURN count(c)",
             {"model": model, "rows": [{"id": cid, "embedding": vector} for cid, vector in vectors.items()]},
         )
         return int(rows[0][0]) if rows else 0

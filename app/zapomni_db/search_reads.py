@@ -8,7 +8,7 @@ from typing import Any
 from zapomni_db._cypher import FILTER
 from zapomni_db.client import GraphClient
 from zapomni_db.records.memories import ChunkPlace, MemoryInfo, SearchFilter
-from zapomni_db.records.search import ChunkHit, ChunkTerms, IndexChanges
+from zapomni_db.records.search import ChunkHit, IndexChanges, IndexedChunk
 
 _HIT = f"{MemoryInfo.PROJECTION}, node.id, node.text, distance, {ChunkPlace.projection('node')}"
 _VECTOR_SEARCH = (
@@ -23,14 +23,10 @@ _FETCH_CHUNKS = (
     "UNWIND $ids AS cid MATCH (node:Chunk {id: cid}) WITH node MATCH (node)<-[:HAS_CHUNK]-(m:Memory) "
     f"WHERE {FILTER} WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
 )
-# A chunk's keyword statistics and its place in its memory's thread, for a chunk `c` of a memory `m`. The terms
-# and their counts come joined into two strings (terms are runs of word characters: never a space): the reply
-# parser reads two values a chunk instead of two per distinct term, 14x faster at start-up (decision 0026).
-_TERMS = (
-    "c.id, string.join(coalesce(c.terms, []), ' '), "
-    "string.join([x IN coalesce(c.term_counts, []) | toString(x)], ' '), "
-    "c.term_length, m.thread, m.date_ts, m.created_at, c.idx"
-)
+# What the keyword index counts of a chunk `c` of a memory `m`, and the chunk's place in its memory's thread. The
+# terms are counted in process (`SyncedBm25Index`), not stored: term arrays were a sixth of the database's
+# memory (decision 0031).
+_INDEXED = "c.id, c.text, c.context, m.thread, m.date_ts, m.created_at, c.idx"
 
 
 class SearchReads:
@@ -70,7 +66,7 @@ class SearchReads:
         window = {"after": after, "upto": upto}
         new_memories = await self._client.ro_query(
             "MATCH (m:Memory) WHERE m.seq > $after AND m.seq <= $upto "
-            f"MATCH (m)-[:HAS_CHUNK]->(c:Chunk) RETURN {_TERMS}",
+            f"MATCH (m)-[:HAS_CHUNK]->(c:Chunk) RETURN {_INDEXED}",
             window,
         )
         changes = await self._client.ro_query(
@@ -79,26 +75,25 @@ class SearchReads:
         added_ids = [cid for added, _ in changes for cid in (added or [])]
         updated = (
             await self._client.ro_query(
-                f"UNWIND $ids AS cid MATCH (c:Chunk {{id: cid}})<-[:HAS_CHUNK]-(m:Memory) RETURN {_TERMS}",
+                f"UNWIND $ids AS cid MATCH (c:Chunk {{id: cid}})<-[:HAS_CHUNK]-(m:Memory) RETURN {_INDEXED}",
                 {"ids": added_ids},
             )
             if added_ids
             else []
         )
         return IndexChanges(
-            added=[_terms(row) for row in (*new_memories, *updated)],
+            added=[_indexed(row) for row in (*new_memories, *updated)],
             removed=[cid for _, removed in changes for cid in (removed or [])],
         )
 
 
-def _terms(row: list[Any]) -> ChunkTerms:
-    return ChunkTerms(
+def _indexed(row: list[Any]) -> IndexedChunk:
+    return IndexedChunk(
         chunk_id=row[0],
-        terms=(row[1] or "").split(),
-        counts=list(map(int, (row[2] or "").split())),
-        length=int(row[3] or 0),
-        thread=row[4],
-        order=(float(row[5] or 0.0), float(row[6] or 0.0), int(row[7] or 0)),
+        text=row[1] or "",
+        context=row[2],
+        thread=row[3],
+        order=(float(row[4] or 0.0), float(row[5] or 0.0), int(row[6] or 0)),
     )
 
 

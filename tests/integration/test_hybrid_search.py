@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import all_chunk_ids, open_core
+from tests.helpers import all_chunk_ids, graph_client, open_core
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 
@@ -130,6 +130,25 @@ async def test_both_legs_see_the_same_chunks_after_adds_and_a_restart(settings: 
             request = SearchRequest(query="zebra0 zebra1 zebra2 shared marker", limit=100, mode=mode, all_chunks=True)
             found = {r.chunk_id for r in (await core.memories.search(request)).results}
             assert found == before, mode
+
+
+async def test_a_rebuilt_keyword_index_counts_the_stored_text_and_its_context(
+    settings: Settings, data_dir: Path
+) -> None:
+    async with open_core(settings) as (core, _info):
+        turn = await core.memories.add(
+            AddMemoryRequest.model_validate(
+                {"text": "I adopted a puppy last week.", "metadata": {"speaker": "Caroline", "thread": "chat"}}
+            )
+        )
+        await core.memories.add(AddMemoryRequest(text="Melanie painted a lake at sunrise."))
+        async with graph_client(data_dir) as client:
+            stored = await client.ro_query("MATCH (c:Chunk) RETURN c.terms, c.term_counts, c.term_length")
+        assert stored == [[None, None, None]] * 2, "the store keeps texts, not term counts (decision 0031)"
+    shutil.rmtree(data_dir / "keyword-index")  # the next server builds its index from the store
+    async with open_core(settings) as (core, _info):
+        found = await core.memories.search(SearchRequest(query="Caroline", mode="keyword", limit=5))
+        assert [hit.memory_id for hit in found.results] == [turn.memory_id], "the speaker is read with the text"
 
 
 async def test_unrelated_memories_do_not_pad_the_results(core: ZapomniCore) -> None:

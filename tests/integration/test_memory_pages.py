@@ -40,7 +40,7 @@ def _memory(
         **fields,  # type: ignore[arg-type]
     )
     vector = [rng.uniform(-1, 1) for _ in range(dimension)]
-    return record, [ChunkRow(str(uuid.uuid4()), 0, text, vector, ["memory"], [1], 1)]
+    return record, [ChunkRow(str(uuid.uuid4()), 0, text, vector)]
 
 
 async def _all_pages(reads: MemoryReads, filters: SearchFilter, order: Order, limit: int) -> list[tuple[str, int]]:

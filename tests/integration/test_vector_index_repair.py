@@ -61,8 +61,7 @@ async def write_without_compaction(settings: Settings, memories: int) -> None:
             text = f"memory {i}"
             at, hashed = 1.0e9 + i, content_hash(text)
             memory = MemoryRecord(id=str(uuid.uuid4()), text=text, created_at=at, content_hash=hashed, date_ts=at)
-            terms = {"terms": ["memori", str(i)], "counts": [1, 1], "length": 2}
-            chunk = ChunkRow(id=str(uuid.uuid4()), index=0, text=text, embedding=unit_vector(rng), **terms)
+            chunk = ChunkRow(id=str(uuid.uuid4()), index=0, text=text, embedding=unit_vector(rng))
             assert await stores.writes.insert(memory, [chunk])
 
 

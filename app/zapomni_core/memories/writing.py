@@ -1,4 +1,4 @@
-"""The one write pipeline — split → count terms → embed → rows — used by add, update and import."""
+"""The one write pipeline — split → embed → rows — used by add, update and import."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from zapomni_core.memories.conversation import indexed_text
 from zapomni_core.memories.requests import MemoryMetadata
 from zapomni_core.memories.turns import NOTHING, Inferred, speaker_of
 from zapomni_core.progress import Progress
-from zapomni_core.search.analyzer import Analyzer, TermCounts
 from zapomni_core.validation import parse_iso8601
 from zapomni_db import ChunkPlace, ChunkRow, MemoryRecord, StoredChunk, StoredMemory
 
@@ -85,11 +84,10 @@ def metadata_of(stored: StoredMemory) -> MemoryMetadata:
 
 @dataclass(frozen=True)
 class Split:
-    """A text cut into chunks, with what is embedded and counted of each (`indexed_text`) and its keyword statistics."""
+    """A text cut into chunks, with what is embedded of each (`indexed_text`)."""
 
     pieces: list[str]
     indexed: list[str]
-    counts: list[TermCounts]
     context: str | None = None
 
 
@@ -105,12 +103,10 @@ class WritePipeline:
     def __init__(
         self,
         chunker: Chunker,
-        analyzer: Analyzer,
         embedder: CachedEmbedder,
         shutdown: ShutdownGate,
     ) -> None:
         self._chunker = chunker
-        self._analyzer = analyzer
         self._embedder = embedder
         self._shutdown = shutdown
 
@@ -122,9 +118,8 @@ class WritePipeline:
         return self.prepare(self._chunker.split(text), context)
 
     def prepare(self, pieces: Sequence[str], context: str | None = None) -> Split:
-        """Pieces already cut (a file's, an import's) with what is embedded and counted of each."""
-        indexed = [indexed_text(context, piece) for piece in pieces]
-        return Split(list(pieces), indexed, [self._analyzer.count(text) for text in indexed], context)
+        """Pieces already cut (a file's, an import's) with what is embedded of each."""
+        return Split(list(pieces), [indexed_text(context, piece) for piece in pieces], context)
 
     async def split_async(self, text: str, context: str | None = None) -> Split:
         return await asyncio.to_thread(self.split, text, context)
@@ -186,7 +181,7 @@ class WritePipeline:
                 keep.append(current.id)
                 continue
             vector = fresh[i] if i in fresh else vectors_by_text[split.indexed[i]]
-            new.append(_row(new_id(), i, piece, vector, split.counts[i], context))
+            new.append(_row(new_id(), i, piece, vector, context))
         kept = set(keep)
         return UpdatePlan(keep=keep, drop=[c.id for c in old if c.id not in kept], new=new, embedded=len(todo))
 
@@ -202,21 +197,10 @@ def chunk_rows(
     positions = list(indexes) if indexes is not None else list(range(len(split.pieces)))
     chunk_ids = list(ids) if ids is not None else [new_id() for _ in positions]
     return [
-        _row(chunk_id, i, split.pieces[i], vector, split.counts[i], split.context)
+        _row(chunk_id, i, split.pieces[i], vector, split.context)
         for i, chunk_id, vector in zip(positions, chunk_ids, vectors, strict=True)
     ]
 
 
-def _row(
-    chunk_id: str, index: int, text: str, vector: list[float], counts: TermCounts, context: str | None
-) -> ChunkRow:
-    return ChunkRow(
-        id=chunk_id,
-        index=index,
-        text=text,
-        embedding=vector,
-        terms=counts.terms,
-        counts=counts.counts,
-        length=counts.length,
-        context=context,
-    )
+def _row(chunk_id: str, index: int, text: str, vector: list[float], context: str | None) -> ChunkRow:
+    return ChunkRow(id=chunk_id, index=index, text=text, embedding=vector, context=context)

@@ -1,7 +1,7 @@
 """Text → index terms for the keyword leg: lowercase words, English stopwords out, Snowball stems.
 
-The same analysis runs when a chunk is stored (its terms and counts are saved with it) and when
-a query arrives, so both sides agree on what a "word" is.
+The same analysis runs when the keyword index reads a chunk (`SyncedBm25Index`) and when a query
+arrives, so both sides agree on what a "word" is.
 """
 
 from __future__ import annotations

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import structlog
 
-from zapomni_core.memories.conversation import THREAD_WINDOW
-from zapomni_db import SearchReads
+from zapomni_core.memories.conversation import THREAD_WINDOW, indexed_text
+from zapomni_core.search.analyzer import Analyzer, TermCounts
+from zapomni_db import IndexedChunk, SearchReads
 
 if TYPE_CHECKING:
     from zapomni_core.search.keyword_file import KeywordIndexFile
@@ -37,6 +38,8 @@ K1 = 1.5
 B = 0.75
 # Sequence numbers read per round trip while catching up (one per memory, so pages stay whole).
 _SYNC_WINDOW = 2000
+# Chunks whose terms a catch-up counts in the event loop; more go to a worker thread (25K short chunks/s).
+_COUNT_INLINE = 200
 
 
 # Postings added since the last freeze that trigger the next one (at least; or half the frozen ones): few
@@ -57,7 +60,7 @@ class Bm25State:
 
     The postings of term `t` (`terms[t]`) are `positions[offsets[t]:offsets[t + 1]]` with their
     `counts`; positions index `chunk_ids` and `lengths`. `threads` are the positions in a thread with
-    the thread's name and the chunk's order in it (ChunkTerms).
+    the thread's name and the chunk's order in it (IndexedChunk).
     """
 
     window: int
@@ -126,7 +129,7 @@ class Bm25Index:
         thread: str | None = None,
         order: tuple[float, float, int] = (0.0, 0.0, 0),
     ) -> None:
-        """Index a chunk; `thread` and `order` place it in its conversation (ChunkTerms)."""
+        """Index a chunk; `thread` and `order` place it in its conversation (IndexedChunk)."""
         if chunk_id in self._positions:
             return
         position = len(self._chunk_ids)
@@ -377,7 +380,8 @@ class SyncedBm25Index:
     It reads what changed since the last sequence number it saw: chunks of memories made visible,
     chunks added by updates, chunk ids removed by updates and deletes (the change log). When the
     store's counter went backwards (the workspace was deleted and made again) or the change log
-    was pruned past what it saw, it starts over from the stored term counts.
+    was pruned past what it saw, it starts over from every stored chunk. It counts the terms of what it
+    reads itself (the store keeps texts, not term counts: decision 0031).
 
     With a `saved` file (the embedded database), the first catch-up starts from the index saved there
     when the store proves it is its past (`keyword_file`), and `save` writes it back.
@@ -387,6 +391,7 @@ class SyncedBm25Index:
         self._reads = search
         self._saved = saved
         self._index = Bm25Index()
+        self._analyzer = Analyzer()  # its own: counting may run in a worker thread, and a stemmer is not thread-safe
         self._seen_seq = 0
         self._lock = asyncio.Lock()
         self._tried_file = saved is None
@@ -414,8 +419,10 @@ class SyncedBm25Index:
         while self._seen_seq < latest:
             upto = min(latest, self._seen_seq + _SYNC_WINDOW)
             changes = await self._reads.changes_between(self._seen_seq, upto)
-            for row in changes.added:
-                self._index.add(row.chunk_id, row.terms, row.counts, row.length, row.thread, row.order)
+            many = len(changes.added) > _COUNT_INLINE
+            counted = await asyncio.to_thread(self._count, changes.added) if many else self._count(changes.added)
+            for row, counts in zip(changes.added, counted, strict=True):
+                self._index.add(row.chunk_id, counts.terms, counts.counts, counts.length, row.thread, row.order)
             for chunk_id in changes.removed:
                 self._index.remove(chunk_id)
             changed += len(changes.added) + len(changes.removed)
@@ -430,6 +437,9 @@ class SyncedBm25Index:
             log.info("keyword_index.synced", chunks=changed, total=len(self._index),
                      duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
         return changed
+
+    def _count(self, chunks: list[IndexedChunk]) -> list[TermCounts]:
+        return [self._analyzer.count(indexed_text(chunk.context, chunk.text)) for chunk in chunks]
 
     async def _load(self, latest: int, pruned_upto: int) -> None:
         assert self._saved is not None

@@ -72,10 +72,6 @@ class ChunkRow:
     index: int
     text: str
     embedding: list[float]
-    # Keyword-index statistics, computed once at write time: distinct terms, their counts, length.
-    terms: list[str] = field(default_factory=list)
-    counts: list[int] = field(default_factory=list)
-    length: int = 0
     place: ChunkPlace = ChunkPlace()
     # Read before the text when embedding and counting terms, e.g. who said it and when
     # (zapomni_core.conversation); kept apart so the chunk's text stays what was stored.

@@ -19,11 +19,12 @@ class ChunkHit:
 
 
 @dataclass(frozen=True)
-class ChunkTerms:
+class IndexedChunk:
+    """What the keyword index reads of a chunk: the text it counts terms in (with its context) and where it sits."""
+
     chunk_id: str
-    terms: list[str]
-    counts: list[int]
-    length: int
+    text: str
+    context: str | None = None
     thread: str | None = None
     # Where the chunk sits in its thread: (memory date, memory created_at, chunk index).
     order: tuple[float, float, int] = (0.0, 0.0, 0)
@@ -33,5 +34,5 @@ class ChunkTerms:
 class IndexChanges:
     """What the keyword index must apply to catch up with the store between two sequence numbers."""
 
-    added: list[ChunkTerms]
+    added: list[IndexedChunk]
     removed: list[str]
