@@ -27,7 +27,7 @@ from zapomni_db.graph import GraphStore
 from zapomni_db.jobs import JobStore
 from zapomni_db.maintenance import DERIVED, Derivation, DerivedField, Maintenance
 from zapomni_db.memories import MemoryWrites
-from zapomni_db.memory_reads import MemoryReads, text_head
+from zapomni_db.memory_reads import MemoryReads, stored_head
 from zapomni_db.records.access import Role, TokenRow
 from zapomni_db.records.code import CodeFileRow, SymbolDefinition, SymbolInfo, SymbolKind, SymbolRow
 from zapomni_db.records.files import StoredFile
@@ -137,6 +137,6 @@ __all__ = [
     "read_suspension",
     "repair_vector_index",
     "rewrite_append_only_file",
-    "text_head",
+    "stored_head",
     "wait_for_indexes",
 ]

@@ -14,7 +14,7 @@ from typing import Any
 
 from zapomni_db._cypher import CHUNK_PROPERTIES, DROP_UNMENTIONED, JOB_PROPERTIES, NEXT_SEQ, PURGE_EVIDENCE
 from zapomni_db.client import GraphClient
-from zapomni_db.memory_reads import text_head
+from zapomni_db.memory_reads import stored_head
 from zapomni_db.records.jobs import JobRecord
 from zapomni_db.records.memories import ChunkRow, MemoryRecord
 
@@ -227,7 +227,7 @@ def _memory_params(memory: MemoryRecord, chunk_count: int) -> dict[str, Any]:
     return {
         "memory_id": memory.id,
         "text": memory.text,
-        "head": text_head(memory.text),
+        "head": stored_head(memory.text),
         "created_at": memory.created_at,
         "tags": list(memory.tags),
         "source": memory.source,

@@ -9,7 +9,13 @@ import pytest
 
 from tests.helpers import graph_client, open_core
 from zapomni_core import Settings, ZapomniCore
-from zapomni_core.memories.requests import MAX_TEXT_BYTES, AddMemoryRequest, GetMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import (
+    MAX_TEXT_BYTES,
+    AddMemoryRequest,
+    GetMemoryRequest,
+    ListMemoriesRequest,
+    SearchRequest,
+)
 from zapomni_db import SchemaSettings, migrate
 from zapomni_db.memories import WRITE_BATCH
 from zapomni_db.schema import current_version, latest_version
@@ -223,6 +229,15 @@ async def test_memories_stored_before_hashes_and_heads_get_them_on_opening(setti
         assert await add(core, text) == memory_id, "the hash found again: the same text is stored once"
     async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
         assert await client.ro_query("MATCH (m:Memory) RETURN m.head") == [[None]]
+
+
+async def test_a_text_no_longer_than_a_head_is_not_stored_twice(core: ZapomniCore, data_dir: Path) -> None:
+    short, long = "A short note.", "A long note. " * 40
+    ids = {await add(core, short): None, await add(core, long): long[:400]}
+    async with graph_client(data_dir) as client:
+        assert dict(await client.ro_query("MATCH (m:Memory) RETURN m.id, m.head")) == ids
+    page = await core.memories.page(ListMemoriesRequest(limit=10, order="oldest"))
+    assert [m.preview for m in page.memories] == [short, long[:199].strip() + "\u2026"]
 
 
 async def test_orphan_chunks_from_an_interrupted_write_are_removed(settings: Settings, data_dir: Path) -> None:

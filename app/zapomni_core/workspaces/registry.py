@@ -33,7 +33,7 @@ from zapomni_db import (
     SchemaSettings,
     migrate,
     repair_vector_index,
-    text_head,
+    stored_head,
     wait_for_indexes,
 )
 from zapomni_db.workspaces import drop_workspace_graph, existing_workspaces, graph_for
@@ -205,7 +205,7 @@ async def _save_keyword_index(workspace: str, index: SyncedBm25Index) -> None:
 # sources; writes compute it the same way (`memory_record`, `MemoryWrites`).
 DERIVE: dict[DerivedField, Callable[[list[Any]], str | None]] = {
     "content_hash": lambda sources: content_hash(sources[0]),
-    "head": lambda sources: text_head(sources[0]),
+    "head": lambda sources: stored_head(sources[0]),
     "speaker": lambda sources: stored_speaker(sources[0], sources[1]),
 }
 
