@@ -28,6 +28,7 @@ def test_vector_recall_grows_a_store_measures_each_size_and_an_index_variant(tmp
     assert small["chunks"] == 40 and set(small["by_k"]) == {"50", "60"}
     # At 40 chunks the index holds everything it is asked for: the exact answer.
     assert small["by_k"]["50"]["recall_at_10"]["mean"] == 1.0
+    assert small["by_k"]["50"]["similarity_ratio_at_10"]["mean"] == pytest.approx(1.0, abs=1e-6)
     assert small["by_k"]["50"]["short_answers"] == 0
     assert small["by_k"]["50"]["latency_ms"]["p50"] > 0
     variant = results["sizes"]["80"]["variants"]["M 32, efConstruction 100, efRuntime 50"]
