@@ -406,6 +406,8 @@ async def cold_start_and_catch_up(
             out["database_running_log"] = log_timings(logs / "second.log")
             for q in searches:  # a working set, so the RSS is that of a server in use
                 await call(second, "search_memory", {"query": q})
+            stats, _ = await call(second, "get_stats", {})
+            out["chunks"] = stats["total_chunks"]
             pids = child_server_pids()
             out["server_rss_mb"] = rss_mb(pids[-1]) if pids else None
             out["database_rss_mb"] = rss_mb(await database_pid(workdir))
@@ -694,6 +696,44 @@ def chart(results: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def render_start(results: dict[str, Any]) -> str:
+    """The `--existing` report: one store's cold starts, memory and catch-up."""
+    s, c = results["start"], results["start"]["catch_up"]
+    return "\n".join(
+        [
+            "# Cold start and memory on an existing store",
+            "",
+            f"- date: {results['date']}; commit {results['commit']}; store {results['store']}; produced by "
+            "`python -m bench.scale --existing <store>` (the store a `--store` run grew; its cold starts as in "
+            "`scale.md`, measured again after a change).",
+            *(f"- {note}" for note in results.get("notes", [])),
+            "",
+            "| chunks | load | first search answered, database stopped, ms | of which opening the workspace ms "
+            "(keyword index built / read from its file) | database running, ms | of which opening the workspace ms "
+            "| server RSS MB (now / peak) | FalkorDB RSS MB (now / peak) | catch-up: chunks, first keyword search "
+            "ms, next ms |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            f"| {s['chunks']:,} | {s['load_before'][0]} | {s['database_stopped_ms']:,} | "
+            f"{_opening(s['database_stopped_log'])} | {s['database_running_ms']:,} | "
+            f"{_opening(s['database_running_log'])} | {_pair(s['server_rss_mb'])} | {_pair(s['database_rss_mb'])} "
+            f"| {c['chunks']:,}: {c['first_search_ms']:,} / {c['next_search_ms']:,} |",
+            "",
+        ]
+    )
+
+
+async def existing(store: Path, data_dir: Path, catch_up: int) -> dict[str, Any]:
+    """Cold starts (database stopped, then running), RSS and a catch-up on a store grown before; nothing else."""
+    pool = sentences(data_dir)
+    logs = store.parent / f"{store.name}-logs"
+    logs.mkdir(exist_ok=True)
+    # Texts past any the store holds (a million-chunk store took the first ~1M and their catch-ups).
+    texts = memory_texts(pool, catch_up, seed=int(time.time()))
+    results = {"commit": commit(), "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "store": str(store)}
+    results["start"], _ = await cold_start_and_catch_up(store, texts, 7, logs, queries(data_dir, pool, 50))
+    return results
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000])
@@ -710,9 +750,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
     parser.add_argument("--output", type=Path, default=RESULTS / "scale.md")
     parser.add_argument("--store", type=Path, default=None, help="grow the store here (kept) instead of a temp dir")
+    parser.add_argument(
+        "--existing", type=Path, default=None, help="only cold starts, RSS and a catch-up on this store (stopped)"
+    )
     args = parser.parse_args(argv)
     configure_logging("WARNING")
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    if args.existing is not None:
+        found = asyncio.run(existing(args.existing, args.data_dir, args.catch_up))
+        args.output.write_text(render_start(found))
+        args.output.with_suffix(".json").write_text(json.dumps(found, indent=2) + "\n")
+        print(render_start(found))
+        return 0
 
     def save(results: dict[str, Any]) -> None:
         args.output.write_text(render(results))

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import open_core
+from zapomni_core import Settings
+from zapomni_core.memories.requests import AddMemoryRequest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -126,6 +130,21 @@ def test_scale_bench_measures_every_figure_at_each_size(tmp_path: Path) -> None:
     assert start["database_running_log"]["keyword_load_ms"] is not None
     assert start["server_rss_mb"]["now"] > 0 and start["catch_up"]["chunks"] == 20
     assert out.with_suffix(".png").stat().st_size > 1000
+
+
+@pytest.mark.anyio
+async def test_scale_bench_measures_the_starts_of_an_existing_store(tmp_path: Path, data_dir: Path) -> None:
+    async with open_core(Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
+        for i in range(12):
+            await core.memories.add(AddMemoryRequest(text=f"Memory number {i} about tides and the moon, item {i}."))
+    out = tmp_path / "start.md"
+    done = run_module("bench.scale", "--existing", str(data_dir), "--catch-up", "10", "--output", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    start = json.loads(out.with_suffix(".json").read_text())["start"]
+    assert start["chunks"] == 12 and start["catch_up"]["chunks"] == 10
+    assert start["database_stopped_ms"] > 0 and start["database_running_ms"] > 0
+    assert start["server_rss_mb"]["now"] > 0 and start["database_rss_mb"]["now"] > 0
+    assert "| 12 |" in out.read_text()
 
 
 def test_semantic_cache_bench_reports_hits_false_hits_and_changed_results(tmp_path: Path) -> None:

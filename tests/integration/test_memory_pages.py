@@ -101,3 +101,22 @@ async def test_a_memory_imported_from_before_the_oldest_known_is_listed(core: Za
     newest = await stores.reads.page(SearchFilter(), order="newest", after=first[0][2], limit=5)
     assert [info.id for info, _, _ in oldest] == [old.id]
     assert [info.id for info, _, _ in newest] == [old.id]
+
+
+async def test_newest_pages_of_a_store_idle_for_days_and_written_again(core: ZapomniCore) -> None:
+    stores = core.workspaces.registry.stores("default")
+    rng, dimension = random.Random(7), (await core.workspaces.stats()).embedding_dimension
+    idle = [_memory(time.time() - 9 * DAY + i, dimension, rng) for i in range(12)]
+    await stores.writes.insert_many(idle)
+    newest_first = [m.id for m, _ in reversed(idle)]
+    for limit in (1, 5, 100):  # the first call finds where the store stopped, the next ones keep it
+        assert [info.id for info, _, _ in await stores.reads.page(SearchFilter(), order="newest", after=None,
+                                                                  limit=limit)] == newest_first[:limit]  # fmt: skip
+    later = _memory(time.time() - 2 * DAY, dimension, rng)
+    await stores.writes.insert_many([later])  # after the kept bound: one probe sees it
+    page = await stores.reads.page(SearchFilter(), order="newest", after=None, limit=3)
+    assert [info.id for info, _, _ in page] == [later[0].id, *newest_first[:2]]
+    assert await _all_pages(stores.reads, SearchFilter(), "newest", 4) == [
+        (row[0], int(row[1])) for row in await stores.client.ro_query(_EVERY.format(d="DESC"), {
+            **SearchFilter().as_params()})
+    ]  # fmt: skip
