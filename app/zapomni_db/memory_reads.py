@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -166,10 +166,13 @@ class MemoryReads:
             step *= 2
         # Nothing before `lo`, something before `hi`: halve the gap, else the first window of an oldest-first
         # page would start up to the store's age early and double across the empty span into the memories.
-        lo, hi = start - step, start - step / 2
-        for _ in range(_BISECTIONS if step > _FIRST_STEP_S else 0):
-            middle = (lo + hi) / 2
-            lo, hi = (lo, middle) if await self._any_before(middle) else (middle, hi)
+        lo, _hi = await _narrow(
+            self._any_before,
+            start - step,
+            start - step / 2,
+            at_lo=False,
+            steps=_BISECTIONS if step > _FIRST_STEP_S else 0,
+        )
         self._oldest_s = lo
         return lo
 
@@ -192,11 +195,7 @@ class MemoryReads:
             step *= 2
         if step == _FIRST_STEP_S:
             return now_s
-        # Something since `lo`, nothing since `hi`: halve the gap.
-        lo, hi = now_s - step, now_s - step / 2
-        for _ in range(_BISECTIONS):
-            middle = (lo + hi) / 2
-            lo, hi = (middle, hi) if await self._any_since(middle) else (lo, middle)
+        _lo, hi = await _narrow(self._any_since, now_s - step, now_s - step / 2, at_lo=True, steps=_BISECTIONS)
         self._newest_s = hi
         return hi
 
@@ -280,6 +279,17 @@ class MemoryReads:
             {"ids": list(ids)},
         )
         return {row[0] for row in rows}
+
+
+async def _narrow(
+    probe: Callable[[float], Awaitable[bool]], lo: float, hi: float, *, at_lo: bool, steps: int
+) -> tuple[float, float]:
+    """[lo, hi) halved `steps` times, keeping the half across which `probe` (monotone in time, `at_lo` at `lo`)
+    changes its answer."""
+    for _ in range(steps):
+        middle = (lo + hi) / 2
+        lo, hi = (middle, hi) if await probe(middle) == at_lo else (lo, middle)
+    return lo, hi
 
 
 def _stored(row: list[Any]) -> StoredMemory:
