@@ -26,7 +26,7 @@ def text_head(text: str) -> str:
 
 def stored_head(text: str) -> str | None:
     """`Memory.head` as stored: none for a text no longer than a head, which pages read whole instead
-    (`coalesce(m.head, m.text)`); storing it twice cost about 330 bytes a memory (decision 0031)."""
+    (`coalesce(m.head, m.text)`); storing it twice cost 270 bytes a short memory (decision 0031)."""
     return text_head(text) if len(text) > PAGE_TEXT_CHARS else None
 
 
