@@ -431,6 +431,7 @@ async def run(
     samples: int,
     delete_batch: int = DELETE_BATCH,
 ) -> dict[str, Any]:
+    started_run = time.perf_counter()
     pool = sentences(data_dir)
     sizes = sorted(sizes)
     extra = len(sizes) * (catch_up + samples)
@@ -491,6 +492,7 @@ async def run(
         new_texts = [next(fresh) for _ in range(catch_up)]
         entry["start"], more = await cold_start_and_catch_up(workdir, new_texts, size + 1, logs, query_texts[:50])
         grown_ids += more
+        results["duration_s"] = round(time.perf_counter() - started_run)  # so far: the whole run once it ends
         results["sizes"][str(size)] = entry
         save(results)  # each size is reported as soon as it is measured
     shutil.rmtree(logs, ignore_errors=True)
@@ -506,7 +508,7 @@ def _pair(rss: dict[str, float] | None) -> str:
 
 
 def _runs(runs: list[float]) -> str:
-    return "–" if not runs else f"{statistics.median(runs):,} ({', '.join(f'{r:,}' for r in runs)})"
+    return "–" if not runs else f"{round(statistics.median(runs), 2):,} ({', '.join(f'{r:,}' for r in runs)})"
 
 
 def _opening(log: dict[str, Any]) -> str:
@@ -527,6 +529,7 @@ def render(results: dict[str, Any]) -> str:
         f"SciFact sentences); {CONCURRENCY} concurrent `add_memory` calls; `appendfsync always`; produced by "
         "`python -m bench.scale` (`make bench`; `make bench-1m` adds 1M).",
         f"- bare embedder on the same texts (the ceiling): **{raw} chunks/s**",
+        *([f"- the run took {results['duration_s']:,} s"] if "duration_s" in results else []),
         *(f"- {note}" for note in results.get("notes", [])),
     ]
     graph = results.get("graph")

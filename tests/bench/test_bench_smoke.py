@@ -130,6 +130,7 @@ def test_scale_bench_measures_every_figure_at_each_size(tmp_path: Path) -> None:
     assert start["database_running_log"]["keyword_load_ms"] is not None
     assert start["server_rss_mb"]["now"] > 0 and start["catch_up"]["chunks"] == 20
     assert out.with_suffix(".png").stat().st_size > 1000
+    assert results["duration_s"] > 0 and f"the run took {results['duration_s']:,} s" in out.read_text()
 
 
 @pytest.mark.anyio
