@@ -293,12 +293,16 @@ supervisor = None
 if supervised:
     from supervisor.xmlrpc import SupervisorTransport
     url = "unix://" + os.environ["ZAPOMNI_SUPERVISOR_SOCKET"]
-    supervisor = xmlrpc.client.ServerProxy("http://127.0.0.1", transport=SupervisorTransport(None, None, url))
+
+    def supervisor():  # a new connection each time: one that failed is not usable again (CannotSendRequest)
+        return xmlrpc.client.ServerProxy("http://127.0.0.1", transport=SupervisorTransport(None, None, url))
 
 parent = os.getppid()  # a waiter whose caller is gone (killed by a signal) stops waiting
 started = time.monotonic()
 deadline = started + timeout_s
 said, next_check = "", 0.0
+# A supervisord started a moment ago has no socket yet: until it has answered once, silence is a start, not an end.
+supervisor_answered, SUPERVISOR_START_S = False, 30.0
 while True:
     state = "not answering"
     try:
@@ -325,10 +329,15 @@ while True:
     if supervisor is not None and now >= next_check:
         next_check = now + 1.0
         try:
-            process = supervisor.supervisor.getProcessInfo("falkordb")
+            process = supervisor().supervisor.getProcessInfo("falkordb")
+            supervisor_answered = True
         except (OSError, xmlrpc.client.Error) as exc:
-            sys.exit(f"supervisord stopped answering while waiting for {where}: {exc}")
-        if process["statename"] in ("FATAL", "EXITED", "STOPPED"):
+            if supervisor_answered:
+                sys.exit(f"supervisord stopped answering while waiting for {where}: {exc}")
+            if now - started > SUPERVISOR_START_S:
+                sys.exit(f"supervisord did not answer within {SUPERVISOR_START_S:.0f} s of its start: {exc}")
+            process = None
+        if process is not None and process["statename"] in ("FATAL", "EXITED", "STOPPED"):
             sys.exit(f"supervisord gave up on falkordb ({process['statename']}: {process['spawnerr'] or 'it exited'}); "
                      f"see {process['stdout_logfile']}")
     if os.getppid() != parent:

@@ -214,3 +214,15 @@ async def test_down_local_stops_every_process_and_the_data_survives(appliance: A
         assert (await core.workspaces.stats()).total_memories == count
         found = await core.memories.search(SearchRequest(query="what temperature is the greenhouse?"))
         assert found.results[0].memory_id == added.memory_id
+
+
+def test_the_wait_for_falkordb_takes_a_supervisord_without_its_socket_yet_as_starting(new_appliance: Any) -> None:
+    # The standalone entrypoint starts supervisord in the background and waits at once: its socket appears a
+    # moment later. That silence once ended the wait before FalkorDB had a chance (an appliance that did not start).
+    appliance = new_appliance()
+    started = time.monotonic()
+    waited = appliance.run(
+        "bash", "-c", f'. "{OPS / "env.sh"}" && zapomni_wait_for_falkordb 3 --supervised', timeout=60
+    )
+    assert waited.returncode != 0 and time.monotonic() - started >= 2.5, waited.stderr
+    assert "was not ready within 3 s" in waited.stderr and "stopped answering" not in waited.stderr, waited.stderr
