@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from tests.containers.harness import PROJECT, REPO, call, make, mcp_client, podman, readme_client_entry
@@ -53,6 +54,12 @@ async def test_restore_brings_back_exactly_what_the_backup_held_and_import_adds_
         ("add_memory", {"text": "The generator is tested on the first Monday.", "workspace": workspace}),
         ("add_memory", {"text": "Spare fuses are in the grey cabinet.", "workspace": workspace}),
     )
+    # Extraction runs in the background: an export taken before it finishes holds what the backup no longer does.
+    for _ in range(120):
+        (stats,) = await tools(tmp_path, ("get_stats", {"workspace": workspace}))
+        if stats["extraction_pending"] == 0:
+            break
+        await anyio.sleep(1)
     make("export", f"OUT={tmp_path / 'at-backup.jsonl'}")
     at_backup = memories(tmp_path / "at-backup.jsonl")
     assert {kept["memory_id"], dropped["memory_id"]} <= set(at_backup)
