@@ -3,8 +3,10 @@ holding a deleted memory's words, ignored (and rebuilt) when it cannot be truste
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from structlog.testing import capture_logs
 
@@ -141,6 +143,34 @@ async def test_an_unreadable_file_is_rebuilt_from_the_store(settings: Settings) 
         async with open_core(settings) as (core, _):
             assert await keyword_ids(core, "roll workers queue") == [ids[2]]
     assert events(logs, "keyword_index.file_unreadable")
+
+
+async def test_a_file_in_the_first_format_is_read_and_the_next_save_writes_the_current_one(
+    settings: Settings,
+) -> None:
+    # Format 1 (before decision 0032): ids as a JSON list, counts as float32, no id order. A store saved by the
+    # previous version must not rebuild its index from every chunk on upgrade (minutes at a million chunks).
+    async with open_core(settings) as (core, _):
+        await add_all(core, TEXTS)
+        before = [await keyword_ids(core, q) for q in QUERIES]
+    (saved,) = saved_files(settings)
+    with np.load(saved) as data:
+        arrays = {name: data[name] for name in data.files if name != "id_order"}
+    meta = json.loads(json.loads(arrays["meta"].tobytes())[0])
+    ids = [chunk_id.decode() for chunk_id in arrays["chunk_ids"]]
+    arrays["meta"] = np.frombuffer(json.dumps([json.dumps({**meta, "format": 1})]).encode(), dtype=np.uint8)
+    arrays["chunk_ids"] = np.frombuffer(json.dumps(ids).encode(), dtype=np.uint8)
+    arrays["counts"] = arrays["counts"].astype(np.float32)
+    with saved.open("wb") as out:
+        np.savez(out, **arrays)
+    with capture_logs() as logs:
+        async with open_core(settings) as (core, _):
+            assert [await keyword_ids(core, q) for q in QUERIES] == before
+            await core.memories.add(AddMemoryRequest(text="A new note about the kiln."))  # so it saves again
+    loaded = events(logs, "keyword_index.loaded")
+    assert loaded and loaded[0]["chunks"] == len(TEXTS) and not events(logs, "keyword_index.file_ignored")
+    with np.load(saved_files(settings)[0]) as data:
+        assert json.loads(json.loads(data["meta"].tobytes())[0])["format"] == 2 and "id_order" in data.files
 
 
 async def test_deleting_the_workspace_removes_its_saved_index(settings: Settings) -> None:

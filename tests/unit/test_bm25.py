@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_core.search.bm25 import K1, B, Bm25Index
+from zapomni_core.search.bm25 import K1, MAX_COUNT, B, Bm25Index
 
 DOCS = [
     "Connections drop with ERR_CONN_RESET when the proxy restarts.",
@@ -110,7 +110,7 @@ def test_compaction_keeps_scores_and_order() -> None:
     for i in range(0, 3000, 2):  # half removed: the index compacts itself on the way
         index.remove(f"c{i}")
     assert len(index) == len(reference) == 1500
-    assert len(index._chunk_ids) < 3000  # compacted
+    assert len(index._ids) < 3000  # compacted
     for query in ("payment service item7", "running track", "err_conn_reset proxy"):
         terms = ANALYZER.query_terms(query)
         assert_same_ranking(index.search(terms, 20), reference.search(terms, 20))
@@ -214,7 +214,9 @@ def test_the_state_round_trip_ranks_the_same_and_holds_nothing_removed() -> None
     index = mixed_index()
     expected = {q: index.search(ANALYZER.query_terms(q), 20) for q in QUERIES}
     state = index.state()
-    assert "t0" not in state.chunk_ids and "c0" not in state.chunk_ids and "c1" in state.chunk_ids
+    saved = {chunk_id.decode() for chunk_id in state.chunk_ids}
+    assert "t0" not in saved and "c0" not in saved and "c1" in saved and len(saved) == len(state.chunk_ids)
+    assert list(state.chunk_ids[state.id_order]) == sorted(state.chunk_ids)
     assert "weekend" not in state.terms  # only the removed first turn said it
     copy = Bm25Index.from_state(state)
     assert len(copy) == len(index)
@@ -236,3 +238,42 @@ def test_the_best_k_of_many_matches_are_those_of_the_full_ranking_ties_included(
         full = index.search(terms, len(index))
         for k in (1, 10, 50):
             assert index.search(terms, k) == full[:k]
+
+
+def test_ids_removed_and_added_again_are_found_at_their_new_place_across_freezes_and_compaction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("zapomni_core.search.bm25._FREEZE_AT", 40)  # ids are merged into arrays many times
+    index, counts = Bm25Index(), ANALYZER.count("kiln glaze")
+    for i in range(300):
+        index.add(f"c{i}", counts.terms, counts.counts, counts.length)
+    for i in range(0, 300, 3):
+        index.remove(f"c{i}")
+    for i in range(0, 300, 6):  # back, with other words: a new place, the old one dead
+        index.add(f"c{i}", *_counted("porcelain"))
+    index.add("c1", *_counted("porcelain"))  # still there: adding it again changes nothing
+    assert len(index) == 250 and "c3" not in index and "c6" in index and "c1" in index
+    assert {chunk_id for chunk_id, _ in index.search(ANALYZER.query_terms("porcelain"), 100)} == {
+        f"c{i}" for i in range(0, 300, 6)
+    }
+    assert "c6" not in {chunk_id for chunk_id, _ in index.search(ANALYZER.query_terms("kiln"), 300)}
+    for i in range(0, 300, 6):
+        index.remove(f"c{i}")
+    assert "c6" not in index and len(index) == 200
+    copy = Bm25Index.from_state(index.state())  # compacted: each id once, sorted order kept
+    assert len(copy) == 200 and "c6" not in copy and "c7" in copy
+    assert copy.search(ANALYZER.query_terms("kiln"), 300) == index.search(ANALYZER.query_terms("kiln"), 300)
+
+
+def test_a_count_past_a_byte_is_kept_as_the_largest_a_byte_holds() -> None:
+    index = Bm25Index()
+    index.add("many", ["kiln"], [1000], 1000)
+    index.add("few", ["kiln"], [3], 1000)
+    state = index.state()
+    assert state.counts.dtype == np.uint8 and sorted(state.counts.tolist()) == [3, MAX_COUNT]
+    assert [chunk_id for chunk_id, _ in index.search(["kiln"], 2)] == ["many", "few"]
+
+
+def _counted(text: str) -> tuple[list[str], list[int], int]:
+    counts = ANALYZER.count(text)
+    return counts.terms, counts.counts, counts.length

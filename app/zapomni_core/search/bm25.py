@@ -4,11 +4,10 @@ Why not FalkorDB's full-text index or bm25s: docs/decisions/0005-keyword-index.m
 FalkorDB's full-text scores rank poorly (nDCG@10 0.08 on SciFact against 0.69 for BM25), and
 bm25s must rebuild its whole index to add one document (8 s at 100K documents).
 
-Each chunk's terms and counts are computed once, when it is stored, and saved on the chunk; a
-database-wide sequence number marks the order memories became visible. Before answering, the
-index reads the chunks with a higher sequence number than it has seen, so every process sharing
-the database sees every other's writes, and a restart rebuilds the index from the stored counts
-without re-analysing any text. Scoring touches only the postings of the query's terms.
+A database-wide sequence number marks the order memories became visible. Before answering, the
+index reads the chunks with a higher sequence number than it has seen and counts their terms, so every
+process sharing the database sees every other's writes; a server starts from the index saved beside the
+embedded database (`keyword_file`). Scoring touches only the postings of the query's terms.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import structlog
 
 from zapomni_core.memories.conversation import THREAD_WINDOW, indexed_text
 from zapomni_core.search.analyzer import Analyzer, TermCounts
+from zapomni_core.search.chunk_ids import ChunkIds
 from zapomni_db import IndexedChunk, SearchReads
 
 if TYPE_CHECKING:
@@ -50,8 +50,11 @@ _FREEZE_AT = 2_000_000
 _CACHE_TERMS = 4096
 # Scores sampled to find a floor under the best k (`_floor`).
 _FLOOR_SAMPLE = 16_384
+# A term's count in one chunk is kept in a byte: BM25 saturates long before (tf / (tf + norm) with k1 1.5 differs
+# by under 0.1 % between 255 and any higher count), and a million chunks' postings take 86 MB less (decision 0032).
+MAX_COUNT = 255
 _EMPTY_POSITIONS = np.zeros(0, dtype=np.int32)
-_EMPTY_COUNTS = np.zeros(0, dtype=np.float32)
+_EMPTY_COUNTS = np.zeros(0, dtype=np.uint8)
 
 
 @dataclass(frozen=True)
@@ -59,17 +62,18 @@ class Bm25State:
     """A `Bm25Index` without removed chunks, as arrays: what is saved beside the database and read back.
 
     The postings of term `t` (`terms[t]`) are `positions[offsets[t]:offsets[t + 1]]` with their
-    `counts`; positions index `chunk_ids` and `lengths`. `threads` are the positions in a thread with
-    the thread's name and the chunk's order in it (IndexedChunk).
+    `counts`; positions index `chunk_ids` and `lengths`; `id_order` is the positions that sort `chunk_ids`.
+    `threads` are the positions in a thread with the thread's name and the chunk's order in it (IndexedChunk).
     """
 
     window: int
-    chunk_ids: list[str]
+    chunk_ids: np.ndarray  # bytes (numpy S), one per chunk
+    id_order: np.ndarray  # intp (a searchsorted sorter of another type is copied on every lookup)
     lengths: np.ndarray  # float32, one per chunk
     terms: list[str]
     offsets: np.ndarray  # int64, len(terms) + 1
     positions: np.ndarray  # int32
-    counts: np.ndarray  # float32
+    counts: np.ndarray  # uint8, at most MAX_COUNT
     threads: list[tuple[int, str, tuple[float, float, int]]]
 
 
@@ -87,8 +91,8 @@ class Bm25Index:
     """
 
     def __init__(self, window: int = THREAD_WINDOW) -> None:
-        self._chunk_ids: list[str] = []
-        self._positions: dict[str, int] = {}
+        self._ids = ChunkIds()
+        self._live = 0
         self._lengths = np.zeros(1024, dtype=np.float32)
         self._alive = np.zeros(1024, dtype=bool)
         self._total_length = 0.0
@@ -108,17 +112,17 @@ class Bm25Index:
         self._thread_of: dict[int, tuple[str, tuple[float, float, int]]] = {}
         self._unlinked: set[str] = set()  # threads whose `_before` rows are out of date
         # _before[d, p]: the position of the chunk d + 1 places before p in its thread, or -1.
-        self._before = np.full((window, 1024), -1, dtype=np.int64)
+        self._before = np.full((window, 1024), -1, dtype=np.int32)
 
     def __len__(self) -> int:
-        return len(self._positions)
+        return self._live
 
     @property
     def window(self) -> int:
         return self._window
 
     def __contains__(self, chunk_id: str) -> bool:
-        return chunk_id in self._positions
+        return self._ids.find(chunk_id, self._alive) is not None
 
     def add(
         self,
@@ -130,11 +134,10 @@ class Bm25Index:
         order: tuple[float, float, int] = (0.0, 0.0, 0),
     ) -> None:
         """Index a chunk; `thread` and `order` place it in its conversation (IndexedChunk)."""
-        if chunk_id in self._positions:
+        if chunk_id in self:
             return
-        position = len(self._chunk_ids)
-        self._chunk_ids.append(chunk_id)
-        self._positions[chunk_id] = position
+        position = self._ids.append(chunk_id)
+        self._live += 1
         if position == len(self._lengths):
             self._grow(2 * position)
         if thread is not None and self._window > 0:
@@ -149,16 +152,17 @@ class Bm25Index:
             if recent is None:
                 recent = self._recent[term] = ([], [])
             recent[0].append(position)
-            recent[1].append(count)
+            recent[1].append(min(count, MAX_COUNT))
         self._recent_size += len(terms)
         if self._recent_size > max(_FREEZE_AT, len(self._frozen_positions) // 2):
             self._freeze()
 
     def remove(self, chunk_id: str) -> None:
-        position = self._positions.pop(chunk_id, None)
+        position = self._ids.find(chunk_id, self._alive)
         if position is None:
             return
         self._alive[position] = False
+        self._live -= 1
         placed = self._thread_of.pop(position, None)
         if placed is not None:
             thread, order = placed
@@ -170,15 +174,15 @@ class Bm25Index:
         self._total_length -= float(self._lengths[position])
         self._dead += 1
         self._generation += 1
-        if self._dead > 1000 and self._dead * 4 > len(self._chunk_ids):
+        if self._dead > 1000 and self._dead * 4 > len(self._ids):
             self._compact()
 
     def search(self, terms: list[str], k: int) -> list[tuple[str, float]]:
         """The `k` best chunks for `terms` by BM25, best first; chunks matching no term are left out."""
-        n = len(self._positions)
+        n = self._live
         if n == 0 or k <= 0:
             return []
-        size = len(self._chunk_ids)
+        size = len(self._ids)
         alive = self._alive[:size]
         before = self._linked()[:, :size] if self._threads else None
         lengths = self._lengths[:size] if before is None else _windowed(self._lengths[:size], before)
@@ -206,18 +210,20 @@ class Bm25Index:
             matched = matched[scores[matched] >= kth]
         # Ties (same score) go to the chunk stored first: a stable, deterministic order.
         best = matched[np.lexsort((matched, -scores[matched]))][:k]
-        return [(self._chunk_ids[i], float(scores[i])) for i in best]
+        return [(self._ids.at(int(i)), float(scores[i])) for i in best]
 
     def state(self) -> Bm25State:
         """This index as arrays, removed chunks left out (compacted first): nothing deleted is in it."""
         if self._dead:
             self._compact()
         self._freeze()
-        size = len(self._chunk_ids)
+        size = len(self._ids)
         threads = [(position, thread, order) for position, (thread, order) in self._thread_of.items()]
+        chunk_ids, id_order = self._ids.arrays()
         return Bm25State(
             window=self._window,
-            chunk_ids=list(self._chunk_ids),
+            chunk_ids=chunk_ids,
+            id_order=id_order,
             lengths=self._lengths[:size].copy(),
             terms=list(self._terms),
             offsets=self._offsets,
@@ -230,10 +236,8 @@ class Bm25Index:
     def from_state(cls, state: Bm25State) -> Bm25Index:
         index = cls(state.window)
         size = len(state.chunk_ids)
-        index._chunk_ids = list(state.chunk_ids)
-        index._positions = {chunk_id: i for i, chunk_id in enumerate(index._chunk_ids)}
-        if len(index._positions) != size:
-            raise ValueError("a chunk id appears twice")
+        index._ids = ChunkIds(state.chunk_ids, state.id_order)
+        index._live = size
         index._grow(size)
         index._lengths[:size] = state.lengths
         index._alive[:size] = True
@@ -267,7 +271,7 @@ class Bm25Index:
             return cached[2], cached[3]
         if recent:
             positions = np.concatenate([positions, np.asarray(recent[0], dtype=np.int32)])
-            counts = np.concatenate([counts, np.asarray(recent[1], dtype=np.float32)])
+            counts = np.concatenate([counts, np.asarray(recent[1], dtype=np.uint8)])
         if self._dead:
             live = self._alive[positions]
             positions, counts = positions[live], counts[live]
@@ -277,7 +281,8 @@ class Bm25Index:
         return positions, counts
 
     def _freeze(self) -> None:
-        """Merge the postings added since the last freeze into the frozen arrays."""
+        """Merge the postings and ids added since the last freeze into the frozen arrays."""
+        self._ids.freeze()
         if not self._recent:
             return
         recent = list(self._recent.items())
@@ -290,7 +295,7 @@ class Bm25Index:
         total = int(sizes.sum())
         recent_terms = np.repeat(ids, sizes)
         recent_positions = np.fromiter(chain.from_iterable(e[0] for _, e in recent), dtype=np.int32, count=total)
-        recent_counts = np.fromiter(chain.from_iterable(e[1] for _, e in recent), dtype=np.float32, count=total)
+        recent_counts = np.fromiter(chain.from_iterable(e[1] for _, e in recent), dtype=np.uint8, count=total)
         frozen_terms = np.repeat(np.arange(len(self._offsets) - 1, dtype=np.int32), np.diff(self._offsets))
         terms = np.concatenate([frozen_terms, recent_terms])
         # Stable: a term's frozen postings (older chunks, lower positions) stay before its recent ones.
@@ -308,7 +313,7 @@ class Bm25Index:
         if extra > 0:
             self._lengths = np.concatenate([self._lengths, np.zeros(extra, dtype=np.float32)])
             self._alive = np.concatenate([self._alive, np.zeros(extra, dtype=bool)])
-            self._before = np.concatenate([self._before, np.full((self._window, extra), -1, dtype=np.int64)], axis=1)
+            self._before = np.concatenate([self._before, np.full((self._window, extra), -1, dtype=np.int32)], axis=1)
 
     def _linked(self) -> np.ndarray:
         """`_before`, brought up to date for the threads changed since the last search."""
@@ -323,7 +328,7 @@ class Bm25Index:
     def _compact(self) -> None:
         """Drop the dead slots, keeping the live chunks' order (positions are renumbered)."""
         self._freeze()
-        size = len(self._chunk_ids)
+        size = len(self._ids)
         keep = self._alive[:size].copy()
         renumber = np.cumsum(keep) - 1
         live = keep[self._frozen_positions]
@@ -336,13 +341,12 @@ class Bm25Index:
         self._vocabulary = {term: i for i, term in enumerate(self._terms)}
         self._offsets = _offsets((np.cumsum(used) - 1)[terms].astype(np.int32), len(self._terms))
         lengths = self._lengths[:size][keep]
-        self._chunk_ids = [chunk_id for chunk_id, kept in zip(self._chunk_ids, keep.tolist(), strict=True) if kept]
-        self._positions = {chunk_id: i for i, chunk_id in enumerate(self._chunk_ids)}
+        self._ids.keep(keep)
         self._lengths = np.zeros(max(1024, len(lengths)), dtype=np.float32)
         self._lengths[: len(lengths)] = lengths
         self._alive = np.zeros(len(self._lengths), dtype=bool)
         self._alive[: len(lengths)] = True
-        self._before = np.full((self._window, len(self._lengths)), -1, dtype=np.int64)
+        self._before = np.full((self._window, len(self._lengths)), -1, dtype=np.int32)
         self._thread_of = {int(renumber[p]): placed for p, placed in self._thread_of.items()}
         self._threads = {
             thread: [(order, int(renumber[p])) for order, p in chunks] for thread, chunks in self._threads.items()

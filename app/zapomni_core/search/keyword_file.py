@@ -37,12 +37,15 @@ from typing import Any
 import numpy as np
 import structlog
 
-from zapomni_core.search.bm25 import Bm25State
+from zapomni_core.search.bm25 import MAX_COUNT, Bm25State
 from zapomni_db import Maintenance
 
 log = structlog.get_logger(__name__)
 
-FORMAT = 1
+# 2: chunk ids as bytes with their sorted order, counts as bytes (decision 0032). A file of format 1 (ids as
+# JSON, counts as float32) is still read: a million-chunk store does not rebuild its index on upgrade.
+FORMAT = 2
+_READS = (1, FORMAT)
 
 
 @dataclass(frozen=True)
@@ -134,8 +137,8 @@ class KeywordIndexFile:
 
 
 def _unusable(meta: dict[str, Any], *, graph: str, stamp: str | None, window: int, latest: int, pruned: int) -> str:
-    if meta.get("format") != FORMAT:
-        return f"format {meta.get('format')!r}, this server reads {FORMAT}"
+    if meta.get("format") not in _READS:
+        return f"format {meta.get('format')!r}, this server reads {' and '.join(map(str, _READS))}"
     if meta.get("graph") != graph:
         return "saved for another graph"
     if stamp is None or meta.get("stamp") != stamp:
@@ -165,7 +168,8 @@ def _write(path: Path, meta: dict[str, Any], state: Bm25State) -> None:
     threads = state.threads
     arrays: dict[str, Any] = {
         "meta": _strings([json.dumps(meta)]),
-        "chunk_ids": _strings(state.chunk_ids),
+        "chunk_ids": state.chunk_ids,
+        "id_order": state.id_order,
         "lengths": state.lengths,
         "terms": _strings(state.terms),
         "offsets": state.offsets,
@@ -205,14 +209,20 @@ def _read(path: Path) -> tuple[dict[str, Any], Bm25State]:
             (position, name, placed)
             for position, name, placed in zip(data["thread_positions"].tolist(), names, order, strict=True)
         ]
+        if meta.get("format") == 1:
+            chunk_ids = np.array([chunk_id.encode() for chunk_id in _from_strings(data["chunk_ids"])])
+            id_order = np.argsort(chunk_ids, kind="stable")
+        else:
+            chunk_ids, id_order = data["chunk_ids"], data["id_order"].astype(np.intp, copy=False)
         state = Bm25State(
             window=int(meta["window"]),
-            chunk_ids=_from_strings(data["chunk_ids"]),
+            chunk_ids=chunk_ids,
+            id_order=id_order,
             lengths=data["lengths"].astype(np.float32, copy=False),
             terms=_from_strings(data["terms"]),
             offsets=data["offsets"].astype(np.int64, copy=False),
             positions=data["positions"].astype(np.int32, copy=False),
-            counts=data["counts"].astype(np.float32, copy=False),
+            counts=np.minimum(data["counts"], MAX_COUNT).astype(np.uint8, copy=False),
             threads=threads,
         )
     _check(state)
@@ -222,6 +232,13 @@ def _read(path: Path) -> tuple[dict[str, Any], Bm25State]:
 def _check(state: Bm25State) -> None:
     """A file that does not hang together is refused rather than searched."""
     size, entries = len(state.chunk_ids), len(state.positions)
+    if state.chunk_ids.dtype.kind != "S":
+        raise ValueError("chunk ids are not bytes")
+    if len(state.id_order) != size or (size and not np.array_equal(np.sort(state.id_order), np.arange(size))):
+        raise ValueError("the id order is not a permutation of the chunks")
+    ordered = state.chunk_ids[state.id_order]
+    if size > 1 and not np.all(ordered[1:] > ordered[:-1]):
+        raise ValueError("the id order does not sort the ids, or a chunk id appears twice")
     if len(state.lengths) != size or len(state.counts) != entries or len(state.offsets) != len(state.terms) + 1:
         raise ValueError("array sizes disagree")
     if state.offsets[0] != 0 or state.offsets[-1] != entries or np.any(np.diff(state.offsets) < 0):
