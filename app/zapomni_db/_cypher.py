@@ -80,7 +80,8 @@ PURGE_EVIDENCE = (
     "WITH collect(n) AS ns FOREACH (n IN ns | DETACH DELETE n) } "
     "CALL { OPTIONAL MATCH (f:File) WHERE f.memory_id IN $purge "
     "WITH collect(f) AS fs FOREACH (f IN fs | DETACH DELETE f) } "
-    "CALL { OPTIONAL MATCH (c:Chunk)-[x:MENTIONS]->(e:Entity) WHERE c.memory_id IN $purge "
+    "CALL { OPTIONAL MATCH (owner:Memory)-[:HAS_CHUNK|STAGED]->(:Chunk)-[x:MENTIONS]->(e:Entity) "
+    "WHERE owner.id IN $purge "
     "WITH collect(x) AS xs, collect(DISTINCT e) AS es FOREACH (x IN xs | DELETE x) RETURN es AS stale } "
 )
 # Entities in `stale` that no chunk mentions any more. Every relation's endpoints are mentioned by

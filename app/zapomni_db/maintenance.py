@@ -67,15 +67,15 @@ class Maintenance:
         """Delete the chunks of large writes that stopped before linking them (a crash), staged before
         `older_than_ts`, then the entities no chunk mentions (`remove_orphan_entities`); returns the chunks deleted.
 
-        Each such write left its `Staging` marker (`MemoryWrites`): only those few nodes and their chunks (by the
-        indexed `memory_id`) are read, however large the store. Unmarked leftovers of older versions were swept
+        Each such write left its `Staging` marker (`MemoryWrites`) with its chunks hanging off it: only those few
+        nodes and their chunks are read, however large the store. Unmarked leftovers of older versions were swept
         once by migration 8."""
         rows = await self._client.query(
             "MATCH (s:Staging) WHERE s.at < $cutoff "
             # A chunk staged for a memory still being indexed (STAGED) is not an orphan, however old.
-            "OPTIONAL MATCH (c:Chunk {memory_id: s.memory_id}) WHERE NOT (c)<-[:HAS_CHUNK|STAGED]-(:Memory) "
+            "OPTIONAL MATCH (s)-[:STAGES]->(c:Chunk) WHERE NOT (c)<-[:HAS_CHUNK|STAGED]-(:Memory) "
             "WITH collect(DISTINCT s) AS marks, collect(c) AS chunks "
-            "WITH marks + chunks AS doomed, size(chunks) AS removed UNWIND doomed AS n DELETE n "
+            "WITH marks + chunks AS doomed, size(chunks) AS removed UNWIND doomed AS n DETACH DELETE n "
             "WITH removed, count(n) AS gone RETURN removed",
             {"cutoff": older_than_ts},
         )

@@ -53,17 +53,21 @@ _INSERT_MANY = (
     f"WITH m, mem UNWIND mem.chunks AS c CREATE (m)-[:HAS_CHUNK]->(:Chunk {CHUNK_PROPERTIES.replace('$', 'mem.')}) "
     "RETURN count(DISTINCT m)"
 )
-_STAGE_CHUNKS = f"UNWIND $chunks AS c CREATE (:Chunk {CHUNK_PROPERTIES})"
-# Written before a large write's first chunk and removed once they are linked or dropped: what a crash in
-# between leaves is found from these few nodes (`Maintenance.remove_orphan_chunks`), not by reading every chunk.
-_MARK_STAGING = "MERGE (s:Staging {memory_id: $memory_id}) SET s.at = $at"
-_UNMARK_STAGING = "MATCH (s:Staging {memory_id: $memory_id}) DELETE s"
+# Written before a large write's first chunk, which hang off it (STAGES), and removed once they are linked or
+# dropped: what a crash in between leaves is found from these few nodes (`Maintenance.remove_orphan_chunks`), not
+# by reading every chunk, and a chunk needs no index on its memory's id (270 B a chunk: decision 0032).
+_UNMARK_STAGING = "MATCH (s:Staging {memory_id: $memory_id}) DETACH DELETE s"
+# The marker is made with the first batch and touched by each (the start-up sweep leaves marks younger than an hour).
+_STAGE_CHUNKS = (
+    "MERGE (s:Staging {memory_id: $memory_id}) SET s.at = $at "
+    f"WITH s UNWIND $chunks AS c CREATE (s)-[:STAGES]->(:Chunk {CHUNK_PROPERTIES})"
+)
+_STAGED = "MATCH (:Staging {memory_id: $memory_id})-[:STAGES]->(c:Chunk) WHERE NOT (c)<-[:HAS_CHUNK]-() "
 _INSERT_LINK = (
     f"{_IF_NEW}{NEXT_SEQ}CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m "
-    "MATCH (c:Chunk {memory_id: $memory_id}) WHERE NOT (c)<-[:HAS_CHUNK]-() CREATE (m)-[:HAS_CHUNK]->(c) "
-    "WITH m, count(*) AS n RETURN m.id"
+    f"{_STAGED}CREATE (m)-[:HAS_CHUNK]->(c) WITH m, count(*) AS n RETURN m.id"
 )
-_DROP_STAGED = "MATCH (c:Chunk {memory_id: $memory_id}) WHERE NOT (c)<-[:HAS_CHUNK]-() DELETE c"
+_DROP_STAGED = f"{_STAGED}DETACH DELETE c"
 
 _SET_FIELDS = (
     "m.text = $text, m.head = $head, m.tags = $tags, m.source = $source, m.date = $date, m.date_ts = $date_ts, "
@@ -80,7 +84,8 @@ _UPDATE = (
     "m.graph_chunks = null, m.graph_stale = null "
     "WITH m, seq OPTIONAL MATCH (m)-[:HAS_CHUNK]->(old:Chunk) WHERE old.id IN $drop DETACH DELETE old "
     "WITH DISTINCT m, seq CREATE (:Change {seq: seq, removed: $drop, added: $added, at: $now}) "
-    "WITH m OPTIONAL MATCH (s:Chunk {memory_id: $memory_id}) WHERE s.id IN $staged AND NOT (s)<-[:HAS_CHUNK]-() "
+    "WITH m OPTIONAL MATCH (:Staging {memory_id: $memory_id})-[:STAGES]->(s:Chunk) "
+    "WHERE s.id IN $staged AND NOT (s)<-[:HAS_CHUNK]-() "
     "FOREACH (x IN CASE WHEN s IS NULL THEN [] ELSE [s] END | CREATE (m)-[:HAS_CHUNK]->(x)) "
     f"WITH DISTINCT m FOREACH (c IN $chunks | CREATE (m)-[:HAS_CHUNK]->(:Chunk {CHUNK_PROPERTIES})) RETURN m.id"
 )
@@ -202,11 +207,15 @@ class MemoryWrites:
         return deleted
 
     async def _stage(self, memory_id: str, created_at: float, rows: list[dict[str, Any]]) -> None:
-        await self._client.query(_MARK_STAGING, {"memory_id": memory_id, "at": time.time()})
         for start in range(0, len(rows), WRITE_BATCH):
             await self._client.query(
                 _STAGE_CHUNKS,
-                {"memory_id": memory_id, "created_at": created_at, "chunks": rows[start : start + WRITE_BATCH]},
+                {
+                    "memory_id": memory_id,
+                    "created_at": created_at,
+                    "at": time.time(),
+                    "chunks": rows[start : start + WRITE_BATCH],
+                },
             )
 
 

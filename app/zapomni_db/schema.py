@@ -3,7 +3,7 @@
 A migration is a numbered list of Cypher statements. The database records the version it is at
 in a single `(:SchemaVersion {id: 'schema'})` node; `migrate` applies, in order, every migration
 above that version and bumps the version after each one, so a run that dies half way resumes
-where it stopped. Index statements that find their index already there count as done.
+where it stopped. Index statements that find their index already there (or, dropping, gone) count as done.
 
 Version 0 is a graph without that node: either a new one, or one written before versions were
 recorded (Memory and Chunk nodes with their properties and embeddings, but no indexes, no
@@ -64,6 +64,13 @@ _BACKFILL_SEQ = (
 _SWEEP_UNMARKED = (
     "MATCH (c:Chunk) WHERE c.created_at < timestamp() / 1000.0 - 3600 AND NOT (c)<-[:HAS_CHUNK|STAGED]-(:Memory) "
     "DELETE c"
+)
+
+
+# What a version before 9 staged, still unlinked, hung off its marker (while the index still finds it).
+_HANG_STAGED = (
+    "MATCH (s:Staging) MATCH (c:Chunk {memory_id: s.memory_id}) "
+    "WHERE NOT (c)<-[:HAS_CHUNK|STAGED]-(:Memory) AND NOT (s)-[:STAGES]->(c) CREATE (s)-[:STAGES]->(c)"
 )
 
 
@@ -156,6 +163,12 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
         # Large writes mark what they stage (`Staging`), so the start-up sweep of crash leftovers reads those
         # marks instead of every chunk (22 s at 1M chunks). Leftovers from before the marks are swept here, once.
         Migration(8, "crash leftovers found from markers: the last full sweep", (_SWEEP_UNMARKED,)),
+        # Staged chunks hang off their marker instead of being found by their memory's id: its index goes.
+        Migration(
+            9,
+            "staged chunks found from their marker; no index on a chunk's memory id",
+            (_HANG_STAGED, "DROP INDEX FOR (c:Chunk) ON (c.memory_id)"),
+        ),
     ]
 
 
@@ -258,7 +271,7 @@ async def _apply(client: GraphClient, statement: str) -> None:
     try:
         await client.query(statement, create=True)  # a new workspace's graph comes into being here
     except QueryFailed as exc:
-        if "already indexed" not in str(exc).lower():
+        if not any(done in str(exc).lower() for done in ("already indexed", "no such index")):
             raise
 
 

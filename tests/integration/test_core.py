@@ -192,10 +192,10 @@ async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> No
             settings = SchemaSettings(dimension=8)
             assert await current_version(client) == 0
             due = await migrate(client, settings, dry_run=True)
-            assert [m.version for m in due] == [1, 2, 3, 4, 5, 6, 7, 8]
+            assert [m.version for m in due] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
             assert await current_version(client) == 0, "a dry run changes nothing"
-            assert [m.version for m in await migrate(client, settings)] == [1, 2, 3, 4, 5, 6, 7, 8]
-            assert await current_version(client) == 8
+            assert [m.version for m in await migrate(client, settings)] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+            assert await current_version(client) == 9
             indexes = await client.ro_query("CALL db.indexes() YIELD label, properties RETURN label, properties")
             indexed = {(label, prop) for label, props in indexes for prop in props}
             assert {
@@ -249,8 +249,9 @@ async def test_orphan_chunks_from_an_interrupted_write_are_removed(settings: Set
             # process is making now (its marker is recent): only the first is a leftover.
             for memory_id, at in (("gone", hour_ago), ("busy", time.time())):
                 await client.query(
-                    "CREATE (:Staging {memory_id: $m, at: $at}) "
-                    "CREATE (:Chunk {id: $m + '-chunk', memory_id: $m, text: 'half written', created_at: $at})",
+                    "CREATE (s:Staging {memory_id: $m, at: $at}) "
+                    "CREATE (s)-[:STAGES]->(:Chunk {id: $m + '-chunk', memory_id: $m, text: 'half written', "
+                    "created_at: $at})",
                     {"m": memory_id, "at": at},
                 )
         assert (await core.workspaces.stats()).total_chunks == 1, "unlinked chunks are not counted"
@@ -278,7 +279,31 @@ async def test_unmarked_leftovers_of_an_older_version_are_swept_once_by_the_migr
     async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
         rows = await client.ro_query("MATCH (c:Chunk) WHERE c.memory_id IN ['gone', 'busy'] RETURN c.id")
         assert rows == [["recent"]], "an hour's grace for a write still in progress"
-        assert await current_version(client) == 8
+        assert await current_version(client) == 9
+
+
+async def test_chunks_a_version_8_write_staged_hang_off_their_marker_and_the_memory_id_index_goes(
+    settings: Settings, data_dir: Path
+) -> None:
+    async with open_core(settings) as (core, _info):
+        await add(core, "A complete memory.")
+        async with graph_client(data_dir) as client:  # version 8 found staged chunks by their indexed memory id
+            await client.query("MATCH (s:SchemaVersion) SET s.version = 8")
+            for memory_id, at in (("gone", time.time() - 7200), ("busy", time.time())):
+                await client.query(
+                    "CREATE (:Staging {memory_id: $m, at: $at}) "
+                    "CREATE (:Chunk {id: $m + '-chunk', memory_id: $m, text: 'half written', created_at: $at})",
+                    {"m": memory_id, "at": at},
+                )
+    async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
+        assert await current_version(client) == 9
+        hung = await client.ro_query("MATCH (s:Staging)-[:STAGES]->(c:Chunk) RETURN s.memory_id, c.id")
+        assert hung == [["busy", "busy-chunk"]], "the old write's leftover swept, the busy one kept on its marker"
+        indexed = await client.ro_query(
+            "CALL db.indexes() YIELD label, properties WHERE label = 'Chunk' RETURN properties"
+        )
+        assert "memory_id" not in {name for row in indexed for name in row[0]}
+        assert "id" in {name for row in indexed for name in row[0]}
 
 
 async def test_memories_stored_before_the_speaker_property_get_it_once_on_opening(

@@ -129,11 +129,11 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
     schema = SchemaSettings(dimension=ONNX_DIMENSION)
     async with graph(settings) as client:
         applied = await migrate(client, schema)
-        assert [m.version for m in applied] == [1, 2, 3, 4, 5, 6, 7, 8]
+        assert [m.version for m in applied] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
         await wait_for_indexes(client)
         after = await snapshot(client)
 
-        assert after["version"] == latest_version(schema) == 8
+        assert after["version"] == latest_version(schema) == 9
         statuses = await client.ro_query("CALL db.indexes() YIELD label, status")
         assert {label for label, _ in statuses} == {
             "Memory", "Chunk", "Change", "Job", "Entity", "RELATED_TO", "File", "Symbol", "Class"
@@ -156,7 +156,6 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
             ("Memory", "created_at", "RANGE"),
             ("Change", "seq", "RANGE"),
             ("Chunk", "id", "RANGE"),
-            ("Chunk", "memory_id", "RANGE"),
             ("Chunk", "embedding", "VECTOR"),
             ("Job", "id", "RANGE"),
             ("Job", "state", "RANGE"),
@@ -231,6 +230,7 @@ async def test_dry_run_lists_every_migration_and_changes_nothing(
             (6, True),
             (7, True),
             (8, True),
+            (9, True),
         ]
         assert await snapshot(client) == before
 
@@ -255,8 +255,8 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     status = zapomni(data_dir, "migrate", "status", "--json")
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
-    assert report["version"] == 0 and report["latest_version"] == 8
-    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert report["version"] == 0 and report["latest_version"] == 9
+    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
     assert all(m["description"] for m in report["pending"])
     assert report["stored_embedder"] is None  # version 0 predates the claim
     assert report["configured_embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384, "error": None}
@@ -277,17 +277,17 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout) == {
         "dry_run": False,
-        "version": 8,
+        "version": 9,
         "migrations": report["pending"],
     }
     report = json.loads(zapomni(data_dir, "migrate", "status", "--json").stdout)
-    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (8, [], 384)
+    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (9, [], 384)
 
     again = zapomni(data_dir, "migrate", "apply")
-    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 8)"
+    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 9)"
 
     human = zapomni(data_dir, "migrate", "status")
-    assert "schema version:      8 (latest 8)" in human.stdout
+    assert "schema version:      9 (latest 9)" in human.stdout
     assert "pending migrations:  none" in human.stdout
     assert "re-embed:            not needed" in human.stdout
 
