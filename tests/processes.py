@@ -58,6 +58,45 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     return child_env(defaults, **extra)
 
 
+def run_zapomni(
+    args: list[str],
+    env: dict[str, str],
+    *,
+    timeout_s: float = 120,
+    text: bool = True,
+    input: str | bytes | None = None,
+    stdin: IO[Any] | None = None,
+) -> subprocess.CompletedProcess[Any]:
+    """`zapomni ARGS` to completion, its output captured. One that hangs fails the test with what it was doing:
+    every thread's stack (faulthandler, on SIGABRT), its stderr and its data directory's keeper log."""
+    env = {**env, "PYTHONFAULTHANDLER": "1"}
+    with subprocess.Popen(
+        [ZAPOMNI, *args],
+        stdin=stdin if stdin is not None else subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=text,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(input, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            try:
+                _, stderr = process.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                _, stderr = process.communicate()
+            keeper_log = Path(env.get("ZAPOMNI_DATA_DIR", "/nonexistent"), "run", "keeper.log")
+            keeper = keeper_log.read_text(errors="replace")[-3000:] if keeper_log.is_file() else "(none)"
+            told = stderr if isinstance(stderr, str) else stderr.decode(errors="replace")
+            raise AssertionError(
+                f"zapomni {' '.join(args)} did not finish in {timeout_s} s.\n"
+                f"--- its stderr (stacks last) ---\n{told[-8000:]}\n--- keeper log ---\n{keeper}"
+            ) from None
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
 class Child:
     """A subprocess with its stderr in `stderr_path` (or discarded)."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.processes import ZAPOMNI, FalkorDB, child_env
+from tests.processes import FalkorDB, child_env, run_zapomni
 
 GRAPH = "outage"
 MEMORY_ID = "00000000-0000-4000-8000-000000000000"  # well-formed: the command gets as far as the database
@@ -45,7 +45,7 @@ def falkordb(tmp_path: Path) -> Iterator[FalkorDB]:
 
 def zapomni(port: int, *args: str) -> subprocess.CompletedProcess[str]:
     env = child_env(ZAPOMNI_DB_MODE="server", FALKORDB_HOST="127.0.0.1", FALKORDB_PORT=str(port), GRAPH_NAME=GRAPH)
-    return subprocess.run([ZAPOMNI, *args], capture_output=True, text=True, env=env, timeout=120)
+    return run_zapomni(list(args), env)
 
 
 def assert_one_line(result: subprocess.CompletedProcess[str], command: str, says: str) -> None:

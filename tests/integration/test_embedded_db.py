@@ -15,6 +15,8 @@ import pytest
 from falkordb import FalkorDB
 
 from tests.helpers import server_pids, wait_for
+from tests.processes import run_zapomni, server_env
+from zapomni_db import _locks
 from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths, ping
 from zapomni_db.server import direct_client
 
@@ -225,3 +227,14 @@ def read_back(data_dir: Path) -> int:
         return len(read(database.socket))
     finally:
         database.close()
+
+
+def test_a_command_stuck_behind_the_startup_lock_fails_its_test_with_its_stacks(tmp_path: Path) -> None:
+    # What `run_zapomni` shows when a command hangs (a CI run once lost 300 s to one and learnt nothing).
+    paths = EmbeddedPaths(tmp_path)
+    paths.create()
+    # Held here: the command waits for it (up to 120 s).
+    with _locks.exclusive(paths.startup_lock, timeout_s=1), pytest.raises(AssertionError) as failed:
+        run_zapomni(["migrate", "status"], server_env(tmp_path), timeout_s=5)
+    told = str(failed.value)
+    assert "did not finish in 5 s" in told and "Current thread" in told and "_locks.py" in told

@@ -16,7 +16,7 @@ import pytest
 
 from tests.fakes.ollama_server import FakeOllama
 from tests.helpers import graph_client, open_core
-from tests.processes import ZAPOMNI, child_env
+from tests.processes import ZAPOMNI, child_env, run_zapomni
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import AddMemoryRequest, ListMemoriesRequest, SearchRequest
 from zapomni_core.progress import Progress
@@ -407,7 +407,7 @@ async def test_another_embedder_re_embeds_and_chunks_again(
 
 def zapomni(data_dir: Path, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
     env = child_env(ZAPOMNI_DATA_DIR=str(data_dir), LOG_LEVEL="WARNING")
-    return subprocess.run([ZAPOMNI, *args], capture_output=True, env=env, timeout=120, **kwargs)
+    return run_zapomni(list(args), env, text=False, **kwargs)
 
 
 async def test_the_command_line_exports_and_imports(source: Source, data_dir: Path, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from tests.fakes.ollama_server import FakeOllama
 from tests.helpers import free_port, graph_client, server_pids, wait_for
-from tests.processes import ZAPOMNI, FalkorDB, HealthServer, child_env
+from tests.processes import ZAPOMNI, FalkorDB, HealthServer, child_env, run_zapomni
 from zapomni_core.health import (
     DatabaseProbe,
     DatabaseTarget,
@@ -259,7 +259,7 @@ def test_a_taken_port_fails_at_once(tmp_path: Path) -> None:
 
 
 def doctor(env: dict[str, str], *args: str) -> tuple[int, str]:
-    result = subprocess.run([ZAPOMNI, "doctor", *args], env=env, capture_output=True, text=True, timeout=120)
+    result = run_zapomni(["doctor", *args], env)
     return result.returncode, result.stdout
 
 

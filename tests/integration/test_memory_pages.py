@@ -109,14 +109,42 @@ async def test_newest_pages_of_a_store_idle_for_days_and_written_again(core: Zap
     idle = [_memory(time.time() - 9 * DAY + i, dimension, rng) for i in range(12)]
     await stores.writes.insert_many(idle)
     newest_first = [m.id for m, _ in reversed(idle)]
-    for limit in (1, 5, 100):  # the first call finds where the store stopped, the next ones keep it
+    for limit in (1, 5, 100):
         assert [info.id for info, _, _ in await stores.reads.page(SearchFilter(), order="newest", after=None,
                                                                   limit=limit)] == newest_first[:limit]  # fmt: skip
     later = _memory(time.time() - 2 * DAY, dimension, rng)
-    await stores.writes.insert_many([later])  # after the kept bound: one probe sees it
+    await stores.writes.insert_many([later])
     page = await stores.reads.page(SearchFilter(), order="newest", after=None, limit=3)
     assert [info.id for info, _, _ in page] == [later[0].id, *newest_first[:2]]
     assert await _all_pages(stores.reads, SearchFilter(), "newest", 4) == [
         (row[0], int(row[1])) for row in await stores.client.ro_query(_EVERY.format(d="DESC"), {
             **SearchFilter().as_params()})
     ]  # fmt: skip
+
+
+async def test_newest_pages_after_a_bulk_write_deletes_and_an_import_of_old_memories(core: ZapomniCore) -> None:
+    # A newest-first page starts at the memories made visible last (`seq`). Here those are a burst a few
+    # microseconds apart, then deletes (gaps in `seq`), then an import whose memories keep old creation times:
+    # the pages must still be exactly the store in (key, id) order.
+    stores = core.workspaces.registry.stores("default")
+    rng, dimension = random.Random(11), (await core.workspaces.stats()).embedding_dimension
+    now = time.time()
+    await stores.writes.insert_many([_memory(now - 30 * DAY + i * DAY, dimension, rng) for i in range(25)])
+    burst = [_memory(now - 60 + i * 0.000003, dimension, rng) for i in range(300)]
+    for start in range(0, len(burst), 100):
+        await stores.writes.insert_many(burst[start : start + 100])
+    await stores.writes.delete([m.id for m, _ in burst[-40:]])  # the newest 40, and the seq numbers they had
+    imported = [_memory(now - 400 * DAY + i, dimension, rng) for i in range(30)]
+    await stores.writes.insert_many(imported)  # visible last, created long ago
+
+    truth = [(row[0], int(row[1])) for row in await stores.client.ro_query(_EVERY.format(d="DESC"), {
+        **SearchFilter().as_params()})]  # fmt: skip
+    assert [m.id for m, _ in burst[-41::-1][:20]] == [mid for mid, _ in truth[:20]]
+    for limit in (1, 20, 64):
+        page = await stores.reads.page(SearchFilter(), order="newest", after=None, limit=limit)
+        assert [(info.id, key.created_us) for info, _, key in page] == truth[:limit]
+    assert await _all_pages(stores.reads, SearchFilter(), "newest", 20) == truth
+    only_old = SearchFilter(date_to_ts=now - 200 * DAY)  # a filter the first window holds none of
+    assert [info.id for info, _, _ in await stores.reads.page(only_old, order="newest", after=None, limit=5)] == [
+        m.id for m, _ in imported[::-1][:5]
+    ]

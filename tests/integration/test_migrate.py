@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import open_core
-from tests.processes import ZAPOMNI, server_env
+from tests.processes import run_zapomni, server_env
 from zapomni_core import Settings
 from zapomni_core.database import open_database
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
@@ -248,7 +248,7 @@ async def test_indexing_version_zero_with_another_dimension_is_refused(
 
 def zapomni(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = server_env(data_dir, LOG_LEVEL="WARNING")
-    return subprocess.run([ZAPOMNI, *args], capture_output=True, text=True, env=env, timeout=120)
+    return run_zapomni(list(args), env)
 
 
 async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str]) -> None:
