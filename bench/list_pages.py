@@ -107,7 +107,7 @@ async def measure(core: ZapomniCore, client: GraphClient) -> dict[str, Any]:
 
 async def run(sizes: list[int], store: Path, days: float) -> dict[str, Any]:
     settings = Settings(ZAPOMNI_DATA_DIR=store, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
-    results: dict[str, Any] = {"commit": commit(), "days": days, "sizes": {}}
+    results: dict[str, Any] = {"commit": commit(), "days": days, "grown": False, "sizes": {}}
     rng = random.Random(7)
     async with open_core(settings) as (core, _info):
         client = core.workspaces.registry.stores("default").client
@@ -116,6 +116,7 @@ async def run(sizes: list[int], store: Path, days: float) -> dict[str, Any]:
             if size > stored:
                 started = time.perf_counter()
                 await grow(core, size - stored, days, rng)
+                results["grown"] = True
                 print(f"grew to {size:,} in {time.perf_counter() - started:.0f} s (load {load_now()})", flush=True)
             results["sizes"][str(size)] = entry = await measure(core, client)
             print(json.dumps({size: entry}), flush=True)
@@ -123,11 +124,15 @@ async def run(sizes: list[int], store: Path, days: float) -> dict[str, Any]:
 
 
 def report(results: dict[str, Any]) -> str:
+    made = (
+        f"Single-chunk memories created over the past {results['days']:g} days"
+        if results.get("grown", True)
+        else "A store this run did not grow (`--store`): its memories were made by whatever grew it"
+    )
     lines = [
         f"# list_memories pages and get_stats by store size (commit {results['commit']})",
         "",
-        f"Single-chunk memories created over the past {results['days']:g} days; p50 ms (p95), load average "
-        "(1/5/15 min) before and after each size.",
+        f"{made}; p50 ms (p95), load average (1/5/15 min) before and after each size.",
         "",
         "| memories | page newest | page oldest | middle newest | middle oldest | filter matching nothing "
         "| old page query | get_stats | old stats queries | load |",
