@@ -63,8 +63,13 @@ _OPEN_US = 2**62
 _OPEN_S = 1e12
 # Whether any memory was created before (at or after) $t: a range scan of the index that stops at the first one.
 _ANY_BEFORE = "MATCH (m:Memory) WHERE m.created_at < $t RETURN m.id LIMIT 1"
-# The creation times of the memories made visible last (through the `seq` index): where a newest-first page starts.
-_MADE_SINCE = "MATCH (m:Memory) WHERE m.seq > $after RETURN m.created_at"
+_ANY_SINCE = "MATCH (m:Memory) WHERE m.created_at >= $t RETURN m.id LIMIT 1"
+# The creation times of the memories made visible last (through the `seq` index), and whether the store's first
+# number was reached.
+_MADE_LAST = (
+    "MATCH (q:Sequence {id: 'chunks'}) WITH q.value - $span AS after "
+    "OPTIONAL MATCH (m:Memory) WHERE m.seq > after RETURN m.created_at, after <= 0"
+)
 # How far back the search for the oldest memory starts stepping (it doubles the step each time).
 _FIRST_STEP_S = 60.0
 # Halvings that narrow it down then: to a millionth of the store's age, below a page's span up to ~10M memories.
@@ -75,6 +80,7 @@ class MemoryReads:
     def __init__(self, client: GraphClient) -> None:
         self._client = client
         self._oldest_s: float | None = None  # see `_oldest_bound`
+        self._newest_s: float | None = None  # see `_newest_bound`
 
     async def get(self, memory_id: str) -> StoredMemory | None:
         rows = await self._client.ro_query(f"MATCH (m:Memory {{id: $id}}) RETURN {_STORED}", {"id": memory_id})
@@ -93,10 +99,10 @@ class MemoryReads:
 
         Reads windows of creation time next to each other in `order`, each twice as wide as the one
         before, until the page is full or a window open at its far end has been read (so a selective
-        filter ends after a logarithmic number of windows, having read the store once). A first newest-first
-        page starts at the memories made visible last (`_recent_start`); other windows are sized from the store's
-        mean density. The bounds of the store are only estimates, kept right by the open ends: a memory created
-        before the oldest one known, or after now, still falls in the last window."""
+        filter ends after a logarithmic number of windows, having read the store once). Windows are sized from
+        the store's mean density, except that a first newest-first page's first one reaches back no further than
+        the memories made visible last (`_recent_start`). The bounds of the store are only estimates, kept right
+        by the open ends: a memory created before the oldest one known, or after now, still falls in the last window."""
         count_rows = await self._client.ro_query("MATCH (m:Memory) RETURN count(m)")  # a label count: O(1)
         stored = int(count_rows[0][0]) if count_rows else 0
         if stored == 0 or limit <= 0:
@@ -105,6 +111,9 @@ class MemoryReads:
         oldest_us = int(await self._oldest_bound(now_us / 1_000_000) * 1_000_000)
         # The span holding `limit` memories at the store's mean density, doubled: most first windows fill.
         width = max(1, 2 * limit * max(1, now_us - oldest_us) // stored)
+        if order == "newest" and after is None:
+            newest_us = int(await self._newest_bound(now_us / 1_000_000) * 1_000_000)
+            first_lo = max(newest_us - width, await self._recent_start(limit))
         params = {
             **filters.as_params(),
             "after_key": after.created_us if after else None,
@@ -113,7 +122,7 @@ class MemoryReads:
         found: list[list[Any]] = []
         if order == "newest":
             hi = after.created_us + 1 if after else _OPEN_US
-            lo = after.created_us - width if after else await self._recent_start(limit)
+            lo = after.created_us - width if after else first_lo
             while True:
                 lo = -_OPEN_US if lo <= oldest_us else lo
                 found += await self._window(order, params, lo, hi, limit - len(found))
@@ -179,24 +188,49 @@ class MemoryReads:
         return bool(await self._client.ro_query(_ANY_BEFORE, {"t": t}))
 
     async def _recent_start(self, limit: int) -> int:
-        """Where a newest-first page's first window starts (µs): the `limit`-th newest creation time among the
-        memories made visible last, so that it holds about `limit` memories however bursty the store's newest
-        stretch is. A window sized by the store's mean density held 1,000 memories of a bulk write at 1M, all
-        read to be sorted (9.3 ms, decision 0032). Imports keep their creation times, so this is a guess, and
-        only the first window's size depends on it: the windows after it are the same either way.
+        """A start for a newest-first page's first window (µs) that holds about `limit` memories when the store's
+        newest stretch is a burst: the `limit`-th newest creation time among the memories made visible last. A
+        window sized by the store's mean density held 1,000 memories of a bulk write at 1M, all read to be sorted
+        (9.3 ms, decision 0032). Where memories were made visible in another order than created (an import keeps
+        creation times) it starts too early: `page` takes the later of this and the mean-density start. Only
+        the first window depends on it, so pages are exact either way.
 
         Reads the `seq` index back from the latest number, four times further each round, until `limit`
         memories are found (deletes and updates leave gaps) or the store is read whole (fewer memories)."""
-        latest, span = await self.latest_sequence(), 2 * limit
+        span = 2 * limit
         while True:
-            rows = await self._client.ro_query(_MADE_SINCE, {"after": latest - span})
-            if len(rows) >= limit or latest - span <= 0:
+            rows = await self._client.ro_query(_MADE_LAST, {"span": span})
+            times = [float(row[0]) for row in rows if row[0] is not None]
+            if len(times) >= limit or not rows or rows[0][1]:
                 break
             span *= 4
-        if len(rows) < limit:
+        if len(times) < limit:
             return -_OPEN_US
-        times = sorted((float(row[0]) for row in rows), reverse=True)
+        times.sort(reverse=True)
         return int(times[limit - 1] * 1_000_000) - 2  # a returned double is within a µs of the stored one
+
+    async def _newest_bound(self, now_s: float) -> float:
+        """A time no memory was created after, within a millionth of the gap from the newest memory to now.
+
+        A newest-first page's first window starts there, open at its far end, instead of doubling back from now
+        across the time the store sat idle (14.9 ms at 1M, decision 0031). A store written in the last minute
+        starts from now. Otherwise found like `_oldest_bound`, stepping back from now, once, and kept while one
+        probe finds nothing created since; a bound made too new by deletes only costs windows across the gap."""
+        if self._newest_s is not None and not await self._any_since(self._newest_s):
+            return self._newest_s
+        self._newest_s, step = None, _FIRST_STEP_S
+        while not await self._any_since(now_s - step):
+            if step > now_s + _OPEN_S:  # every memory went since the page counted them
+                return now_s
+            step *= 2
+        if step == _FIRST_STEP_S:
+            return now_s
+        _lo, hi = await _narrow(self._any_since, now_s - step, now_s - step / 2, at_lo=True, steps=_BISECTIONS)
+        self._newest_s = hi
+        return hi
+
+    async def _any_since(self, t: float) -> bool:
+        return bool(await self._client.ro_query(_ANY_SINCE, {"t": t}))
 
     async def matching_ids(self, filters: SearchFilter) -> list[str]:
         """Ids of the memories that pass `filters`, oldest first."""
