@@ -112,8 +112,9 @@ class MemoryReads:
         # The span holding `limit` memories at the store's mean density, doubled: most first windows fill.
         width = max(1, 2 * limit * max(1, now_us - oldest_us) // stored)
         if order == "newest" and after is None:
-            newest_us = int(await self._newest_bound(now_us / 1_000_000) * 1_000_000)
-            first_lo = max(newest_us - width, await self._recent_start(limit))
+            first_lo = await self._recent_start(limit)
+            if first_lo < now_us - width:  # else it is the later one whatever the newest memory's time
+                first_lo = max(first_lo, int(await self._newest_bound(now_us / 1_000_000) * 1_000_000) - width)
         params = {
             **filters.as_params(),
             "after_key": after.created_us if after else None,
