@@ -202,16 +202,27 @@ async def migrate(client: GraphClient, settings: SchemaSettings, *, dry_run: boo
 
 
 async def wait_for_indexes(client: GraphClient, timeout_s: float = 600.0) -> None:
-    """Indexes build in the background: wait until every one is OPERATIONAL."""
-    deadline = time.monotonic() + timeout_s
+    """Indexes build in the background: wait until every one is OPERATIONAL.
+
+    An index that is still indexing is given all the time it needs while its status (FalkorDB's
+    "[Indexing] done/total") moves: `timeout_s` counts only time without progress. Dropping one property's index
+    rebuilds the label's whole index, vector index included (migration 9: more than 600 s at a million chunks,
+    decision 0032); the old index answers queries meanwhile."""
+    deadline, noted = time.monotonic() + timeout_s, 0.0
+    seen: list[tuple[str, str]] = []
     while True:
         rows = await client.ro_query("CALL db.indexes() YIELD label, status RETURN label, status")
-        pending = [label for label, status in rows if status != "OPERATIONAL"]
+        pending = sorted((label, status) for label, status in rows if status != "OPERATIONAL")
         if not pending:
             return
-        if time.monotonic() > deadline:
-            raise DatabaseUnavailable(f"indexes on {sorted(set(pending))} did not finish building")
-        log.info("db.indexes_building", labels=sorted(set(pending)))
+        now = time.monotonic()
+        if pending != seen:
+            seen, deadline = pending, now + timeout_s
+        elif now > deadline:
+            raise DatabaseUnavailable(f"indexes on {sorted({label for label, _ in pending})} did not finish building")
+        if now - noted >= 10:
+            log.info("db.indexes_building", indexes=[f"{label}: {status}" for label, status in pending])
+            noted = now
         await asyncio.sleep(0.2)
 
 

@@ -18,7 +18,7 @@ from zapomni_core.memories.requests import (
 )
 from zapomni_db import SchemaSettings, migrate
 from zapomni_db.memories import WRITE_BATCH
-from zapomni_db.schema import current_version, latest_version
+from zapomni_db.schema import current_version, latest_version, wait_for_indexes
 
 pytestmark = pytest.mark.anyio
 
@@ -180,6 +180,32 @@ async def test_migrations_are_idempotent(core: ZapomniCore, data_dir: Path) -> N
         assert await current_version(client) == latest_version(settings)
         assert await migrate(client, settings) == []
         assert await migrate(client, settings, dry_run=True) == []
+
+
+async def test_an_index_rebuild_longer_than_the_timeout_is_waited_for_while_it_progresses(data_dir: Path) -> None:
+    # Dropping one property's index makes FalkorDB rebuild the label's whole index, vector index included: at a
+    # million chunks that outlasted the 600 s a start waited, and the first server after migration 9 gave up.
+    from zapomni_db import EmbeddedDatabase
+
+    db = EmbeddedDatabase(data_dir)
+    db.open()
+    try:
+        async with graph_client(data_dir, "rebuild") as client:
+            await migrate(client, SchemaSettings(dimension=64))
+            await client.query(
+                "UNWIND range(1, 20000) AS i "
+                "CREATE (:Chunk {id: toString(i), embedding: vecf32([x IN range(1, 64) | rand()])})"
+            )
+            await wait_for_indexes(client)
+            await client.query("CREATE INDEX FOR (c:Chunk) ON (c.probe)")
+            started = time.monotonic()
+            await wait_for_indexes(client, timeout_s=0.5)
+            waited = time.monotonic() - started
+            statuses = await client.ro_query("CALL db.indexes() YIELD label, status RETURN label, status")
+        assert waited > 1.0, "the rebuild should outlast the timeout, or this test shows nothing"
+        assert {status for _, status in statuses} == {"OPERATIONAL"}
+    finally:
+        db.close()
 
 
 async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> None:
