@@ -22,6 +22,7 @@ import random
 import shutil
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,13 @@ async def measure(core: ZapomniCore, client: GraphClient) -> dict[str, Any]:
 
 async def run(sizes: list[int], store: Path, days: float) -> dict[str, Any]:
     settings = Settings(ZAPOMNI_DATA_DIR=store, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
-    results: dict[str, Any] = {"commit": commit(), "days": days, "grown": False, "sizes": {}}
+    results: dict[str, Any] = {
+        "commit": commit(),
+        "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "days": days,
+        "grown": False,
+        "sizes": {},
+    }
     rng = random.Random(7)
     async with open_core(settings) as (core, _info):
         client = core.workspaces.registry.stores("default").client
@@ -130,9 +137,10 @@ def report(results: dict[str, Any]) -> str:
         else "A store this run did not grow (`--store`): its memories were made by whatever grew it"
     )
     lines = [
-        f"# list_memories pages and get_stats by store size (commit {results['commit']})",
+        f"# list_memories pages and get_stats by store size (commit {results['commit']}, {results.get('date', '')})",
         "",
-        f"{made}; p50 ms (p95), load average (1/5/15 min) before and after each size.",
+        f"{made}; p50 ms (p95), load average (1/5/15 min) before and after each size. Produced by "
+        "`python -m bench.list_pages`.",
         "",
         "| memories | page newest | page oldest | middle newest | middle oldest | filter matching nothing "
         "| old page query | get_stats | old stats queries | load |",

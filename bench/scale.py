@@ -751,13 +751,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=20, help="timed calls per operation and size")
     parser.add_argument("--delete-batch", type=int, default=DELETE_BATCH, help="memories per large delete (2 runs)")
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
-    parser.add_argument("--output", type=Path, default=RESULTS / "scale.md")
+    parser.add_argument(
+        "--output", type=Path, default=None, help="default: scale.md, or scale_start_1m.md with --existing"
+    )
     parser.add_argument("--store", type=Path, default=None, help="grow the store here (kept) instead of a temp dir")
     parser.add_argument(
         "--existing", type=Path, default=None, help="only cold starts, RSS and a catch-up on this store (stopped)"
     )
     args = parser.parse_args(argv)
     configure_logging("WARNING")
+    args.output = args.output or RESULTS / ("scale_start_1m.md" if args.existing is not None else "scale.md")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     if args.existing is not None:
         found = asyncio.run(existing(args.existing, args.data_dir, args.catch_up))

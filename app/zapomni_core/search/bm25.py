@@ -50,8 +50,9 @@ _FREEZE_AT = 2_000_000
 _CACHE_TERMS = 4096
 # Scores sampled to find a floor under the best k (`_floor`).
 _FLOOR_SAMPLE = 16_384
-# A term's count in one chunk is kept in a byte: BM25 saturates long before (tf / (tf + norm) with k1 1.5 differs
-# by under 0.1 % between 255 and any higher count), and a million chunks' postings take 86 MB less (decision 0032).
+# A term's count in one chunk is kept in a byte (a million chunks' postings take 86 MB less, decision 0032). A higher
+# count needs a chunk of more than 255 words, past the default chunk size (256 wordpieces with the ONNX model, 512
+# with Ollama); in a chunk of average length BM25's tf / (tf + norm) at 255 is within 0.6 % of any higher count's.
 MAX_COUNT = 255
 _EMPTY_POSITIONS = np.zeros(0, dtype=np.int32)
 _EMPTY_COUNTS = np.zeros(0, dtype=np.uint8)
