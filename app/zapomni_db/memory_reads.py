@@ -108,12 +108,13 @@ class MemoryReads:
         if stored == 0 or limit <= 0:
             return []
         now_us = int(time.time() * 1_000_000)
-        oldest_us = int(await self._oldest_bound(now_us / 1_000_000) * 1_000_000)
+        # Newest first, a bound made too new by an import since only widens the last window (open at its far end).
+        oldest_us = int(await self._oldest_bound(now_us / 1_000_000, check=order == "oldest") * 1_000_000)
         # The span holding `limit` memories at the store's mean density, doubled: most first windows fill.
         width = max(1, 2 * limit * max(1, now_us - oldest_us) // stored)
         if order == "newest" and after is None:
-            first_lo = await self._recent_start(limit)
-            if first_lo < now_us - width:  # else it is the later one whatever the newest memory's time
+            first_lo, newest_made = await self._recent_start(limit)
+            if newest_made - first_lo > width:  # spread out (an import): no further back than the mean density says
                 first_lo = max(first_lo, int(await self._newest_bound(now_us / 1_000_000) * 1_000_000) - width)
         params = {
             **filters.as_params(),
@@ -160,14 +161,14 @@ class MemoryReads:
             },
         )
 
-    async def _oldest_bound(self, now_s: float) -> float:
+    async def _oldest_bound(self, now_s: float, *, check: bool = True) -> float:
         """A time no memory was created before, within a millionth of the store's age of the oldest memory.
 
         Found by stepping back from now (or from the bound found before, when a memory has since been
         imported from before it), doubling the step, then halving the last step, with a probe of the index
-        each (~40 in all, once); kept, and checked by one probe per call. A bound made too old by deletes
-        only costs a page windows across the gap."""
-        if self._oldest_s is not None and not await self._any_before(self._oldest_s):
+        each (~40 in all, once); kept, and checked by one probe per call that asks (`check`). A bound made too
+        old by deletes only costs a page windows across the gap."""
+        if self._oldest_s is not None and (not check or not await self._any_before(self._oldest_s)):
             return self._oldest_s
         start = min(now_s, self._oldest_s if self._oldest_s is not None else now_s)
         step = _FIRST_STEP_S
@@ -188,13 +189,14 @@ class MemoryReads:
     async def _any_before(self, t: float) -> bool:
         return bool(await self._client.ro_query(_ANY_BEFORE, {"t": t}))
 
-    async def _recent_start(self, limit: int) -> int:
+    async def _recent_start(self, limit: int) -> tuple[int, int]:
         """A start for a newest-first page's first window (µs) that holds about `limit` memories when the store's
-        newest stretch is a burst: the `limit`-th newest creation time among the memories made visible last. A
-        window sized by the store's mean density held 1,000 memories of a bulk write at 1M, all read to be sorted
-        (9.3 ms, decision 0032). Where memories were made visible in another order than created (an import keeps
-        creation times) it starts too early: `page` takes the later of this and the mean-density start. Only
-        the first window depends on it, so pages are exact either way.
+        newest stretch is a burst: the `limit`-th newest creation time among the memories made visible last; and
+        the newest of them. A window sized by the store's mean density held 1,000 memories of a bulk write at 1M,
+        all read to be sorted (9.3 ms, decision 0032). Where memories were made visible in another order than
+        created (an import keeps creation times) the two are far apart and the start too early: `page` then takes
+        the later of this and the mean-density start. Only the first window depends on it, so pages are exact
+        either way.
 
         Reads the `seq` index back from the latest number, four times further each round, until `limit`
         memories are found (deletes and updates leave gaps) or the store is read whole (fewer memories)."""
@@ -206,9 +208,10 @@ class MemoryReads:
                 break
             span *= 4
         if len(times) < limit:
-            return -_OPEN_US
+            return -_OPEN_US, -_OPEN_US  # fewer than `limit` in the store: one window reads them all
         times.sort(reverse=True)
-        return int(times[limit - 1] * 1_000_000) - 2  # a returned double is within a µs of the stored one
+        # A returned double is within a µs of the stored one.
+        return int(times[limit - 1] * 1_000_000) - 2, int(times[0] * 1_000_000) + 2
 
     async def _newest_bound(self, now_s: float) -> float:
         """A time no memory was created after, within a millionth of the gap from the newest memory to now.
