@@ -74,6 +74,8 @@ async def grow(core: ZapomniCore, count: int, days: float, rng: random.Random) -
 
 async def measure(core: ZapomniCore, client: GraphClient) -> dict[str, Any]:
     out: dict[str, Any] = {"load_before": load_now()}
+    for order in ("newest", "oldest"):  # untimed: the first page finds the store's bounds, once
+        await core.memories.page(ListMemoriesRequest(limit=20, order=order))  # type: ignore[arg-type]
     for order in ("newest", "oldest"):
         request = ListMemoriesRequest(limit=20, order=order)  # type: ignore[arg-type]
         out[f"page_{order}_ms"] = summary_ms(
