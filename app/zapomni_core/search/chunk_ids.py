@@ -1,7 +1,7 @@
 """The keyword index's chunk ids: position → id and id → position, kept as arrays.
 
 A million ids as Python strings in a list plus a dict cost the server about 165 MB; as fixed-width bytes
-with their sorted order, about 40 MB (decision 0032). Ids added since the last `freeze` sit in a list and a
+with their sorted order, about 44 MB (decision 0032). Ids added since the last `freeze` sit in a list and a
 dict until the next one merges them in, so adding one id never copies the arrays.
 """
 
