@@ -56,7 +56,7 @@ async def test_the_readme_stack_entry_serves_every_tool_against_the_stack(tmp_pa
             big = await call(session, "add_memory", {"text": large_text(40), "workspace": workspace})
             assert big["status"] == "indexing" and big["job_id"], big
             job = await call(session, "job_status", {"job_id": big["job_id"], "wait_s": 50})
-            assert job["state"] == "completed", job
+            assert job["state"] == "completed", f"the job ended {job['state']}: {job}"  # in full: a repr is cut
             shown = await call(session, "get_memory", {"memory_id": big["memory_id"], "workspace": workspace})
             assert shown["status"] == "indexed" and shown["chunk_count"] > 1, shown
 
