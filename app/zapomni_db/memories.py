@@ -55,7 +55,7 @@ _INSERT_MANY = (
 )
 # Written before a large write's first chunk, which hang off it (STAGES), and removed once they are linked or
 # dropped: what a crash in between leaves is found from these few nodes (`Maintenance.remove_orphan_chunks`), not
-# by reading every chunk, and a chunk needs no index on its memory's id (270 B a chunk: decision 0032).
+# by reading every chunk, and a chunk needs no index on its memory's id (30-90 MB less at 1M: decision 0032).
 _UNMARK_STAGING = "MATCH (s:Staging {memory_id: $memory_id}) DETACH DELETE s"
 # The marker is made with the first batch and touched by each (the start-up sweep leaves marks younger than an hour).
 _STAGE_CHUNKS = (
