@@ -30,8 +30,9 @@ FILTER = (
 # then returns fewer distinct chunks (the same fault as an AOF replay's, docs/decisions/0007; the graph
 # keeps to it, docs/decisions/0012).
 CHUNK_PROPERTIES = (
-    "{id: c.id, memory_id: $memory_id, idx: c.idx, text: c.text, embedding: vecf32(c.embedding), "
-    "created_at: $created_at, "
+    "{id: c.id, memory_id: $memory_id, idx: c.idx, embedding: vecf32(c.embedding), created_at: $created_at, "
+    # Null (not stored) for the one chunk of a memory that is its whole text: read as `coalesce(c.text, m.text)`.
+    "text: c.text, "
     # Where the chunk sits in its file; null (not stored) for a note's chunks.
     "page: c.page, section: c.section, line_start: c.line_start, line_end: c.line_end, "
     # What was read with the text when it was embedded (a conversation turn's speaker and date).

@@ -678,7 +678,9 @@ class GraphStore:
         if not chunk_ids:
             return {}
         rows = await self._client.ro_query(
-            "UNWIND $ids AS cid MATCH (c:Chunk {id: cid}) RETURN c.id, c.text", {"ids": sorted(chunk_ids)}
+            "UNWIND $ids AS cid MATCH (c:Chunk {id: cid})<-[:HAS_CHUNK]-(m:Memory) "
+            "RETURN c.id, coalesce(c.text, m.text)",
+            {"ids": sorted(chunk_ids)},
         )
         return {row[0]: row[1] for row in rows}
 

@@ -233,7 +233,9 @@ class Maintenance:
     async def chunk_texts(self, ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
         """Each chunk's text and the context it was embedded with (ChunkRow.context)."""
         rows = await self._client.ro_query(
-            "UNWIND $ids AS cid MATCH (c:Chunk {id: cid}) RETURN c.id, c.text, c.context", {"ids": list(ids)}
+            "UNWIND $ids AS cid MATCH (c:Chunk {id: cid}) OPTIONAL MATCH (c)<-[:HAS_CHUNK]-(m:Memory) "
+            "RETURN c.id, coalesce(c.text, m.text), c.context",
+            {"ids": list(ids)},
         )
         return {row[0]: (row[1], row[2]) for row in rows}
 

@@ -126,7 +126,7 @@ class MemoryWrites:
         `Maintenance.remove_orphan_chunks` clears what a crash left behind.
         """
         params = _memory_params(memory, len(chunks))
-        rows = [chunk_param(c) for c in chunks]
+        rows = _chunk_params(memory, chunks)
         if len(rows) <= WRITE_BATCH:
             return bool(await self._client.query(_INSERT_WHOLE, {**params, "chunks": rows}))
         await self._stage(memory.id, memory.created_at, rows)
@@ -142,7 +142,7 @@ class MemoryWrites:
         For bulk loads of texts known to be distinct: unlike `insert`, no content hash is checked.
         """
         rows = [
-            {**_memory_params(memory, len(chunks)), "chunks": [chunk_param(c) for c in chunks]}
+            {**_memory_params(memory, len(chunks)), "chunks": _chunk_params(memory, chunks)}
             for memory, chunks in memories
         ]
         if not rows:
@@ -175,7 +175,7 @@ class MemoryWrites:
             "added": [c.id for c in new],
             "now": time.time(),
         }
-        rows = [chunk_param(c) for c in new]
+        rows = _chunk_params(memory, new) if not keep else [chunk_param(c) for c in new]
         staged: list[str] = []
         if len(rows) > WRITE_BATCH:
             # The new chunks are created now, not when the memory was.
@@ -255,6 +255,20 @@ def _memory_params(memory: MemoryRecord, chunk_count: int) -> dict[str, Any]:
         # Code has its own graph (zapomni_db.code): entity extraction leaves it alone.
         "graph_state": "code" if memory.kind == "code" else None,
     }
+
+
+def _chunk_params(memory: MemoryRecord, chunks: Sequence[ChunkRow]) -> list[dict[str, Any]]:
+    """A memory's chunk rows as written: the one chunk of a memory that is its whole text stores no copy of it.
+
+    Most memories are one short chunk, and a second copy of their text is FalkorDB memory for nothing
+    (decision 0033); every read takes `coalesce(c.text, m.text)`. It holds only while the chunk
+    is the memory's only one and the memory's text does not change, which `MemoryWriter.plan_update` keeps: it
+    never keeps the chunk of a one-chunk memory across an edit.
+    """
+    rows = [chunk_param(c) for c in chunks]
+    if len(chunks) == 1 and chunks[0].text == memory.text:
+        rows[0]["text"] = None  # FalkorDB stores no property for a null
+    return rows
 
 
 def chunk_param(chunk: ChunkRow) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def stored_head(text: str) -> str | None:
 
 
 # A chunk with its vector and its place in its file, for a memory bound to `m`, as `_stored_chunk` reads it.
-_CHUNK = f"m.id, c.id, c.idx, c.text, c.embedding, {ChunkPlace.projection('c')}, c.context"
+_CHUNK = f"m.id, c.id, c.idx, coalesce(c.text, m.text), c.embedding, {ChunkPlace.projection('c')}, c.context"
 _STORED = f"{MemoryInfo.PROJECTION}, m.text, m.metadata, m.content_hash, m.seq, m.file_hash, m.inferred"
 # Keyset pagination on (creation time in whole microseconds, id), which never change: adds and
 # deletes while a client pages neither shift nor repeat what it has not seen yet. The key is an

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 import structlog
@@ -43,6 +44,8 @@ class Migration:
     version: int
     description: str
     statements: tuple[str, ...]
+    # Work that Cypher alone cannot do safely, run after the statements; like them it must be safe to run again.
+    step: Callable[[GraphClient], Awaitable[None]] | None = None
 
 
 # Memories written before migration 2 have no `seq`, and the keyword index only sees memories by
@@ -72,6 +75,39 @@ _HANG_STAGED = (
     "MATCH (s:Staging) MATCH (c:Chunk {memory_id: s.memory_id}) "
     "WHERE NOT (c)<-[:HAS_CHUNK|STAGED]-(:Memory) AND NOT (s)-[:STAGES]->(c) CREATE (s)-[:STAGES]->(c)"
 )
+
+
+# The one chunk of a memory that is its whole text keeps no copy of it (`zapomni_db.memories._chunk_params`).
+_SOLE_CHUNK_TEXT = "MATCH (m:Memory)-[:HAS_CHUNK]->(c:Chunk) WHERE m.chunk_count = 1 AND c.text = m.text "
+_SHARE_BATCH = 100_000
+
+
+async def _share_sole_chunk_text(client: GraphClient, settings: SchemaSettings) -> None:
+    """Remove the text of every chunk that is its memory's whole text, with the vector index dropped meanwhile.
+
+    Changing an indexed Chunk leaves a stale copy of its vector in the HNSW index (`_cypher.CHUNK_PROPERTIES`),
+    so the index is dropped first and built again from the graph last (about 20 minutes at a million chunks,
+    decision 0033). Safe to run again after a crash at any point: what is left is stripped, and an index the
+    crash left dropped is built."""
+    todo = await client.ro_query(f"{_SOLE_CHUNK_TEXT}RETURN count(c)")
+    dimension = await vector_index_dimension(client)
+    if not todo[0][0]:
+        if dimension is None and await stored_vector_dimension(client) is not None:
+            await create_vector_index(client, settings)  # a run that stopped before building it again
+        return
+    await wait_for_indexes(client)  # dropping from an index still building once hung (`_apply`)
+    await drop_vector_index(client)
+    await wait_for_indexes(client)
+    removed, started = 0, time.perf_counter()
+    while True:
+        rows = await client.query(f"{_SOLE_CHUNK_TEXT}WITH c LIMIT {_SHARE_BATCH} SET c.text = null RETURN count(c)")
+        removed += int(rows[0][0]) if rows else 0
+        if not rows or int(rows[0][0]) < _SHARE_BATCH:
+            break
+    log.info("db.migration.chunk_texts_shared", chunks=removed, seconds=round(time.perf_counter() - started, 1))
+    await create_vector_index(client, settings if dimension is None else replace(settings, dimension=dimension))
+    # The next start loads a snapshot instead of replaying the drop and the build (another 20 minutes at 1M).
+    await rewrite_append_only_file(client, wait_s=0)
 
 
 def vector_index_statement(settings: SchemaSettings) -> str:
@@ -169,6 +205,12 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
             "staged chunks found from their marker; no index on a chunk's memory id",
             (_HANG_STAGED, "DROP INDEX FOR (c:Chunk) ON (c.memory_id)"),
         ),
+        Migration(
+            10,
+            "a one-chunk memory's text stored once, on the memory (the vector index is rebuilt)",
+            (),
+            step=lambda client: _share_sole_chunk_text(client, settings),
+        ),
     ]
 
 
@@ -192,6 +234,8 @@ async def migrate(client: GraphClient, settings: SchemaSettings, *, dry_run: boo
     for migration in due:
         for statement in migration.statements:
             await _apply(client, statement)
+        if migration.step is not None:
+            await migration.step(client)
         await client.query(
             "MERGE (s:SchemaVersion {id: 'schema'}) SET s.version = $version, s.updated_at = timestamp()",
             {"version": migration.version},

@@ -10,7 +10,7 @@ from zapomni_db.client import GraphClient
 from zapomni_db.records.memories import ChunkPlace, MemoryInfo, SearchFilter
 from zapomni_db.records.search import ChunkHit, IndexChanges, IndexedChunk
 
-_HIT = f"{MemoryInfo.PROJECTION}, node.id, node.text, distance, {ChunkPlace.projection('node')}"
+_HIT = f"{MemoryInfo.PROJECTION}, node.id, coalesce(node.text, m.text), distance, {ChunkPlace.projection('node')}"
 _VECTOR_SEARCH = (
     "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($vector)) YIELD node, score "
     f"MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WHERE {FILTER} "
@@ -26,7 +26,7 @@ _FETCH_CHUNKS = (
 # What the keyword index counts of a chunk `c` of a memory `m`, and the chunk's place in its memory's thread. The
 # terms are counted in process (`SyncedBm25Index`), not stored: term arrays were a sixth of the database's
 # memory (decision 0031).
-_INDEXED = "c.id, c.text, c.context, m.thread, m.date_ts, m.created_at, c.idx"
+_INDEXED = "c.id, coalesce(c.text, m.text), c.context, m.thread, m.date_ts, m.created_at, c.idx"
 
 
 class SearchReads:

@@ -15,6 +15,7 @@ from zapomni_core.memories.requests import (
     GetMemoryRequest,
     ListMemoriesRequest,
     SearchRequest,
+    UpdateMemoryRequest,
 )
 from zapomni_db import SchemaSettings, migrate
 from zapomni_db.memories import WRITE_BATCH
@@ -218,10 +219,10 @@ async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> No
             settings = SchemaSettings(dimension=8)
             assert await current_version(client) == 0
             due = await migrate(client, settings, dry_run=True)
-            assert [m.version for m in due] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+            assert [m.version for m in due] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
             assert await current_version(client) == 0, "a dry run changes nothing"
-            assert [m.version for m in await migrate(client, settings)] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
-            assert await current_version(client) == 9
+            assert [m.version for m in await migrate(client, settings)] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+            assert await current_version(client) == 10
             indexes = await client.ro_query("CALL db.indexes() YIELD label, properties RETURN label, properties")
             indexed = {(label, prop) for label, props in indexes for prop in props}
             assert {
@@ -266,6 +267,59 @@ async def test_a_text_no_longer_than_a_head_is_not_stored_twice(core: ZapomniCor
     assert [m.preview for m in page.memories] == [short, long[:199].strip() + "\u2026"]
 
 
+async def test_a_one_chunk_memory_stores_its_text_once_and_every_read_finds_it(
+    settings: Settings, data_dir: Path
+) -> None:
+    # Long enough (over three quarters of a chunk) that an edit appending a paragraph leaves it a chunk of its own.
+    short = "The spare key hangs behind the garden shed door. " + " ".join(
+        f"Note {i} on where the tools of the allotment are kept." for i in range(15)
+    )
+    extra = " ".join(f"Paragraph sentence {i} about the allotment and its compost heap." for i in range(80))
+    async with open_core(settings) as (core, _info):
+        memory_id = await add(core, short)
+        async with graph_client(data_dir) as client:
+            rows = await client.ro_query(
+                "MATCH (m:Memory {id: $id})-[:HAS_CHUNK]->(c:Chunk) RETURN m.text, c.text", {"id": memory_id}
+            )
+        assert rows == [[short, None]], "the chunk keeps no copy of its memory's text"
+        chunks = await core.memories.chunks(GetMemoryRequest(memory_id=memory_id))
+        assert [c.text for c in chunks.chunks] == [short]
+        for mode in ("vector", "keyword", "hybrid"):
+            found = await core.memories.search(SearchRequest(query="spare key garden shed", limit=1, mode=mode))
+            assert [(h.memory_id, h.text) for h in found.results] == [(memory_id, short)], mode
+        # Another engine's keyword index catches up from the store, and reads the text from the memory.
+        async with open_core(settings) as (other, _):
+            found = await other.memories.search(SearchRequest(query="spare key", limit=1, mode="keyword"))
+            assert [h.text for h in found.results] == [short]
+
+        # Edited so that its first chunk is the old text: that chunk is not kept (it would read as the whole
+        # new text), and it is written with its own text now that the memory has more than one chunk.
+        await core.memories.update(UpdateMemoryRequest(memory_id=memory_id, text=f"{short}\n\n{extra}"))
+        chunks = await core.memories.chunks(GetMemoryRequest(memory_id=memory_id))
+        assert len(chunks.chunks) > 1 and chunks.chunks[0].text == short, "or this test shows nothing"
+        found = await core.memories.search(SearchRequest(query="spare key garden shed", limit=1, mode="keyword"))
+        assert [h.text for h in found.results] == [short]
+        async with graph_client(data_dir) as client:
+            texts = await client.ro_query(
+                "MATCH (:Memory {id: $id})-[:HAS_CHUNK]->(c:Chunk) RETURN c.text ORDER BY c.idx", {"id": memory_id}
+            )
+        assert [t for (t,) in texts] == [c.text for c in chunks.chunks]
+
+
+async def test_a_migration_that_stopped_with_the_vector_index_dropped_builds_it_again(
+    settings: Settings, data_dir: Path
+) -> None:
+    async with open_core(settings) as (core, _info):
+        memory_id = await add(core, "Descaling the kettle with citric acid once a month.")
+        async with graph_client(data_dir) as client:  # migration 10 stopped after stripping, before the build
+            await client.query("MATCH (s:SchemaVersion) SET s.version = 9")
+            await client.query("DROP VECTOR INDEX FOR (c:Chunk) ON (c.embedding)")
+    async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
+        assert await current_version(client) == 10
+        found = await core.memories.search(SearchRequest(query="kettle limescale", limit=1, mode="vector"))
+        assert [h.memory_id for h in found.results] == [memory_id]
+
+
 async def test_orphan_chunks_from_an_interrupted_write_are_removed(settings: Settings, data_dir: Path) -> None:
     hour_ago = time.time() - 7200
     async with open_core(settings) as (core, _info):
@@ -305,7 +359,7 @@ async def test_unmarked_leftovers_of_an_older_version_are_swept_once_by_the_migr
     async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
         rows = await client.ro_query("MATCH (c:Chunk) WHERE c.memory_id IN ['gone', 'busy'] RETURN c.id")
         assert rows == [["recent"]], "an hour's grace for a write still in progress"
-        assert await current_version(client) == 9
+        assert await current_version(client) == 10
 
 
 async def test_chunks_a_version_8_write_staged_hang_off_their_marker_and_the_memory_id_index_goes(
@@ -322,7 +376,7 @@ async def test_chunks_a_version_8_write_staged_hang_off_their_marker_and_the_mem
                     {"m": memory_id, "at": at},
                 )
     async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
-        assert await current_version(client) == 9
+        assert await current_version(client) == 10
         hung = await client.ro_query("MATCH (s:Staging)-[:STAGES]->(c:Chunk) RETURN s.memory_id, c.id")
         assert hung == [["busy", "busy-chunk"]], "the old write's leftover swept, the busy one kept on its marker"
         indexed = await client.ro_query(

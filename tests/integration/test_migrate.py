@@ -129,11 +129,11 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
     schema = SchemaSettings(dimension=ONNX_DIMENSION)
     async with graph(settings) as client:
         applied = await migrate(client, schema)
-        assert [m.version for m in applied] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+        assert [m.version for m in applied] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
         await wait_for_indexes(client)
         after = await snapshot(client)
 
-        assert after["version"] == latest_version(schema) == 9
+        assert after["version"] == latest_version(schema) == 10
         statuses = await client.ro_query("CALL db.indexes() YIELD label, status")
         assert {label for label, _ in statuses} == {
             "Memory", "Chunk", "Change", "Job", "Entity", "RELATED_TO", "File", "Symbol", "Class"
@@ -181,6 +181,23 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
         order = sorted(FIXTURE, key=lambda key: (FIXTURE[key][0], version_zero[key]))
         assert after["seqs"] == {version_zero[key]: n for n, key in enumerate(order, start=1)}
         assert after["counter"] == len(FIXTURE)
+
+        # A one-chunk memory's text is kept once, on the memory; the two chunks of k8s keep theirs.
+        stored = await client.ro_query("MATCH (m:Memory)-[:HAS_CHUNK]->(c:Chunk) RETURN m.id, c.idx, c.text")
+        assert {(m, idx): text for m, idx, text in stored} == {
+            (version_zero[key], i): (text if len(texts) > 1 else None)
+            for key, (_, texts) in FIXTURE.items()
+            for i, text in enumerate(texts)
+        }
+        # The vector index was rebuilt around that change, not left with a stale copy of each changed chunk.
+        total = len(stored)
+        probe = (await client.ro_query("MATCH (c:Chunk) RETURN c.embedding LIMIT 1"))[0][0]
+        entries = await client.ro_query(
+            "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($probe)) YIELD node "
+            "RETURN count(node), count(DISTINCT node)",
+            {"k": total, "probe": list(probe)},
+        )
+        assert entries == [[total, total]]
 
         # Running it again changes nothing.
         assert await migrate(client, schema) == []
@@ -231,6 +248,7 @@ async def test_dry_run_lists_every_migration_and_changes_nothing(
             (7, True),
             (8, True),
             (9, True),
+            (10, True),
         ]
         assert await snapshot(client) == before
 
@@ -255,8 +273,8 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     status = zapomni(data_dir, "migrate", "status", "--json")
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
-    assert report["version"] == 0 and report["latest_version"] == 9
-    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert report["version"] == 0 and report["latest_version"] == 10
+    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
     assert all(m["description"] for m in report["pending"])
     assert report["stored_embedder"] is None  # version 0 predates the claim
     assert report["configured_embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384, "error": None}
@@ -277,7 +295,7 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout) == {
         "dry_run": False,
-        "version": 9,
+        "version": 10,
         "migrations": report["pending"],
     }
     report = json.loads(zapomni(data_dir, "migrate", "status", "--json").stdout)

@@ -96,7 +96,9 @@ async def run_reembed(settings: Settings, batch_size: int, progress: ProgressFn 
 
 async def chunks(client: GraphClient) -> dict[str, tuple[str, str | None, list[float]]]:
     """chunk id -> (text, embedding_model, embedding)."""
-    rows = await client.ro_query("MATCH (c:Chunk) RETURN c.id, c.text, c.embedding_model, c.embedding")
+    rows = await client.ro_query(
+        "MATCH (m:Memory)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id, coalesce(c.text, m.text), c.embedding_model, c.embedding"
+    )
     return {cid: (text, model, vector) for cid, text, model, vector in rows}
 
 

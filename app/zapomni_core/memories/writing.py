@@ -164,9 +164,11 @@ class WritePipeline:
         """Chunks for `text` given the memory's current ones: unchanged chunks stay, the rest are redone.
 
         A chunk whose text and context are unchanged at the same position is kept as it is, unless
-        `rewrite` (the keyword index must read it again: its thread changed). Any other chunk is
-        written anew (a Chunk is never modified in place, see zapomni_db._cypher), with its old
-        vector when what was embedded is the same; only new text or context is embedded.
+        `rewrite` (the keyword index must read it again: its thread changed) or it was the memory's only
+        chunk (the database keeps that chunk's text on the memory alone, see zapomni_db.memories, so it
+        would read as the new text). Any other chunk is written anew (a Chunk is never modified in place,
+        see zapomni_db._cypher), with its old vector when what was embedded is the same; only new text or
+        context is embedded.
         """
         split = await self.split_async(text, context)
         by_position = {c.index: c for c in old}
@@ -177,7 +179,13 @@ class WritePipeline:
         new: list[ChunkRow] = []
         for i, piece in enumerate(split.pieces):
             current = by_position.get(i)
-            if not rewrite and current is not None and current.text == piece and current.context == context:
+            if (
+                not rewrite
+                and len(old) > 1
+                and current is not None
+                and current.text == piece
+                and current.context == context
+            ):
                 keep.append(current.id)
                 continue
             vector = fresh[i] if i in fresh else vectors_by_text[split.indexed[i]]
