@@ -12,8 +12,9 @@ opens the copy in process (`open_core`, no background jobs) and, for every judge
   (default 200), the keyword leg's list at `--depth`: chunk id, cosine distance, leg score;
 - what the real pipeline (`ZapomniCore.memories.search`, hybrid, limit 10) returns: the check the replay is held to;
 
-and the store's chunks (text, context, thread, memory, embedding, their order in the keyword index) and memories.
-All of it goes to one pickle (`--cache`); nothing is written to the store.
+and the store's chunks (text, context, thread, memory, embedding, their order in the keyword index) and memories
+(with the text each was stored with). All of it goes to one pickle (`--cache`, about 60 MB); the store is not opened,
+only its copy.
 
 `replay`: rebuilds each claim's candidates from the cache and runs them through `SearchPipeline` itself (legs that
 return the dumped lists), so RRF with fractional ranks, the time list, the relevance floor, best chunk per memory
@@ -22,15 +23,19 @@ and the cut to `limit` are the product's code. Variants:
 - the keyword leg, replicated: the store's chunks counted with the project's `Analyzer` (`indexed_text`, as
   `SyncedBm25Index` does) into a `Bm25Index` in the real index's order, scored with other `K1`/`B`; at 1.5 / 0.75
   it must give the real leg's lists (checked, claim by claim);
-- a whole-memory keyword leg: a memory's chunks' counts and lengths summed into one BM25 document, fused by memory
-  (each leg's list cut to one entry per memory, its best chunk; a keyword-found memory shown by its chunk nearest
-  the query). For one-chunk memories (every chat turn) it is the chunk leg;
-- vector weights.
+- a whole-memory keyword leg: a memory's chunks' counts and lengths summed into one BM25 document (chunks overlap
+  by `ZAPOMNI_CHUNK_OVERLAP`, so overlapping words count twice), or the text the memory was stored with counted as
+  one document; fused by memory (each leg's list cut to one entry per memory, its best chunk; a keyword-found
+  memory shown by its chunk nearest the query). For one-chunk memories (every chat turn) it is the chunk leg;
+- "fused by memory" with today's chunk leg (decision 0030's reverted `ZAPOMNI_FUSE_BY_MEMORY`), and vector weights.
 
-nDCG@10 over the 809 train claims (what chooses) and the 300 test claims (reported only), by memory `source`.
+nDCG@10 over the 809 train claims (what chooses) and the 300 test claims (reported only), by memory `source`, with
+each variant's mean per-claim difference from today's pipeline and its paired standard error. `--mcp` adds the
+figures `bench.scifact_mcp --json` saved for the same store, to compare with.
 
-Run: `python -m bench.scifact_replay dump --store DIR --cache FILE` (about 10 minutes on a loaded 2-core
-machine), then `python -m bench.scifact_replay replay --cache FILE` (bench/results/scifact_replay.md).
+Run: `python -m bench.scifact_replay dump --store DIR --cache FILE` (about 2 minutes on a loaded 2-core machine),
+then `python -m bench.scifact_replay replay --cache FILE --mcp train.json test.json` (about 2.5 minutes;
+bench/results/scifact_replay.md).
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ import numpy as np
 
 import zapomni_core.search.bm25 as bm25
 from bench.common import DATA_DIR, REPO_ROOT, claims, commit, in_scratch_dir, write_results
-from bench.metrics import mean_ndcg
+from bench.metrics import mean_ndcg, ndcg_at_10
 from zapomni_core import Settings, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.conversation import indexed_text
@@ -117,6 +122,7 @@ class Cache:
     pipeline: dict[str, float]  # the settings of the store's own pipeline, as opened
     chunks: dict[str, Chunk]
     memories: dict[str, MemoryInfo]
+    memory_texts: dict[str, str]  # the text each memory was stored with (chunks overlap; this does not)
     chunk_ids: list[str]  # rows of `embeddings`
     embeddings: np.ndarray  # float32, unit rows
     index_order: list[str]  # chunk ids by position in the server's keyword index
@@ -162,6 +168,8 @@ async def dump(store: Path, data_dir: Path, depth: int, workdir: Path, max_claim
         hits = await workspace.stores.search.fetch_chunks(chunk_ids, embeddings[0].tolist(), filters=SearchFilter())
         places = {hit.chunk_id: hit.place for hit in hits}
         memories = {hit.memory.id: hit.memory for hit in hits}
+        stored = await workspace.stores.client.ro_query("MATCH (m:Memory) RETURN m.id, m.text")
+        memory_texts = {row[0]: row[1] or "" for row in stored}
         chunks = {
             row[1]: Chunk(
                 memory_id=row[0],
@@ -183,8 +191,8 @@ async def dump(store: Path, data_dir: Path, depth: int, workdir: Path, max_claim
             ids, texts, judged = claims(data_dir, split)
             ids, texts = ids[:max_claims], texts[:max_claims]  # all unless a smoke test
             qrels[split] = {claim: judged[claim] for claim in ids}
-            for n, (claim_id, text) in enumerate(zip(ids, texts, strict=True)):
-                text = text[:1000]  # as bench.scifact_mcp asks
+            for n, (claim_id, claim) in enumerate(zip(ids, texts, strict=True)):
+                text = claim[:1000]  # as bench.scifact_mcp asks
                 vector = await core.embedder.embed_query(text)
                 query = RetrievalQuery(text, vector, SearchFilter())
                 shallow = await legs["vector"].retrieve(query, max(pipeline._leg_depth, 2 * LIMIT))
@@ -213,6 +221,7 @@ async def dump(store: Path, data_dir: Path, depth: int, workdir: Path, max_claim
         pipeline=own,
         chunks=chunks,
         memories=memories,
+        memory_texts=memory_texts,
         chunk_ids=chunk_ids,
         embeddings=embeddings,
         index_order=index_order,
@@ -270,6 +279,11 @@ class Replay:
                     summed[term] = summed.get(term, 0) + count
             length = sum(counted[cid].length for cid in cids)
             self.memory_index.add(memory_id, list(summed), list(summed.values()), length)
+        # One document per memory from the text it was stored with: no chunk overlap counted twice.
+        self.text_index = Bm25Index()
+        for memory_id, cids in self._by_memory.items():
+            counts = analyzer.count(indexed_text(cache.chunks[cids[0]].context, cache.memory_texts[memory_id]))
+            self.text_index.add(memory_id, counts.terms, counts.counts, counts.length)
         self.threads = sum(1 for chunk in cache.chunks.values() if chunk.thread)
         self._analyzer = analyzer
         self._similarity: dict[str, np.ndarray] = {}
@@ -302,13 +316,18 @@ class Replay:
             for cid, score in ranked
         ]
 
-    def keyword_memories(self, query: Query, k1: float, b: float, depth: int) -> list[Candidate]:
-        """The whole-memory keyword leg: memories by BM25, keyed by memory, shown by their chunk nearest the query."""
+    def keyword_memories(
+        self, query: Query, k1: float, b: float, depth: int, *, whole_text: bool = False
+    ) -> list[Candidate]:
+        """The whole-memory keyword leg: memories by BM25, keyed by memory, shown by their chunk nearest the query.
+
+        Each memory is one document: its chunks' counts summed, or with `whole_text` the text it was stored with.
+        """
         terms = self._analyzer.query_terms(query.text)
         if not terms:
             return []
         with bm25_parameters(k1, b):
-            ranked = self.memory_index.search(terms, depth)
+            ranked = (self.text_index if whole_text else self.memory_index).search(terms, depth)
         similarity = self.similarities(query)
         out = []
         for memory_id, score in ranked:
@@ -337,7 +356,8 @@ def by_memory(found: Sequence[Candidate]) -> list[Candidate]:
 @dataclass(frozen=True)
 class Variant:
     name: str
-    keyword: str  # "real" (the dumped leg), "chunk" (replica), "memory" (whole-memory replica)
+    # "real" (the dumped leg), "chunk" (replica), "memory" (whole memory, chunks summed), "text" (its stored text)
+    keyword: str
     b: float = 0.75
     k1: float = K1
     fuse_by_memory: bool = False
@@ -359,10 +379,13 @@ def rankings(replay: Replay, variant: Variant, queries: Sequence[Query]) -> tupl
         elif variant.keyword == "chunk":
             keyword = replay.keyword_chunks(query, variant.k1, variant.b, variant.keyword_depth)
         else:
-            keyword = replay.keyword_memories(query, variant.k1, variant.b, variant.keyword_depth)
+            whole_text = variant.keyword == "text"
+            keyword = replay.keyword_memories(
+                query, variant.k1, variant.b, variant.keyword_depth, whole_text=whole_text
+            )
         if variant.fuse_by_memory:
             vector = by_memory(vector)
-            keyword = keyword if variant.keyword == "memory" else by_memory(keyword)
+            keyword = keyword if variant.keyword in ("memory", "text") else by_memory(keyword)
         vector_lists[query.text], keyword_lists[query.text] = vector, keyword
     pipeline = SearchPipeline(
         [ListLeg("vector", vector_lists), ListLeg("keyword", keyword_lists)],
@@ -389,8 +412,8 @@ def keyword_alone(replay: Replay, variant: Variant, queries: Sequence[Query]) ->
     """The documents of the keyword leg on its own (a memory's first chunk found stands for it), top 10."""
     out = []
     for query in queries:
-        if variant.keyword == "memory":
-            found = replay.keyword_memories(query, variant.k1, variant.b, 100)
+        if variant.keyword in ("memory", "text"):
+            found = replay.keyword_memories(query, variant.k1, variant.b, 100, whole_text=variant.keyword == "text")
         elif variant.keyword == "chunk":
             found = by_memory(replay.keyword_chunks(query, variant.k1, variant.b, 100))
         else:
@@ -399,24 +422,36 @@ def keyword_alone(replay: Replay, variant: Variant, queries: Sequence[Query]) ->
     return out
 
 
-def score(replay: Replay, variant: Variant, *, alone: bool = False) -> dict[str, float]:
+def per_claim(replay: Replay, variant: Variant, *, alone: bool = False) -> dict[str, np.ndarray]:
+    """nDCG@10 of each claim, by split (claims in `claims()` order)."""
     figures = {}
     for split in SPLITS:
         queries = [q for q in replay.cache.queries if q.split == split]
         docs = keyword_alone(replay, variant, queries) if alone else rankings(replay, variant, queries)[0]
-        figures[split] = round(mean_ndcg(docs, [q.claim_id for q in queries], replay.cache.qrels[split]), 4)
+        judged = replay.cache.qrels[split]
+        figures[split] = np.array([ndcg_at_10(d, judged[q.claim_id]) for d, q in zip(docs, queries, strict=True)])
     return figures
+
+
+def score(replay: Replay, variant: Variant, *, alone: bool = False) -> dict[str, float]:
+    return {split: round(float(values.mean()), 4) for split, values in per_claim(replay, variant, alone=alone).items()}
 
 
 def variants() -> list[Variant]:
     out: list[Variant] = []
     for weight in WEIGHTS:
-        w = {"vector_weight": weight}
-        out.append(Variant("today: per chunk, k1 1.5, b 0.75 (dumped leg)", "real", **w))
-        out.append(Variant("today, fused by memory", "real", fuse_by_memory=True, **w))
-        out += [Variant(f"(b) per chunk, b {b}", "chunk", b=b, **w) for b in BS]
-        out.append(Variant("(a) whole memory, b 0.75, by memory", "memory", fuse_by_memory=True, **w))
-        out += [Variant(f"(c) whole memory, b {b}, by memory", "memory", b=b, fuse_by_memory=True, **w) for b in BS]
+        w = weight
+        out.append(Variant("today: per chunk, k1 1.5, b 0.75 (dumped leg)", "real", vector_weight=w))
+        out.append(Variant("today, fused by memory", "real", fuse_by_memory=True, vector_weight=w))
+        out += [Variant(f"(b) per chunk, b {b}", "chunk", b=b, vector_weight=w) for b in BS]
+        out.append(Variant("(a) whole memory, b 0.75, by memory", "memory", fuse_by_memory=True, vector_weight=w))
+        for b in BS:
+            out.append(
+                Variant(f"(c) whole memory, b {b}, by memory", "memory", b=b, fuse_by_memory=True, vector_weight=w)
+            )
+        for b in (0.75, *BS):  # the same from the stored text, without the chunks' overlap
+            name = f"(a'/c') whole memory text, b {b}, by memory"
+            out.append(Variant(name, "text", b=b, fuse_by_memory=True, vector_weight=w))
     return out
 
 
@@ -450,55 +485,81 @@ def check(replay: Replay) -> dict[str, Any]:
 
 
 def render(cache: Cache, checks: dict[str, Any], rows: list[dict[str, Any]], replay_s: float) -> str:
+    best = max(rows, key=lambda row: row["train"])
     lines = [
         "# SciFact replay: keyword-leg and fusion variants on one store (issue 25)",
         "",
         f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; code {commit()} (dump made at {cache.code}, {cache.date});",
         f"  produced by `python -m bench.scifact_replay dump --store {cache.store} --cache CACHE`"
-        f" ({cache.dump_s:.0f} s) and `python -m bench.scifact_replay replay --cache CACHE` ({replay_s:.0f} s).",
+        f" ({cache.dump_s:.0f} s) and `python -m bench.scifact_replay replay --cache CACHE --mcp …`"
+        f" ({replay_s:.0f} s).",
         f"- store: {len(cache.memories)} memories, {len(cache.chunks)} chunks, {checks['threaded_chunks']} in a thread;"
         f" the store's pipeline as opened: {cache.pipeline}.",
-        "- nDCG@10, limit 10; train (809 claims) chooses, test (300) is reported only.",
+        "- nDCG@10, limit 10; train (809 claims) chooses, test (300) is reported only. Δ: the mean per-claim"
+        " difference from today's pipeline (first row), ± its standard error (paired).",
         "",
         "## Checks",
         "",
         f"- replay of today's pipeline (dumped legs) equals the in-process `ZapomniCore.memories.search` ranking on "
         f"{checks['replay_equals_in_process_pipeline']} claims of {checks['claims']};",
-        f"  that pipeline's nDCG@10: {checks['in_process_pipeline_ndcg10']}.",
+        f"  that pipeline's nDCG@10: {checks['in_process_pipeline_ndcg10']}; through MCP on this store"
+        f" (bench.scifact_mcp, train on the ingesting server, test on a copy): {checks.get('mcp_ndcg10') or '-'}.",
         f"- keyword replica (Analyzer + Bm25Index, k1 1.5, b 0.75) equals the dumped keyword leg: "
         f"{checks['replica_keyword_lists_equal']}; fused, {checks['replica_today']}.",
         "",
+        f"The best on train: {best['name']}, vector weight {best['vector_weight']}: train {best['train']:.4f},"
+        f" test {best['test']:.4f}.",
+        "",
         "## Variants",
         "",
-        "| keyword leg | vector weight | train | test | keyword alone, train / test |",
-        "|---|---:|---:|---:|---|",
+        "| keyword leg | vector weight | train | Δ train | test | Δ test | keyword alone, train / test |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         alone = row.get("alone")
         alone_text = f"{alone['train']:.4f} / {alone['test']:.4f}" if alone else ""
+        deltas = {split: f"{row[f'{split}_delta']:+.4f} ± {row[f'{split}_delta_se']:.4f}" for split in SPLITS}
         lines.append(
-            f"| {row['name']} | {row['vector_weight']} | {row['train']:.4f} | {row['test']:.4f} | {alone_text} |"
+            f"| {row['name']} | {row['vector_weight']} | {row['train']:.4f} | {deltas['train']} | {row['test']:.4f}"
+            f" | {deltas['test']} | {alone_text} |"
         )
     return "\n".join(lines) + "\n"
 
 
-def replay_main(cache_path: Path, output: Path, json_path: Path) -> None:
+def mcp_figures(paths: Sequence[Path]) -> dict[str, float]:
+    """nDCG@10 at limit 10 by split from `bench.scifact_mcp --json` files (runs at default settings only)."""
+    out = {}
+    for path in paths:
+        for run in json.loads(path.read_text())["runs"]:
+            if not run["server_env"] and "10" in run["by_limit"]:
+                out[str(run.get("split", "test"))] = float(run["by_limit"]["10"]["ndcg10"])
+    return out
+
+
+def replay_main(cache_path: Path, output: Path, json_path: Path, mcp: Sequence[Path]) -> None:
     started = time.perf_counter()
     with cache_path.open("rb") as handle:
         cache: Cache = pickle.load(handle)
     replay = Replay(cache)
     checks = check(replay)
+    checks["mcp_ndcg10"] = mcp_figures(mcp)
     print(json.dumps(checks), file=sys.stderr)
     rows = []
-    alone_done: dict[tuple[str, float], dict[str, float]] = {}
+    base = per_claim(replay, Variant("today", "real"))
+    alone_done: set[tuple[str, float]] = set()
     for variant in variants():
-        figures = score(replay, variant)
-        key = (variant.keyword, variant.b)
-        row: dict[str, Any] = {"name": variant.name, "vector_weight": variant.vector_weight, **figures}
-        if key not in alone_done:
-            alone_done[key] = row["alone"] = score(replay, variant, alone=True)
+        claims_ndcg = per_claim(replay, variant)
+        row: dict[str, Any] = {"name": variant.name, "vector_weight": variant.vector_weight}
+        for split, values in claims_ndcg.items():
+            diff = values - base[split]
+            row[split] = round(float(values.mean()), 4)
+            row[f"{split}_delta"] = round(float(diff.mean()), 4)
+            row[f"{split}_delta_se"] = round(float(diff.std(ddof=1) / np.sqrt(len(diff))), 4)
+        if (variant.keyword, variant.b) not in alone_done:
+            alone_done.add((variant.keyword, variant.b))
+            row["alone"] = score(replay, variant, alone=True)
         rows.append(row)
-        print(f"{variant.name} w {variant.vector_weight}: {figures}", file=sys.stderr)
+        print(f"{variant.name} w {variant.vector_weight}: {row['train']} / {row['test']}", file=sys.stderr)
     replay_s = time.perf_counter() - started
     write_results(render(cache, checks, rows, replay_s), {"checks": checks, "rows": rows}, output, json_path)
 
@@ -516,6 +577,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     replaying.add_argument("--cache", type=Path, required=True)
     replaying.add_argument("--output", type=Path, default=RESULTS / "scifact_replay.md")
     replaying.add_argument("--json", type=Path, default=RESULTS / "scifact_replay.json")
+    replaying.add_argument("--mcp", type=Path, nargs="*", default=[], help="bench.scifact_mcp --json files to compare")
     args = parser.parse_args(argv)
     configure_logging("WARNING")
     if args.command == "dump":
@@ -527,7 +589,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pickle.dump(cache, handle, protocol=pickle.HIGHEST_PROTOCOL)
         print(f"{len(cache.queries)} claims dumped in {cache.dump_s:.0f} s to {args.cache}", file=sys.stderr)
         return 0
-    replay_main(args.cache, args.output, args.json)
+    replay_main(args.cache, args.output, args.json, args.mcp)
     return 0
 
 
