@@ -83,8 +83,8 @@ BS = (0.3, 0.4, 0.5)
 K1 = 1.5
 # The store's chunks with what the keyword index counts of them (search_reads._INDEXED) and their memory.
 _CHUNKS = (
-    "MATCH (m:Memory)-[:HAS_CHUNK]->(c:Chunk) RETURN m.id, c.id, c.idx, c.text, c.context, m.thread, m.date_ts, "
-    "m.created_at, c.embedding"
+    "MATCH (m:Memory)-[:HAS_CHUNK]->(c:Chunk) RETURN m.id, c.id, c.idx, coalesce(c.text, m.text), c.context, "
+    "m.thread, m.date_ts, m.created_at, c.embedding"
 )
 
 Entry = tuple[str, float, float]  # chunk id, cosine distance, leg score
