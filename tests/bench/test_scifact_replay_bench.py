@@ -46,3 +46,16 @@ def test_scifact_replay_reproduces_the_pipeline_it_dumped_and_replays_every_vari
     )
     assert len(report["rows"]) == 39 and all(0.0 <= row["train"] <= 1.0 for row in report["rows"])
     assert "| (a) whole memory, b 0.75, by memory | 0.7 |" in out.read_text()
+
+    # bench.scifact_paired compares stores claim by claim: a cache against itself differs by nothing, and its figures
+    # are the pipeline's.
+    paired = tmp_path / "paired.md"
+    done = run_module(
+        "bench.scifact_paired", str(cache), str(cache), "--names", "base", "same", "--output", str(paired)
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = paired.read_text()
+    pipeline = checks["in_process_pipeline_ndcg10"]
+    same = next(line for line in table.splitlines() if line.startswith("| same |"))
+    zero = "+0.0000 ± 0.0000"
+    assert same.endswith(f"| {pipeline['train']:.4f} | {zero} | {pipeline['test']:.4f} | {zero} |"), same
