@@ -218,7 +218,9 @@ async def test_hub_entities_are_skipped_or_capped_and_count_less_than_rare_ones(
 
 async def seed_candidate(core: ZapomniCore, workspace: Workspace, text: str) -> Candidate:
     """The chunk holding `text`, as a search leg would have found it for that very text."""
-    rows = await workspace.stores.client.ro_query("MATCH (c:Chunk {text: $t}) RETURN c.id", {"t": text})
+    rows = await workspace.stores.client.ro_query(
+        "MATCH (m:Memory)-[:HAS_CHUNK]->(c:Chunk) WHERE coalesce(c.text, m.text) = $t RETURN c.id", {"t": text}
+    )
     vector = await core.embedder.embed_query(text)
     (hit,) = await workspace.stores.search.fetch_chunks([rows[0][0]], vector, filters=SearchFilter())
     return Candidate.from_hit(hit)

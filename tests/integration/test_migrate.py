@@ -299,13 +299,13 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
         "migrations": report["pending"],
     }
     report = json.loads(zapomni(data_dir, "migrate", "status", "--json").stdout)
-    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (9, [], 384)
+    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (10, [], 384)
 
     again = zapomni(data_dir, "migrate", "apply")
-    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 9)"
+    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 10)"
 
     human = zapomni(data_dir, "migrate", "status")
-    assert "schema version:      9 (latest 9)" in human.stdout
+    assert "schema version:      10 (latest 10)" in human.stdout
     assert "pending migrations:  none" in human.stdout
     assert "re-embed:            not needed" in human.stdout
 
