@@ -175,7 +175,7 @@ class MemoryWrites:
             "added": [c.id for c in new],
             "now": time.time(),
         }
-        rows = _chunk_params(memory, new) if not keep else [chunk_param(c) for c in new]
+        rows = _chunk_params(memory, new, chunk_count=len(keep) + len(new))
         staged: list[str] = []
         if len(rows) > WRITE_BATCH:
             # The new chunks are created now, not when the memory was.
@@ -257,16 +257,20 @@ def _memory_params(memory: MemoryRecord, chunk_count: int) -> dict[str, Any]:
     }
 
 
-def _chunk_params(memory: MemoryRecord, chunks: Sequence[ChunkRow]) -> list[dict[str, Any]]:
+def _chunk_params(
+    memory: MemoryRecord, chunks: Sequence[ChunkRow], *, chunk_count: int | None = None
+) -> list[dict[str, Any]]:
     """A memory's chunk rows as written: the one chunk of a memory that is its whole text stores no copy of it.
 
     Most memories are one short chunk, and a second copy of their text is FalkorDB memory for nothing
     (decision 0033); every read takes `coalesce(c.text, m.text)`. It holds only while the chunk
     is the memory's only one and the memory's text does not change, which `MemoryWriter.plan_update` keeps: it
-    never keeps the chunk of a one-chunk memory across an edit.
+    never keeps the chunk of a one-chunk memory across an edit. `chunk_count` is the memory's chunks in all, when
+    some of them are not among `chunks` (an update's kept ones).
     """
     rows = [chunk_param(c) for c in chunks]
-    if len(chunks) == 1 and chunks[0].text == memory.text:
+    whole = len(chunks) == 1 and (chunk_count is None or chunk_count == 1)
+    if whole and chunks[0].text == memory.text:
         rows[0]["text"] = None  # FalkorDB stores no property for a null
     return rows
 
