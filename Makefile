@@ -69,7 +69,7 @@ run: $(STAMP)  ## start the MCP server on stdin/stdout (embedded FalkorDB + ONNX
 	@exec $(BIN)/zapomni serve
 
 test: lint  ## lint, then run the whole test suite (all but the container stack) on 2 workers; adds the test and bench tools
-	$(BIN)/python -m pytest --ignore=tests/containers -n 3 --dist loadfile
+	$(BIN)/python -m pytest --ignore=tests/containers -n 3 --dist loadfile --durations=20
 
 # The appliance as an operator runs it, in containers: podman (installed and configured by ops/setup-podman),
 # stand-ins for the images no registry can give here (tests/containers/standins), then the real Dockerfile

@@ -111,8 +111,10 @@ async def test_a_replica_killed_mid_job_leaves_the_job_to_the_other_which_finish
         while (progress := await call(a, "job_status", {"job_id": added["job_id"]}))["progress"]["done"] < 16:
             assert progress["state"] in ("pending", "running"), progress
             await anyio.sleep(0.2)
-    os.kill(first.pid, signal.SIGKILL)
-    first.wait(timeout_s=30)
+        # Killed inside the session: closing it first gives the replica time to finish the job under load.
+        # The session's closing DELETE then fails, which the SDK logs and tolerates.
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout_s=30)
     assert progress["progress"]["done"] < progress["progress"]["total"], "the job finished before the kill"
 
     async with http_session(second, writer) as b:
