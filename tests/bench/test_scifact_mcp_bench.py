@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from bench.common import scifact_documents
-from tests.bench.test_bench_smoke import run_module, write_beir
+from tests.bench.runs import run_module, write_beir
 
 
 def test_the_issue_way_stores_title_newline_text_with_a_source(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.bench.test_bench_smoke import run_module, write_beir
+from tests.bench.runs import run_module, write_beir
 
 
 def test_scifact_replay_reproduces_the_pipeline_it_dumped_and_replays_every_variant(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.locomo import LOCOMO
-from tests.bench.test_bench_smoke import run_module
+from tests.bench.runs import run_module
 
 
 @pytest.mark.skipif(not LOCOMO.is_file(), reason="LoCoMo development half not present")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.test_bench_smoke import run_module, write_beir
+from tests.bench.runs import run_module, write_beir
 from tests.helpers import open_core
 from zapomni_core import Settings
 from zapomni_core.memories.requests import AddMemoryRequest
