@@ -68,7 +68,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -585,6 +585,11 @@ def render(results: dict[str, Any]) -> str:
         "variant (official MCP client; graph extraction off, appendfsync everysec); each question one "
         "`search_memory` call, limit 10. Evidence recall@5 / @10: the share of the question's evidence turns "
         "among the top 5 / 10 memories, averaged over questions (../shared/data/README.md).",
+        *(
+            [f"- every server also ran with {', '.join(f'{k}={v}' for k, v in results['server_env'].items())}."]
+            if results.get("server_env")
+            else []
+        ),
         f"- reference (README, November 2026): `before` hybrid recall@10 {REFERENCE['before hybrid']}, "
         f"bm25s {REFERENCE[BM25S]}. bm25s here: Lucene BM25, English stemmer and stopwords, over "
         "`speaker: text`, one index per conversation, top 10.",
@@ -611,7 +616,8 @@ def render(results: dict[str, Any]) -> str:
 
 
 async def run(args: argparse.Namespace, conversations: list[Conversation], workdir: Path) -> dict[str, Any]:
-    variants = [VARIANTS[name] for name in args.variants]
+    extra = tuple(tuple(item.split("=", 1)) for item in args.env)
+    variants = [replace(VARIANTS[name], server_env=(*VARIANTS[name].server_env, *extra)) for name in args.variants]
     locomo = await locomo_run(conversations, variants, workdir, args.modes)
     results: dict[str, Any] = {
         "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
@@ -625,6 +631,7 @@ async def run(args: argparse.Namespace, conversations: list[Conversation], workd
             {"sample_id": c.sample_id, "turns": len(c.turns), "questions": len(c.questions)} for c in conversations
         ],
         "variants": {v.name: v.description for v in variants},
+        "server_env": dict(extra),
         "locomo": {name: {mode: s.figures() for mode, s in by_mode.items()} for name, by_mode in locomo.scores.items()},
         "bm25s": locomo.bm25s.figures(),
         "stores": locomo.stores,
@@ -672,6 +679,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"memories per store, latency at scale (default {SCALE}, 0 skips)")  # fmt: skip
     parser.add_argument("--scale-searches", type=int, default=SCALE_SEARCHES,
                         help=f"searches per mode and store there, at least (default {SCALE_SEARCHES})")  # fmt: skip
+    parser.add_argument("--env", action="append", default=[],
+                        help="KEY=VALUE for every variant's server (repeatable): ZAPOMNI_FUSION=ranks")  # fmt: skip
     parser.add_argument("--output", type=Path, default=RESULTS / "conversations.md")
     parser.add_argument("--json", type=Path, default=RESULTS / "conversations.json")
     args = parser.parse_args(argv)

@@ -27,7 +27,11 @@ and the cut to `limit` are the product's code. Variants:
   by `ZAPOMNI_CHUNK_OVERLAP`, so overlapping words count twice), or the text the memory was stored with counted as
   one document; fused by memory (each leg's list cut to one entry per memory, its best chunk; a keyword-found
   memory shown by its chunk nearest the query). For one-chunk memories (every chat turn) it is the chunk leg;
-- "fused by memory" with today's chunk leg (decision 0030's reverted `ZAPOMNI_FUSE_BY_MEMORY`), and vector weights.
+- "fused by memory" with today's chunk leg (decision 0030's reverted `ZAPOMNI_FUSE_BY_MEMORY`), and vector weights;
+- the dumped legs fused by their scores instead of their ranks (`ZAPOMNI_FUSION=scores`, decision 0035), at several
+  vector shares.
+
+"Today" is the store's own pipeline as the dump searched it (RRF in dumps made before decision 0035).
 
 nDCG@10 over the 809 train claims (what chooses) and the 300 test claims (reported only), by memory `source`, with
 each variant's mean per-claim difference from today's pipeline and its paired standard error. `--mcp` adds the
@@ -68,9 +72,10 @@ from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.bm25 import Bm25Index
 from zapomni_core.search.pipeline import (
     DEFAULT_LEG_DEPTH,
+    DEFAULT_VECTOR_SHARE,
     DEFAULT_VECTOR_WEIGHT,
 )
-from zapomni_core.search.types import LegName
+from zapomni_core.search.types import FusionMethod, LegName
 from zapomni_db import ChunkHit, SearchFilter
 from zapomni_db.records.memories import ChunkPlace, MemoryInfo
 
@@ -80,6 +85,7 @@ LIMIT = 10
 DEPTH = 200
 WEIGHTS = (0.7, 0.85, 1.0)
 BS = (0.3, 0.4, 0.5)
+SHARES = (0.4, 0.5, 0.55, 0.6, 0.65, 0.7)
 K1 = 1.5
 # The store's chunks with what the keyword index counts of them (search_reads._INDEXED) and their memory.
 _CHUNKS = (
@@ -156,6 +162,8 @@ async def dump(store: Path, data_dir: Path, depth: int, workdir: Path, max_claim
             "leg_depth": pipeline._leg_depth,
             "relevance_floor": pipeline._relevance_floor,
             "vector_weight": pipeline._weights["vector"],
+            "fusion_scores": float(pipeline._fusion == "scores"),
+            "vector_share": pipeline._vector_share,
             "days_weight": pipeline._days_weight,
             "when_weight": pipeline._when_weight,
             "graph_expansion": float(pipeline.expansion is not None),
@@ -364,6 +372,15 @@ class Variant:
     vector_weight: float = DEFAULT_VECTOR_WEIGHT
     vector_depth: int = DEFAULT_LEG_DEPTH  # the shallow (real-depth) vector query when it is the pipeline's
     keyword_depth: int = DEFAULT_LEG_DEPTH
+    fusion: FusionMethod = "ranks"  # these variants were first measured fusing ranks (RRF)
+    vector_share: float = DEFAULT_VECTOR_SHARE  # when fusing scores
+
+
+def as_dumped(cache: Cache) -> Variant:
+    """The store's own pipeline, as the dump searched it (dumps before decision 0035 fused ranks)."""
+    fusion: FusionMethod = "scores" if cache.pipeline.get("fusion_scores") else "ranks"
+    share = cache.pipeline.get("vector_share", DEFAULT_VECTOR_SHARE)
+    return Variant("today", "real", fusion=fusion, vector_share=share, vector_weight=cache.pipeline["vector_weight"])
 
 
 def rankings(replay: Replay, variant: Variant, queries: Sequence[Query]) -> tuple[list[list[str]], list[list[str]]]:
@@ -393,6 +410,8 @@ def rankings(replay: Replay, variant: Variant, queries: Sequence[Query]) -> tupl
         leg_depth=max(variant.vector_depth, variant.keyword_depth),
         relevance_floor=cache.pipeline["relevance_floor"],
         vector_weight=variant.vector_weight,
+        fusion=variant.fusion,
+        vector_share=variant.vector_share,
         days_weight=cache.pipeline["days_weight"],
         when_weight=cache.pipeline["when_weight"],
     )
@@ -441,8 +460,8 @@ def variants() -> list[Variant]:
     out: list[Variant] = []
     for weight in WEIGHTS:
         w = weight
-        out.append(Variant("today: per chunk, k1 1.5, b 0.75 (dumped leg)", "real", vector_weight=w))
-        out.append(Variant("today, fused by memory", "real", fuse_by_memory=True, vector_weight=w))
+        out.append(Variant("RRF (before 0035): per chunk, k1 1.5, b 0.75 (dumped leg)", "real", vector_weight=w))
+        out.append(Variant("RRF (before 0035), fused by memory", "real", fuse_by_memory=True, vector_weight=w))
         out += [Variant(f"(b) per chunk, b {b}", "chunk", b=b, vector_weight=w) for b in BS]
         out.append(Variant("(a) whole memory, b 0.75, by memory", "memory", fuse_by_memory=True, vector_weight=w))
         for b in BS:
@@ -452,12 +471,18 @@ def variants() -> list[Variant]:
         for b in (0.75, *BS):  # the same from the stored text, without the chunks' overlap
             name = f"(a'/c') whole memory text, b {b}, by memory"
             out.append(Variant(name, "text", b=b, fuse_by_memory=True, vector_weight=w))
+    for share in SHARES:  # decision 0035: the legs' scores fused, not their ranks
+        out.append(
+            Variant(
+                f"(d) today's legs, scores fused, vector share {share}", "real", fusion="scores", vector_share=share
+            )
+        )
     return out
 
 
 def check(replay: Replay) -> dict[str, Any]:
     """The replay against the real pipeline the dump ran, and the replica against the dumped keyword leg."""
-    today = Variant("today", "real")
+    today = as_dumped(replay.cache)
     same_rankings = {}
     for split in SPLITS:
         queries = [q for q in replay.cache.queries if q.split == split]
@@ -479,7 +504,7 @@ def check(replay: Replay) -> dict[str, Any]:
         "replay_equals_in_process_pipeline": same_rankings,
         "in_process_pipeline_ndcg10": real_ndcg,
         "replica_keyword_lists_equal": {"depth": same_lists, "top_50": same_top, "of": len(replay.cache.queries)},
-        "replica_today": score(replay, Variant("replica today", "chunk")),
+        "replica_today": score(replay, replace(today, name="replica today", keyword="chunk")),
         "threaded_chunks": replay.threads,
     }
 
@@ -545,7 +570,7 @@ def replay_main(cache_path: Path, output: Path, json_path: Path, mcp: Sequence[P
     checks["mcp_ndcg10"] = mcp_figures(mcp)
     print(json.dumps(checks), file=sys.stderr)
     rows = []
-    base = per_claim(replay, Variant("today", "real"))
+    base = per_claim(replay, as_dumped(cache))
     alone_done: set[tuple[str, float]] = set()
     for variant in variants():
         claims_ndcg = per_claim(replay, variant)

@@ -110,6 +110,8 @@ async def open_core(
                 leg_depth=settings.search_leg_depth,
                 relevance_floor=settings.relevance_floor,
                 vector_weight=settings.vector_weight,
+                fusion=settings.fusion,
+                vector_share=settings.vector_share,
                 expansion=expansion,
                 days_weight=settings.time_days_weight,
                 when_weight=settings.time_when_weight,

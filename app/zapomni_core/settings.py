@@ -11,12 +11,15 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from zapomni_core.search.pipeline import (
+    DEFAULT_FUSION,
     DEFAULT_LEG_DEPTH,
     DEFAULT_RELEVANCE_FLOOR,
     DEFAULT_RRF_K,
+    DEFAULT_VECTOR_SHARE,
     DEFAULT_VECTOR_WEIGHT,
 )
 from zapomni_core.search.temporal import DEFAULT_DAYS_WEIGHT, DEFAULT_WHEN_WEIGHT
+from zapomni_core.search.types import FusionMethod
 from zapomni_core.validation import DEFAULT_WORKSPACE, WORKSPACE_PATTERN
 
 
@@ -73,6 +76,9 @@ class Settings(BaseSettings):
     search_leg_depth: int = Field(DEFAULT_LEG_DEPTH, alias="ZAPOMNI_SEARCH_LEG_DEPTH", ge=10, le=1000)
     # A vector rank's worth in the fusion, a keyword rank's being 1 (docs/decisions/0015).
     vector_weight: float = Field(DEFAULT_VECTOR_WEIGHT, alias="ZAPOMNI_VECTOR_WEIGHT", ge=0.0, le=10.0)
+    # Hybrid search fuses the legs' scores (the vector leg's share given) or their ranks (docs/decisions/0035).
+    fusion: FusionMethod = Field(DEFAULT_FUSION, alias="ZAPOMNI_FUSION")
+    vector_share: float = Field(DEFAULT_VECTOR_SHARE, alias="ZAPOMNI_VECTOR_SHARE", ge=0.0, le=1.0)
     # Results the keyword leg did not find need at least this cosine similarity (docs/decisions/0008).
     relevance_floor: float = Field(DEFAULT_RELEVANCE_FLOOR, alias="ZAPOMNI_RELEVANCE_FLOOR", ge=0.0, le=1.0)
     # Times in questions read against the times results speak of (docs/decisions/0027); 0 turns one off.

@@ -124,7 +124,7 @@ async def test_expansion_surfaces_a_memory_sharing_an_entity_with_the_top_hit(ex
 
     without = await ranking(core, QUERY, plain)
     with_graph = await ranking(core, QUERY)
-    assert without[0][0] == with_graph[0][0] == adoption
+    assert without[0][0] == with_graph[0][0] == adoption, (adoption, vet, without, with_graph)
     assert all("graph" not in legs for _, legs in without)
     before, after = position(without, vet), position(with_graph, vet)
     assert after is not None and after <= 3, with_graph

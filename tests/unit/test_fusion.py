@@ -1,10 +1,10 @@
-"""Reciprocal rank fusion and per-memory grouping."""
+"""Reciprocal rank fusion, score fusion and per-memory grouping."""
 
 from __future__ import annotations
 
 import pytest
 
-from zapomni_core.search import Candidate, best_per_memory, reciprocal_rank_fusion
+from zapomni_core.search import Candidate, best_per_memory, reciprocal_rank_fusion, score_fusion
 from zapomni_core.search.fusion import fractional_ranks
 from zapomni_db import ChunkHit, MemoryInfo
 
@@ -87,3 +87,51 @@ def test_equal_leg_scores_share_the_mean_rank() -> None:
     fused = reciprocal_rank_fusion({"keyword": tied, "vector": leg("t3", "top")}, k=60)
     assert [r.candidate.chunk_id for r in fused][:2] == ["top", "t3"]
     assert fused[1].rank_score == pytest.approx(1 / 63.5 + 1 / 61)
+
+
+def scored(*pairs: tuple[str, float, float]) -> list[Candidate]:
+    """A leg's list of (chunk, similarity, leg score), in the order given."""
+    return [cand(chunk, similarity=similarity, score=score) for chunk, similarity, score in pairs]
+
+
+def test_score_fusion_weighs_each_legs_score_against_its_best() -> None:
+    vector = scored(("v", 0.8, 0.8), ("both", 0.6, 0.6))
+    keyword = scored(("k", 0.2, 12.0), ("both", 0.6, 6.0))
+    fused = score_fusion({"vector": vector, "keyword": keyword}, vector_share=0.6, k=10, vector_weight=0.7)
+    # v: 0.6 * 0.8/0.8 = 0.6; both: 0.6 * 0.6/0.8 + 0.4 * 6/12 = 0.65; k (its own cosine counts): 0.6 * 0.2/0.8 + 0.4
+    assert [r.candidate.chunk_id for r in fused] == ["both", "v", "k"]
+    assert {r.candidate.chunk_id: r.legs for r in fused} == {
+        "both": ["keyword", "vector"],
+        "v": ["vector"],
+        "k": ["keyword"],
+    }
+    # On RRF's scale for the lists fused after it: 1 (first in both legs) is worth RRF's first in both legs.
+    assert [r.rank_score for r in fused] == pytest.approx([0.65 * 1.7 / 11, 0.6 * 1.7 / 11, 0.55 * 1.7 / 11])
+
+
+def test_score_fusion_unlike_ranks_lets_a_far_stronger_match_win() -> None:
+    # The vector leg's first hit is far nearer than its second, the keyword leg's two score nearly the same: RRF
+    # sees only ranks and puts the keyword leg's first ahead; score fusion keeps the clear vector winner.
+    vector = scored(("clear", 0.90, 0.90), ("second", 0.40, 0.40))
+    keyword = scored(("second", 0.40, 5.0), ("clear", 0.90, 4.9))
+    legs = {"vector": vector, "keyword": keyword}
+    by_ranks = reciprocal_rank_fusion(legs, k=10, weights={"vector": 0.7})
+    assert [r.candidate.chunk_id for r in by_ranks] == ["second", "clear"]
+    fused = score_fusion(legs, vector_share=0.6, k=10, vector_weight=0.7)
+    assert [r.candidate.chunk_id for r in fused] == ["clear", "second"]
+
+
+def test_score_fusion_share_runs_from_keywords_only_to_vectors_only() -> None:
+    legs = {"vector": scored(("v", 0.9, 0.9), ("k", 0.3, 0.3)), "keyword": scored(("k", 0.3, 5.0))}
+    by_keywords = score_fusion(legs, vector_share=0.0, k=10, vector_weight=0.7)
+    by_vectors = score_fusion(legs, vector_share=1.0, k=10, vector_weight=0.7)
+    assert [r.candidate.chunk_id for r in by_keywords] == ["k", "v"]
+    assert [r.candidate.chunk_id for r in by_vectors] == ["v", "k"]
+
+
+def test_score_fusion_of_one_keyword_leg_keeps_its_order_and_empty_legs_give_nothing() -> None:
+    keyword = scored(("a", 0.1, 9.0), ("b", 0.9, 3.0))
+    assert [
+        r.candidate.chunk_id for r in score_fusion({"keyword": keyword}, vector_share=0.6, k=10, vector_weight=0.7)
+    ] == ["a", "b"]
+    assert score_fusion({"vector": [], "keyword": []}, vector_share=0.6, k=10, vector_weight=0.7) == []

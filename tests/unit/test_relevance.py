@@ -12,7 +12,7 @@ import pytest
 
 from zapomni_core.search import Candidate, RetrievalQuery, SearchOptions, SearchPipeline, relevant_only
 from zapomni_core.search.fusion import reciprocal_rank_fusion
-from zapomni_core.search.types import LegName
+from zapomni_core.search.types import FusionMethod, LegName
 from zapomni_db import ChunkHit, MemoryInfo, SearchFilter
 
 pytestmark = pytest.mark.anyio
@@ -38,10 +38,12 @@ class FixedLeg:
         return self.found[:k]
 
 
-def pipeline(vector: list[Candidate], keyword: list[Candidate], floor: float = FLOOR) -> SearchPipeline:
-    # Equal leg weights, so the rank of a chunk on either leg counts the same (the weights: test_fusion.py).
+def pipeline(
+    vector: list[Candidate], keyword: list[Candidate], floor: float = FLOOR, fusion: FusionMethod = "scores"
+) -> SearchPipeline:
+    # With ranks fused, equal leg weights make either leg's rank count the same.
     legs = [FixedLeg("vector", vector), FixedLeg("keyword", keyword)]
-    return SearchPipeline(legs, relevance_floor=floor, vector_weight=1.0)
+    return SearchPipeline(legs, relevance_floor=floor, vector_weight=1.0, fusion=fusion)
 
 
 async def chunks(search: SearchPipeline, **options: object) -> list[str]:
@@ -88,10 +90,12 @@ async def test_the_rule_cuts_before_the_limit_and_never_refills_with_unrelated_r
 
 
 async def test_a_memory_is_shown_by_its_best_relevant_chunk() -> None:
-    # The memory's top-ranked chunk is far from the query; another of its chunks matches a keyword.
+    # The memory's top-ranked chunk is far from the query; another of its chunks matches a keyword. Ranks fused,
+    # the vector leg's first and the keyword leg's first tie and the nearer wins; fused scores would rank the
+    # keyword match first, which leaves nothing to show.
     far = cand("m-far-chunk", 0.15, memory="m")
     near = cand("m-keyword-chunk", 0.1, memory="m")
-    search = pipeline(vector=[far, ALLERGY], keyword=[near])
+    search = pipeline(vector=[far, ALLERGY], keyword=[near], fusion="ranks")
     assert await chunks(search) == ["m-keyword-chunk"]
     assert await chunks(search, include_unrelated=True) == ["m-far-chunk", "allergy-note"]
 
@@ -119,3 +123,15 @@ def test_relevant_only_keeps_the_fused_order() -> None:
 def test_a_floor_outside_the_similarity_range_is_refused(floor: float) -> None:
     with pytest.raises(ValueError, match="relevance_floor"):
         pipeline([], [], floor=floor)
+
+
+@pytest.mark.parametrize("fusion", ["scores", "ranks"])
+async def test_the_pipeline_fuses_as_it_is_told(fusion: FusionMethod) -> None:
+    # The keyword leg's first hit scores far above its second (BM25 9 against 1), the vector leg ranks them the
+    # other way round by a hair: scores keep the keyword winner first, ranks (vector weight 1) tie them and
+    # break the tie on similarity.
+    strong = Candidate(hit=cand("strong", 0.50).hit, similarity=0.50, leg_score=9.0)
+    weak = Candidate(hit=cand("weak", 0.51).hit, similarity=0.51, leg_score=1.0)
+    legs = [FixedLeg("vector", [cand("weak", 0.51), cand("strong", 0.50)]), FixedLeg("keyword", [strong, weak])]
+    search = SearchPipeline(legs, relevance_floor=FLOOR, vector_weight=1.0, fusion=fusion)
+    assert await chunks(search) == (["strong", "weak"] if fusion == "scores" else ["weak", "strong"])

@@ -69,6 +69,8 @@ def test_the_password_never_appears_in_the_printed_configuration(monkeypatch: py
         ("GRAPH_NAME", "bad name!"),
         ("ZAPOMNI_EMBEDDER", "openai"),
         ("ZAPOMNI_DB_MODE", "x"),
+        ("ZAPOMNI_FUSION", "sum"),
+        ("ZAPOMNI_VECTOR_SHARE", "1.5"),
     ],
 )
 def test_impossible_values_are_refused_with_the_variable_named(

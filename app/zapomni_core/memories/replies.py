@@ -161,7 +161,7 @@ class SearchHit(MemoryFields):
     chunk_id: str
     text: str = Field(description="The matching chunk.")
     similarity_score: float = Field(ge=0.0, le=1.0, description="Cosine similarity to the query, clamped to [0, 1].")
-    rank_score: float = Field(description="Reciprocal-rank-fusion score the results are ordered by.")
+    rank_score: float = Field(description="The fused score the results are ordered by (on RRF's scale).")
     page: int | None = Field(None, description="A document's chunk: the PDF page it is on.")
     section: str | None = Field(
         None, description="A document's chunk: its heading path ('Install > From source'); code: its symbol."

@@ -1,6 +1,6 @@
 """Retrieval: vector and keyword legs, fused with reciprocal rank fusion."""
 
-from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only
+from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only, score_fusion
 from zapomni_core.search.keyword import KeywordRetriever
 from zapomni_core.search.pipeline import DEFAULT_RELEVANCE_FLOOR, SearchOptions, SearchPipeline
 from zapomni_core.search.types import Candidate, Ranked, RetrievalQuery, Retriever, similarity_from_distance
@@ -19,5 +19,6 @@ __all__ = [
     "best_per_memory",
     "reciprocal_rank_fusion",
     "relevant_only",
+    "score_fusion",
     "similarity_from_distance",
 ]

@@ -1,5 +1,5 @@
-"""Runs the retrieval legs concurrently, fuses them with RRF (plus the graph expansion when on), drops the unrelated,
-groups, filters, cuts to `limit`."""
+"""Runs the retrieval legs concurrently, fuses them (their scores, or their ranks by RRF; plus the graph expansion
+when on), drops the unrelated, groups, filters, cuts to `limit`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only
+from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only, score_fusion
 from zapomni_core.search.temporal import DEFAULT_DAYS_WEIGHT, DEFAULT_WHEN_WEIGHT, favour_times, question_time
-from zapomni_core.search.types import LegName, Ranked, RetrievalQuery, Retriever, SearchMode
+from zapomni_core.search.types import Candidate, FusionMethod, LegName, Ranked, RetrievalQuery, Retriever, SearchMode
 
 if TYPE_CHECKING:
     from zapomni_core.search.graph_leg import GraphExpansion
@@ -27,6 +27,9 @@ DEFAULT_VECTOR_WEIGHT = 0.7
 # With k 60 and depth 50 a chunk both legs found far down outranked a leg's first hit.
 DEFAULT_RRF_K = 10
 DEFAULT_LEG_DEPTH = 50
+# How hybrid search fuses its two legs, and the vector leg's share when it fuses scores (docs/decisions/0035).
+DEFAULT_FUSION: FusionMethod = "scores"
+DEFAULT_VECTOR_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class SearchPipeline:
         leg_depth: int = DEFAULT_LEG_DEPTH,
         relevance_floor: float = DEFAULT_RELEVANCE_FLOOR,
         vector_weight: float = DEFAULT_VECTOR_WEIGHT,
+        fusion: FusionMethod = DEFAULT_FUSION,
+        vector_share: float = DEFAULT_VECTOR_SHARE,
         expansion: GraphExpansion | None = None,
         days_weight: float = DEFAULT_DAYS_WEIGHT,
         when_weight: float = DEFAULT_WHEN_WEIGHT,
@@ -57,7 +62,11 @@ class SearchPipeline:
         self._rrf_k = rrf_k
         self._leg_depth = leg_depth
         self._relevance_floor = relevance_floor
+        if not 0.0 <= vector_share <= 1.0:
+            raise ValueError(f"vector_share must be in [0, 1], got {vector_share}")
         self._weights: dict[LegName, float] = {"vector": vector_weight}
+        self._fusion = fusion
+        self._vector_share = vector_share
         self.expansion = expansion  # the graph leg (ZAPOMNI_GRAPH_EXPANSION), hybrid mode only
         self._days_weight = days_weight  # times in questions (search/temporal.py), hybrid mode only
         self._when_weight = when_weight
@@ -74,7 +83,7 @@ class SearchPipeline:
         # Grouping by memory discards chunks, so the legs look deeper than the limit.
         depth = max(self._leg_depth, options.limit if options.all_chunks else 2 * options.limit)
         results = await asyncio.gather(*(leg.retrieve(query, depth) for leg in legs))
-        ranked = reciprocal_rank_fusion(dict(zip(names, results, strict=True)), k=self._rrf_k, weights=self._weights)
+        ranked = self._fuse(dict(zip(names, results, strict=True)))
         if self.expansion is not None and options.mode == "hybrid":
             ranked = await self.expansion.expand(query, ranked, depth, rrf_k=self._rrf_k, floor=self._relevance_floor)
         if options.mode == "hybrid" and (self._days_weight > 0.0 or self._when_weight > 0.0):
@@ -89,3 +98,9 @@ class SearchPipeline:
         if options.min_score is not None:
             ranked = [r for r in ranked if r.candidate.similarity >= options.min_score]
         return ranked[: options.limit]
+
+    def _fuse(self, legs: dict[LegName, list[Candidate]]) -> list[Ranked]:
+        if self._fusion == "scores" and len(legs) > 1:
+            weight = self._weights["vector"]
+            return score_fusion(legs, vector_share=self._vector_share, k=self._rrf_k, vector_weight=weight)
+        return reciprocal_rank_fusion(legs, k=self._rrf_k, weights=self._weights)

@@ -8,9 +8,11 @@ from typing import Literal, Protocol, get_args
 from zapomni_db import ChunkHit, SearchFilter
 
 LegName = Literal["vector", "keyword", "graph"]  # graph: the expansion list (search/graph_leg.py)
-# hybrid: both legs fused by RRF; the one list of modes that the tools, the CLI and the pipeline accept.
+# hybrid: both legs fused (search/fusion.py); the one list of modes that the tools, the CLI and the pipeline accept.
 SearchMode = Literal["hybrid", "vector", "keyword"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
+# How hybrid search fuses its legs: their scores (a convex combination) or their ranks (RRF).
+FusionMethod = Literal["scores", "ranks"]
 
 
 @dataclass(frozen=True)

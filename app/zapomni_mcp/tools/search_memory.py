@@ -12,7 +12,7 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
     name = "search_memory"
     description = (
         "Search stored memories by meaning and by exact words (names, identifiers, error codes), "
-        "fused with reciprocal rank fusion. Returns the best chunk of each matching memory with a "
+        "the two legs' scores fused. Returns the best chunk of each matching memory with a "
         "similarity_score in [0, 1] and the legs that found it. mode: hybrid (default), vector or "
         "keyword. Filters: tags (matches any), source (exact), date_from / date_to (ISO 8601, inclusive). "
         "Memories neither leg finds relevant are left out (fewer than limit results is normal); "
