@@ -1,4 +1,4 @@
-"""Retrieval: vector and keyword legs, fused with reciprocal rank fusion."""
+"""Retrieval: vector and keyword legs, fused by their scores or their ranks (fusion.py)."""
 
 from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only, score_fusion
 from zapomni_core.search.keyword import KeywordRetriever
