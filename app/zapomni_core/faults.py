@@ -30,6 +30,7 @@ from zapomni_db import (
     DatabaseError,
     DatabaseUnavailable,
     GraphMissing,
+    IndexesBuilding,
     PersistenceFailed,
     SchemaMismatch,
     WriteInterrupted,
@@ -42,6 +43,11 @@ INTERRUPTED = (
     "The database restarted while this write was in flight, so it may or may not have been stored. "
     "Retrying is safe: adding the same text again stores it once (the answer then names the stored memory), "
     "and the same update or delete twice has the effect of one."
+)
+BUILDING = (
+    "The database is still building this store's search indexes after loading it ({progress}), and writes wait "
+    "for that: nothing was stored. Searches and reads work meanwhile. Retry in a few minutes; the server log says "
+    "when writes resume (workspace.writes_resumed)."
 )
 UNAVAILABLE = (
     "The database is not answering right now (it may be restarting); nothing was changed. "
@@ -74,6 +80,8 @@ def user_error(exc: DatabaseError, disk: DiskGuard | None) -> ZapomniError:
         return StorageFull(REFUSED)
     if isinstance(exc, WriteInterrupted):
         return DatabaseInterrupted(INTERRUPTED)
+    if isinstance(exc, IndexesBuilding):
+        return StorageUnavailable(BUILDING.format(progress=exc))
     if isinstance(exc, DatabaseUnavailable):
         return StorageUnavailable(UNAVAILABLE)
     if isinstance(exc, GraphMissing):

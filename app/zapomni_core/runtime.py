@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -89,15 +90,19 @@ async def open_core(
     """
     started = time.perf_counter()
     async with AsyncExitStack() as stack:
+        building: asyncio.Task[Embedder] | None = None
+        if model is None:  # loaded while the database loads its data (seconds at a million chunks)
+            building = asyncio.create_task(build_embedder(settings))
+            stack.push_async_callback(_close_built, building)
         database = await open_database(settings, stack)
         # Mid re-embed the vector index is gone and the vectors come from two models: neither works.
         with storage_faults(None):
             reembed_state = await Maintenance(database.client).reembed_state()
         if reembed_state is not None:
             raise ConfigurationError(in_progress_message(reembed_state))
-        if model is None:
-            model = await build_embedder(settings)
-            stack.push_async_callback(model.aclose)
+        if building is not None:
+            model = await building
+        assert model is not None
         embedder = CachedEmbedder(model, build_cache(settings))
         stack.push_async_callback(embedder.cache.aclose)
         analyzer = Analyzer()
@@ -130,6 +135,7 @@ async def open_core(
             else None,
         )
         stack.push_async_callback(workspaces.save_keyword_indexes)  # after the writes drain, before the database closes
+        stack.push_async_callback(workspaces.close)
         # The default workspace is made ready now, so a broken store fails at start-up, not on a request.
         with storage_faults(None):
             await workspaces.get(None, create=True)
@@ -213,6 +219,15 @@ async def open_core(
             startup_s=round(time.perf_counter() - started, 3),
         )
         yield core, info
+
+
+async def _close_built(building: asyncio.Task[Embedder]) -> None:
+    """Close the embedder `building` made, waiting for it if the start-up failed first; one that failed is gone."""
+    try:
+        model = await building
+    except Exception:  # raised where it was awaited, or never needed: the start-up already failed
+        return
+    await model.aclose()
 
 
 async def _compact_if_written(client: GraphClient, core: ZapomniCore) -> None:

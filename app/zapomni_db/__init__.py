@@ -7,7 +7,7 @@ exceptions never leave this package; `zapomni_db.errors` describes the tree.
 from zapomni_db.access import AccessStore, access_graph
 from zapomni_db.client import GraphClient
 from zapomni_db.code import CodeStore
-from zapomni_db.connection import Connection, DatabaseTarget, connect
+from zapomni_db.connection import Connection, DatabaseTarget, WriteFence, connect
 from zapomni_db.disk_state import WriteSuspension, read_suspension
 from zapomni_db.embedded import EmbeddedDatabase
 from zapomni_db.errors import (
@@ -16,6 +16,7 @@ from zapomni_db.errors import (
     DatabaseUnavailable,
     DirectoryUnusable,
     GraphMissing,
+    IndexesBuilding,
     PersistenceFailed,
     QueryFailed,
     SchemaMismatch,
@@ -59,7 +60,14 @@ from zapomni_db.records.memories import (
     StoredMemory,
 )
 from zapomni_db.records.search import ChunkHit, IndexChanges, IndexedChunk
-from zapomni_db.schema import SchemaSettings, migrate, repair_vector_index, rewrite_append_only_file, wait_for_indexes
+from zapomni_db.schema import (
+    SchemaSettings,
+    indexes_building,
+    migrate,
+    repair_vector_index,
+    rewrite_append_only_file,
+    wait_for_indexes,
+)
 from zapomni_db.search_reads import SearchReads
 from zapomni_db.stores import GraphStores
 
@@ -92,6 +100,7 @@ __all__ = [
     "GraphStores",
     "IndexChanges",
     "IndexedChunk",
+    "IndexesBuilding",
     "JobRecord",
     "JobRow",
     "JobState",
@@ -128,11 +137,13 @@ __all__ = [
     "SymbolKind",
     "SymbolRow",
     "TokenRow",
+    "WriteFence",
     "WriteInterrupted",
     "WriteSuspension",
     "WritesSuspended",
     "access_graph",
     "connect",
+    "indexes_building",
     "migrate",
     "read_suspension",
     "repair_vector_index",

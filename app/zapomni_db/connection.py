@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +40,7 @@ from zapomni_db.errors import (
     CredentialsRefused,
     DatabaseUnavailable,
     GraphMissing,
+    IndexesBuilding,
     PersistenceFailed,
     QueryFailed,
     WriteInterrupted,
@@ -148,6 +149,9 @@ class DatabaseTarget:
     password: str | None = field(default=None, repr=False)
 
 
+_MAINTAINING: ContextVar[bool] = ContextVar("zapomni_maintaining", default=False)
+
+
 class WriteFence:
     """Writes to one graph in this process, so that deleting the graph cannot race them.
 
@@ -156,13 +160,35 @@ class WriteFence:
     fence and waits for the writes in flight; from then on a write is refused (GraphMissing) unless
     it is the one that creates the graph again (`GraphClient.query(create=True)`: a migration).
     Another process's delete is caught by the existence check each fenced write makes.
+
+    The fence also holds writes back while the graph's indexes are built after a load (`hold`): FalkorDB leaves
+    some nodes written during a build out of the index (decision 0036). Only the work that ends the hold
+    (`maintaining`) writes through it.
     """
 
     def __init__(self) -> None:
         self.deleted = False
+        self.building: str | None = None  # the progress of the index build writes wait for, while held
         self._writes = 0
         self._idle = asyncio.Event()
         self._idle.set()
+
+    def hold(self, progress: str) -> None:
+        """Refuse writes (`IndexesBuilding`, nothing sent) until `release`; `progress` is what they are told."""
+        self.building = progress
+
+    def release(self) -> None:
+        self.building = None
+
+    @staticmethod
+    @contextmanager
+    def maintaining() -> Iterator[None]:
+        """Writes made inside (by this task and tasks it starts) pass a hold: the repairs that end one."""
+        token = _MAINTAINING.set(True)
+        try:
+            yield
+        finally:
+            _MAINTAINING.reset(token)
 
     @asynccontextmanager
     async def writing(self, graph_name: str, *, create: bool) -> AsyncIterator[None]:
@@ -170,6 +196,8 @@ class WriteFence:
             self.deleted = False
         elif self.deleted:
             raise GraphMissing(f"graph {graph_name} was deleted")
+        elif self.building is not None and not _MAINTAINING.get():
+            raise IndexesBuilding(self.building)
         self._writes += 1
         self._idle.clear()
         try:

@@ -3,7 +3,8 @@
 DatabaseError
 ├── DatabaseUnavailable   the server cannot be reached, started or is still loading; nothing was sent
 │   ├── CredentialsRefused the server wants a password that was not given, or refused the one that was
-│   └── WriteInterrupted  the connection broke after a write was sent: it may or may not be stored
+│   ├── WriteInterrupted  the connection broke after a write was sent: it may or may not be stored
+│   └── IndexesBuilding   writes to a graph whose indexes are still being built after a load are held back
 ├── GraphMissing        a write to a workspace graph that was deleted (it is not brought back)
 ├── DirectoryUnusable     a directory the database keeps its files in cannot be created or used
 ├── QueryFailed           the server refused a query or command (message from the server)
@@ -37,6 +38,15 @@ class WriteInterrupted(DatabaseUnavailable):
     """The connection was lost after a write had been sent: the server may or may not have applied it.
 
     Never retried here: only the caller knows whether doing the write twice is harmless.
+    """
+
+
+class IndexesBuilding(DatabaseUnavailable):
+    """A write refused, with nothing sent, while the graph's indexes are built after the database loaded it.
+
+    FalkorDB leaves some nodes written during an index build out of the index (decision 0036), so this process
+    holds its writes back until the build it found at opening has ended; reads go on meanwhile. The message is
+    the build's progress.
     """
 
 

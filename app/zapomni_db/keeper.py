@@ -64,9 +64,15 @@ def _say(event: str, **fields: object) -> None:
 
 
 def server_command(paths: EmbeddedPaths, appendfsync: str) -> list[str]:
-    # TCP off: the embedded server is reached through its unix socket only.
+    # TCP off: the embedded server is reached through its unix socket only. A large store answers once loaded,
+    # its indexes built afterwards (reads go on meanwhile; writes wait: `WriteFence.hold`).
     command = falkordb_command(
-        paths.db_dir, port=0, unix_socket=paths.socket, appendfsync=appendfsync, log_file=paths.log_file
+        paths.db_dir,
+        port=0,
+        unix_socket=paths.socket,
+        appendfsync=appendfsync,
+        log_file=paths.log_file,
+        delay_indexing=True,
     )
     # On a full disk the final snapshot fails and redis-server refuses to exit on SIGTERM ("Error
     # trying to save the DB, can't exit"): the stop would hang until killed. `force` exits anyway,

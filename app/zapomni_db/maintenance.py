@@ -159,14 +159,20 @@ class Maintenance:
         return await current_version(self._client)
 
     async def claim_embedder(self, model: str, dimension: int) -> None:
-        """Record the embedder that builds this graph; refuse a different one."""
-        rows = await self._client.query(
-            "MERGE (e:EmbedderInfo {id: 'embedder'}) "
-            "ON CREATE SET e.model = $model, e.dimension = $dimension, e.created_at = timestamp() "
-            "RETURN e.model, e.dimension",
-            {"model": model, "dimension": dimension},
-        )
-        stored_model, stored_dimension = rows[0][0], int(rows[0][1])
+        """Record the embedder that builds this graph; refuse a different one.
+
+        A graph already claimed is only read: a write waits while the database builds an index after loading the
+        store (minutes at a million chunks), and every opening claims."""
+        claim = await self.stored_embedder()
+        if claim is None:
+            rows = await self._client.query(
+                "MERGE (e:EmbedderInfo {id: 'embedder'}) "
+                "ON CREATE SET e.model = $model, e.dimension = $dimension, e.created_at = timestamp() "
+                "RETURN e.model, e.dimension",
+                {"model": model, "dimension": dimension},
+            )
+            claim = EmbedderClaim(model=rows[0][0], dimension=int(rows[0][1]))
+        stored_model, stored_dimension = claim.model, claim.dimension
         if (stored_model, stored_dimension) != (model, dimension):
             raise SchemaMismatch(
                 f"this graph was built with the embedder {stored_model} ({stored_dimension}-d), "

@@ -231,6 +231,8 @@ async def migrate(client: GraphClient, settings: SchemaSettings, *, dry_run: boo
         return due
     if any(m.version == 1 for m in due):
         await _check_stored_dimension(client, settings.dimension)
+    if due:  # a store loaded moments ago may still be building its indexes, which drop nothing safely (`_apply`)
+        await wait_for_indexes(client)
     for migration in due:
         for statement in migration.statements:
             await _apply(client, statement)
@@ -245,29 +247,42 @@ async def migrate(client: GraphClient, settings: SchemaSettings, *, dry_run: boo
     return due
 
 
-async def wait_for_indexes(client: GraphClient, timeout_s: float = 600.0) -> None:
+async def wait_for_indexes(
+    client: GraphClient,
+    timeout_s: float = 600.0,
+    *,
+    poll_s: float = 0.2,
+    on_progress: Callable[[list[str]], None] | None = None,
+) -> None:
     """Indexes build in the background: wait until every one is OPERATIONAL.
 
     An index that is still indexing is given all the time it needs while its status (FalkorDB's
     "[Indexing] done/total") moves: `timeout_s` counts only time without progress. Dropping one property's index
     rebuilds the label's whole index, vector index included (migration 9: more than 600 s at a million chunks,
-    decision 0032); the old index answers queries meanwhile."""
+    decision 0032); the old index answers queries meanwhile. `on_progress` is told each new status."""
     deadline, noted = time.monotonic() + timeout_s, 0.0
-    seen: list[tuple[str, str]] = []
+    seen: list[str] = []
     while True:
-        rows = await client.ro_query("CALL db.indexes() YIELD label, status RETURN label, status")
-        pending = sorted((label, status) for label, status in rows if status != "OPERATIONAL")
+        pending = await indexes_building(client)
         if not pending:
             return
         now = time.monotonic()
         if pending != seen:
             seen, deadline = pending, now + timeout_s
+            if on_progress is not None:
+                on_progress(pending)
         elif now > deadline:
-            raise DatabaseUnavailable(f"indexes on {sorted({label for label, _ in pending})} did not finish building")
+            raise DatabaseUnavailable(f"indexes did not finish building: {', '.join(pending)}")
         if now - noted >= 10:
-            log.info("db.indexes_building", indexes=[f"{label}: {status}" for label, status in pending])
+            log.info("db.indexes_building", indexes=pending)
             noted = now
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(poll_s)
+
+
+async def indexes_building(client: GraphClient) -> list[str]:
+    """The graph's indexes that are not yet answering, each as "label: status" (e.g. "Chunk: [Indexing] 5/9")."""
+    rows = await client.ro_query("CALL db.indexes() YIELD label, status RETURN label, status")
+    return sorted(f"{label}: {status}" for label, status in rows if status != "OPERATIONAL")
 
 
 async def stored_vector_dimension(client: GraphClient) -> int | None:

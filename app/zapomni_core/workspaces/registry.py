@@ -4,6 +4,10 @@ A workspace's graph is prepared the first time this process writes to it (or, fo
 exists, reads from it): schema migrations, the embedder claim, the vector-index repair and the
 sweep of crash leftovers, then its keyword index is built. Reads of a workspace that does not
 exist create nothing and find nothing.
+
+A graph the database has just loaded may still be building its indexes (a million chunks: minutes). Its
+workspace opens at once and answers reads (the vector leg compares every stored vector meanwhile); its
+writes are refused with the build's progress until the build ends, and the repairs that write run then.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from zapomni_db import (
     GraphStores,
     SchemaMismatch,
     SchemaSettings,
+    WriteFence,
+    indexes_building,
     migrate,
     repair_vector_index,
     stored_head,
@@ -46,6 +52,10 @@ ORPHAN_GRACE_S = 3600.0
 SAVE_AFTER_REBUILD = 50_000
 # Memories read per backfill query: a text may be 10 MB, a turn's metadata and inferred JSON are small.
 _BACKFILL_BATCH = {"text": 100, "small": 1000}
+# An index build that ends within this is waited for at opening; a longer one (a large store just loaded) is not.
+_BRIEF_BUILD_S = 1.0
+# Seconds between tries to settle a workspace whose index build or repairs failed (writes stay held meanwhile).
+_SETTLE_RETRY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,7 @@ class Workspaces:
         self._search_for = search_for
         self._keyword_files = keyword_files  # saved keyword indexes (the embedded database), or None
         self._open: dict[str, Workspace] = {}
+        self._settling: dict[str, asyncio.Task[None]] = {}  # workspaces whose writes wait for an index build
         self._lock = asyncio.Lock()
 
     def resolve(self, name: str | None) -> str:
@@ -131,6 +142,9 @@ class Workspaces:
     async def drop(self, name: str) -> bool:
         async with self._lock:
             self._open.pop(name, None)
+            settling = self._settling.pop(name, None)
+            if settling is not None:
+                settling.cancel()
             dropped = await drop_workspace_graph(self._connection, self._base, name)
             if self._keyword_files is not None:
                 await self._keyword_files.discard(graph_for(self._base, name))
@@ -170,7 +184,6 @@ class Workspaces:
             await migrate(client, self._schema)
         except SchemaMismatch as exc:  # an old, unversioned graph whose vectors have another dimension
             raise ConfigurationError(f"{exc} (`zapomni migrate status` shows what is stored)") from None
-        await wait_for_indexes(client)
         try:
             await stores.maintenance.claim_embedder(self._embedder.name, self._embedder.dimension)
         except SchemaMismatch as exc:
@@ -179,12 +192,11 @@ class Workspaces:
                 "ZAPOMNI_DATA_DIR or GRAPH_NAME at a new store, or re-embed the stored memories with the "
                 "configured embedder: stop every Zapomni server on this store, then run `zapomni migrate reembed`."
             ) from None
-        await repair_vector_index(client, self._schema)
-        removed = await stores.maintenance.remove_orphan_chunks(time.time() - ORPHAN_GRACE_S)
-        if removed:
-            log.warning("db.orphans_removed", workspace=name, chunks=removed)
-        await _backfill_derived(stores)
-        await stores.maintenance.prune_changes()
+        building = await _indexes_still_building(client)
+        if building:  # a store the database has just loaded: served now, written once its indexes are built
+            self._hold_writes(name, stores, building)
+        else:
+            await _settle(name, stores, self._schema)
         saved = self._keyword_files.for_graph(graph, stores.maintenance) if self._keyword_files else None
         keyword_index = SyncedBm25Index(stores.search, saved)
         await keyword_index.sync()  # read from its saved file, or built from the stored term counts
@@ -192,6 +204,63 @@ class Workspaces:
             await _save_keyword_index(name, keyword_index)  # the next server need not rebuild it, even after a crash
         log.info("workspace.opened", workspace=name, duration_ms=round((time.perf_counter() - started) * 1000, 1))
         return Workspace(name, stores, keyword_index, self._search_for(stores, keyword_index))
+
+    def held_writes(self, name: str | None) -> str | None:
+        """The index build a workspace's writes wait for (its progress), or None when they go through."""
+        return self._connection.fence(graph_for(self._base, self.resolve(name))).building
+
+    def _hold_writes(self, name: str, stores: GraphStores, building: list[str]) -> None:
+        """Refuse writes to the workspace until its indexes are built, then settle it and let them through."""
+        fence = self._connection.fence(stores.client.graph_name)
+        fence.hold(_progress(building))
+        log.warning("workspace.writes_held", workspace=name, reason="indexes building after a load", indexes=building)
+        self._settling[name] = asyncio.create_task(self._settle_after_build(name, stores, fence))
+
+    async def _settle_after_build(self, name: str, stores: GraphStores, fence: WriteFence) -> None:
+        started = time.perf_counter()
+        while True:
+            try:
+                await wait_for_indexes(stores.client, poll_s=1.0, on_progress=lambda now: fence.hold(_progress(now)))
+                with fence.maintaining():
+                    await _settle(name, stores, self._schema)
+                break
+            except Exception:  # writes stay held (they could be left out of an index); logged, tried again
+                log.exception("workspace.settle_failed", workspace=name, retry_in_s=_SETTLE_RETRY_S)
+                await asyncio.sleep(_SETTLE_RETRY_S)
+        fence.release()
+        log.info("workspace.writes_resumed", workspace=name, held_s=round(time.perf_counter() - started, 1))
+
+    async def close(self) -> None:
+        """Stop waiting for index builds (a next opening holds writes again while one goes on)."""
+        for task in self._settling.values():
+            task.cancel()
+        await asyncio.gather(*self._settling.values(), return_exceptions=True)
+        self._settling.clear()
+
+
+async def _indexes_still_building(client: GraphClient) -> list[str]:
+    """The indexes still building after a brief wait: a graph another process has just created builds its empty
+    indexes in milliseconds, and its writes need not be refused for that."""
+    deadline = time.monotonic() + _BRIEF_BUILD_S
+    while (building := await indexes_building(client)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return building
+
+
+def _progress(building: list[str]) -> str:
+    """What a refused write is told: the indexes with something left to build (the empty ones queue behind)."""
+    return ", ".join([status for status in building if " 0/0" not in status] or building)
+
+
+async def _settle(name: str, stores: GraphStores, schema: SchemaSettings) -> None:
+    """The repairs an opening makes that write, which wait for the graph's indexes: the vector index's duplicates
+    after a replay, a crashed large add's leftover chunks, derived fields of old memories, the pruned change log."""
+    await repair_vector_index(stores.client, schema)
+    removed = await stores.maintenance.remove_orphan_chunks(time.time() - ORPHAN_GRACE_S)
+    if removed:
+        log.warning("db.orphans_removed", workspace=name, chunks=removed)
+    await _backfill_derived(stores)
+    await stores.maintenance.prune_changes()
 
 
 async def _save_keyword_index(workspace: str, index: SyncedBm25Index) -> None:
