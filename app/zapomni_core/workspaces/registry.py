@@ -153,6 +153,9 @@ class Workspaces:
     async def save_keyword_indexes(self) -> None:
         """Save each open workspace's keyword index beside the database (on close); failures are logged only."""
         for workspace in self.opened():
+            if self.held_writes(workspace.name):  # saving stamps the store; the next start catches up from the file
+                log.info("keyword_index.save_skipped", workspace=workspace.name, reason="indexes still building")
+                continue
             await _save_keyword_index(workspace.name, workspace.keyword_index)
 
     def _stores_of(self, graph: str) -> GraphStores:
@@ -192,15 +195,21 @@ class Workspaces:
                 "ZAPOMNI_DATA_DIR or GRAPH_NAME at a new store, or re-embed the stored memories with the "
                 "configured embedder: stop every Zapomni server on this store, then run `zapomni migrate reembed`."
             ) from None
+        fence = self._connection.fence(graph)
         building = await _indexes_still_building(client)
         if building:  # a store the database has just loaded: served now, written once its indexes are built
-            self._hold_writes(name, stores, building)
+            fence.hold(_progress(building))
+            log.warning(
+                "workspace.writes_held", workspace=name, reason="indexes building after a load", indexes=building
+            )
         else:
             await _settle(name, stores, self._schema)
         saved = self._keyword_files.for_graph(graph, stores.maintenance) if self._keyword_files else None
         keyword_index = SyncedBm25Index(stores.search, saved)
         await keyword_index.sync()  # read from its saved file, or built from the stored term counts
-        if keyword_index.rebuilt >= SAVE_AFTER_REBUILD:
+        if building:
+            self._settling[name] = asyncio.create_task(self._settle_after_build(name, stores, keyword_index, fence))
+        elif keyword_index.rebuilt >= SAVE_AFTER_REBUILD:
             await _save_keyword_index(name, keyword_index)  # the next server need not rebuild it, even after a crash
         log.info("workspace.opened", workspace=name, duration_ms=round((time.perf_counter() - started) * 1000, 1))
         return Workspace(name, stores, keyword_index, self._search_for(stores, keyword_index))
@@ -209,20 +218,19 @@ class Workspaces:
         """The index build a workspace's writes wait for (its progress), or None when they go through."""
         return self._connection.fence(graph_for(self._base, self.resolve(name))).building
 
-    def _hold_writes(self, name: str, stores: GraphStores, building: list[str]) -> None:
-        """Refuse writes to the workspace until its indexes are built, then settle it and let them through."""
-        fence = self._connection.fence(stores.client.graph_name)
-        fence.hold(_progress(building))
-        log.warning("workspace.writes_held", workspace=name, reason="indexes building after a load", indexes=building)
-        self._settling[name] = asyncio.create_task(self._settle_after_build(name, stores, fence))
-
-    async def _settle_after_build(self, name: str, stores: GraphStores, fence: WriteFence) -> None:
+    async def _settle_after_build(
+        self, name: str, stores: GraphStores, keyword_index: SyncedBm25Index, fence: WriteFence
+    ) -> None:
+        """Wait for the index build that holds the workspace's writes, make the repairs that write, let writes
+        through."""
         started = time.perf_counter()
         while True:
             try:
                 await wait_for_indexes(stores.client, poll_s=1.0, on_progress=lambda now: fence.hold(_progress(now)))
                 with fence.maintaining():
                     await _settle(name, stores, self._schema)
+                    if keyword_index.rebuilt >= SAVE_AFTER_REBUILD:  # saving stamps the store: it waited till now
+                        await _save_keyword_index(name, keyword_index)
                 break
             except Exception:  # writes stay held (they could be left out of an index); logged, tried again
                 log.exception("workspace.settle_failed", workspace=name, retry_in_s=_SETTLE_RETRY_S)
