@@ -13,49 +13,33 @@ writes are refused with the build's progress until the build ends, and the repai
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 
 from zapomni_core.errors import ConfigurationError, NotFound
-from zapomni_core.memories.turns import stored_speaker
-from zapomni_core.memories.writing import content_hash
 from zapomni_core.reembed import in_progress_message
 from zapomni_core.search import SearchPipeline
 from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_core.search.keyword_file import KeywordIndexFiles
+from zapomni_core.workspaces.settling import build_progress, indexes_still_building, settle, settle_after_build
 from zapomni_db import (
-    DERIVED,
     Connection,
-    DerivedField,
     GraphClient,
     GraphStores,
     SchemaMismatch,
     SchemaSettings,
-    WriteFence,
-    indexes_building,
     migrate,
-    repair_vector_index,
-    stored_head,
-    wait_for_indexes,
 )
 from zapomni_db.workspaces import drop_workspace_graph, existing_workspaces, graph_for
 
 log = structlog.get_logger(__name__)
 
-# A large add that crashed leaves unlinked chunks; anything this old is certainly not in progress.
-ORPHAN_GRACE_S = 3600.0
 # A keyword index built from this many chunks is saved at once (embedded database), not only on close.
 SAVE_AFTER_REBUILD = 50_000
-# Memories read per backfill query: a text may be 10 MB, a turn's metadata and inferred JSON are small.
-_BACKFILL_BATCH = {"text": 100, "small": 1000}
-# An index build that ends within this is waited for at opening; a longer one (a large store just loaded) is not.
-_BRIEF_BUILD_S = 1.0
-# Seconds between tries to settle a workspace whose index build or repairs failed (writes stay held meanwhile).
-_SETTLE_RETRY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -196,47 +180,28 @@ class Workspaces:
                 "configured embedder: stop every Zapomni server on this store, then run `zapomni migrate reembed`."
             ) from None
         fence = self._connection.fence(graph)
-        building = await _indexes_still_building(client)
+        building = await indexes_still_building(client)
         if building:  # a store the database has just loaded: served now, written once its indexes are built
-            fence.hold(_progress(building))
+            fence.hold(build_progress(building))
             log.warning(
                 "workspace.writes_held", workspace=name, reason="indexes building after a load", indexes=building
             )
         else:
-            await _settle(name, stores, self._schema)
+            await settle(name, stores, self._schema)
         saved = self._keyword_files.for_graph(graph, stores.maintenance) if self._keyword_files else None
         keyword_index = SyncedBm25Index(stores.search, saved)
         await keyword_index.sync()  # read from its saved file, or built from the stored term counts
-        if building:
-            self._settling[name] = asyncio.create_task(self._settle_after_build(name, stores, keyword_index, fence))
-        elif keyword_index.rebuilt >= SAVE_AFTER_REBUILD:
-            await _save_keyword_index(name, keyword_index)  # the next server need not rebuild it, even after a crash
+        if building:  # saving stamps the store: a rebuilt index is saved once the build ends
+            save = functools.partial(_save_rebuilt_keyword_index, name, keyword_index)
+            self._settling[name] = asyncio.create_task(settle_after_build(name, stores, self._schema, fence, save))
+        else:
+            await _save_rebuilt_keyword_index(name, keyword_index)
         log.info("workspace.opened", workspace=name, duration_ms=round((time.perf_counter() - started) * 1000, 1))
         return Workspace(name, stores, keyword_index, self._search_for(stores, keyword_index))
 
     def held_writes(self, name: str | None) -> str | None:
         """The index build a workspace's writes wait for (its progress), or None when they go through."""
         return self._connection.fence(graph_for(self._base, self.resolve(name))).building
-
-    async def _settle_after_build(
-        self, name: str, stores: GraphStores, keyword_index: SyncedBm25Index, fence: WriteFence
-    ) -> None:
-        """Wait for the index build that holds the workspace's writes, make the repairs that write, let writes
-        through."""
-        started = time.perf_counter()
-        while True:
-            try:
-                await wait_for_indexes(stores.client, poll_s=1.0, on_progress=lambda now: fence.hold(_progress(now)))
-                with fence.maintaining():
-                    await _settle(name, stores, self._schema)
-                    if keyword_index.rebuilt >= SAVE_AFTER_REBUILD:  # saving stamps the store: it waited till now
-                        await _save_keyword_index(name, keyword_index)
-                break
-            except Exception:  # writes stay held (they could be left out of an index); logged, tried again
-                log.exception("workspace.settle_failed", workspace=name, retry_in_s=_SETTLE_RETRY_S)
-                await asyncio.sleep(_SETTLE_RETRY_S)
-        fence.release()
-        log.info("workspace.writes_resumed", workspace=name, held_s=round(time.perf_counter() - started, 1))
 
     async def close(self) -> None:
         """Stop waiting for index builds (a next opening holds writes again while one goes on)."""
@@ -246,29 +211,9 @@ class Workspaces:
         self._settling.clear()
 
 
-async def _indexes_still_building(client: GraphClient) -> list[str]:
-    """The indexes still building after a brief wait: a graph another process has just created builds its empty
-    indexes in milliseconds, and its writes need not be refused for that."""
-    deadline = time.monotonic() + _BRIEF_BUILD_S
-    while (building := await indexes_building(client)) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    return building
-
-
-def _progress(building: list[str]) -> str:
-    """What a refused write is told: the indexes with something left to build (the empty ones queue behind)."""
-    return ", ".join([status for status in building if " 0/0" not in status] or building)
-
-
-async def _settle(name: str, stores: GraphStores, schema: SchemaSettings) -> None:
-    """The repairs an opening makes that write, which wait for the graph's indexes: the vector index's duplicates
-    after a replay, a crashed large add's leftover chunks, derived fields of old memories, the pruned change log."""
-    await repair_vector_index(stores.client, schema)
-    removed = await stores.maintenance.remove_orphan_chunks(time.time() - ORPHAN_GRACE_S)
-    if removed:
-        log.warning("db.orphans_removed", workspace=name, chunks=removed)
-    await _backfill_derived(stores)
-    await stores.maintenance.prune_changes()
+async def _save_rebuilt_keyword_index(workspace: str, index: SyncedBm25Index) -> None:
+    if index.rebuilt >= SAVE_AFTER_REBUILD:  # the next server need not rebuild it, even after a crash
+        await _save_keyword_index(workspace, index)
 
 
 async def _save_keyword_index(workspace: str, index: SyncedBm25Index) -> None:
@@ -276,29 +221,3 @@ async def _save_keyword_index(workspace: str, index: SyncedBm25Index) -> None:
         await index.save()
     except Exception as exc:  # a file that is not written is rebuilt from the store next time: logged only
         log.warning("keyword_index.save_failed", workspace=workspace, error=str(exc))
-
-
-# How each derived field (`zapomni_db.DERIVED`, which names what it is computed from) is computed from those
-# sources; writes compute it the same way (`memory_record`, `MemoryWrites`).
-DERIVE: dict[DerivedField, Callable[[list[Any]], str | None]] = {
-    "content_hash": lambda sources: content_hash(sources[0]),
-    "head": lambda sources: stored_head(sources[0]),
-    "speaker": lambda sources: stored_speaker(sources[0], sources[1]),
-}
-
-
-async def _backfill_derived(stores: GraphStores) -> None:
-    """Memories stored before deduplication, page heads or the speaker property existed get them, once: the store
-    records each field done, and the next opening reads nothing for it."""
-    maintenance = stores.maintenance
-    done = await maintenance.derived()
-    for field, value_of in DERIVE.items():
-        if field in done:
-            continue
-        after = ""
-        size = _BACKFILL_BATCH["text" if "text" in DERIVED[field].sources else "small"]
-        while batch := await maintenance.memories_without(field, after, size):
-            values = [(mid, value_of(sources), sources) for mid, sources in batch]
-            await maintenance.set_derived(field, [row for row in values if row[1] is not None])
-            after = batch[-1][0]
-        await maintenance.mark_derived(field)
