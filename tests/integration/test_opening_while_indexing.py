@@ -104,8 +104,10 @@ async def test_a_loading_store_answers_searches_and_holds_writes_until_its_index
         assert hybrid.results[0].memory_id == note_ids[2]
         assert await indexes_building(client), "the build ended before the searches: the test proved nothing"
 
-        # Writes are refused with the build's progress, and change nothing.
-        before = (await core.workspaces.stats()).total_memories
+        # Writes are refused with the build's progress, and change nothing; get_stats says so.
+        stats = await core.workspaces.stats()
+        assert stats.writes_held is not None and "Chunk: [Indexing]" in stats.writes_held
+        before = stats.total_memories
         refused = await add_refused(core, "The printer on floor 3 jams on A3 paper.")
         assert refused is not None and "building" in refused and "Chunk" in refused and "nothing was stored" in refused
         with pytest.raises(StorageUnavailable, match="building"):
@@ -116,6 +118,7 @@ async def test_a_loading_store_answers_searches_and_holds_writes_until_its_index
         # Once the build ends, writes go through and what they write is in the index.
         await until(lambda: not core.workspaces.registry.held_writes(None), timeout_s=240, what="writes resumed")
         assert not await indexes_building(client)
+        assert (await core.workspaces.stats()).writes_held is None
         assert await add_refused(core, "The printer on floor 3 jams on A3 paper.") is None
         printer = await core.memories.search(SearchRequest(query="which printer jams on A3?", mode="vector"))
         assert printer.results[0].text.startswith("The printer on floor 3")

@@ -53,6 +53,11 @@ class Stats(BaseModel):
     disk_warning: str | None = Field(
         None, description="Set while free space is below ZAPOMNI_MIN_FREE_MB: writes are refused, reads go on."
     )
+    writes_held: str | None = Field(
+        None,
+        description="Set while the database builds this workspace's indexes after loading the store (the build's "
+        "progress): writes are refused until it ends, reads go on.",
+    )
 
 
 class DayCount(BaseModel):

@@ -106,4 +106,5 @@ class WorkspaceService:
             uptime_s=round(time.monotonic() - self._started, 3),
             disk_free_mb=round(disk.free_bytes / MB, 1) if disk else None,
             disk_warning=disk.warning if disk else None,
+            writes_held=self._registry.held_writes(name),
         )
