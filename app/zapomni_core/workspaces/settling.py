@@ -8,6 +8,7 @@ for the whole build, and can leave what it wrote out of the index.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -37,6 +38,9 @@ ORPHAN_GRACE_S = 3600.0
 _BACKFILL_BATCH = {"text": 100, "small": 1000}
 # An index build that ends within this is waited for at opening; a longer one (a large store just loaded) is not.
 _BRIEF_BUILD_S = 1.0
+# More than this many entities left to index is not a brief build (a million chunks take minutes), whatever the time.
+_BRIEF_BUILD_NODES = 10_000
+_INDEXING = re.compile(r"\[Indexing\] (?P<done>\d+)/(?P<total>\d+)")
 # Seconds between tries to settle a workspace whose index build or repairs failed (writes stay held meanwhile).
 _SETTLE_RETRY_S = 5.0
 
@@ -53,12 +57,20 @@ async def settle(name: str, stores: GraphStores, schema: SchemaSettings) -> None
 
 
 async def indexes_still_building(client: GraphClient) -> list[str]:
-    """The indexes still building after a brief wait: a graph another process has just created builds its empty
-    indexes in milliseconds, and its writes need not be refused for that."""
+    """The indexes still building, after a brief wait when little is left to build: a graph another process has
+    just created builds its empty indexes in milliseconds, and its writes need not be refused for that."""
     deadline = time.monotonic() + _BRIEF_BUILD_S
     while (building := await indexes_building(client)) and time.monotonic() < deadline:
+        if sum(_left_to_index(status) for status in building) > _BRIEF_BUILD_NODES:
+            break
         await asyncio.sleep(0.05)
     return building
+
+
+def _left_to_index(status: str) -> int:
+    """Entities an index has yet to take, from FalkorDB's "Label: [Indexing] done/total: ..." (0 if unreadable)."""
+    found = _INDEXING.search(status)
+    return int(found["total"]) - int(found["done"]) if found else 0
 
 
 def build_progress(building: list[str]) -> str:
