@@ -147,6 +147,11 @@ def probe(socket: Path, timeout_s: float = 1.0) -> str:
     return "ready" if reply else "down"  # any other answer comes from a server that is up: its client says more
 
 
+# Pauses between probes of a database that is loading its data, growing from the first to the last.
+_FIRST_LOADING_PAUSE_S = 0.1
+_LAST_LOADING_PAUSE_S = 1.0
+
+
 class EmbeddedDatabase:
     """Starts or attaches to the FalkorDB that serves one data directory."""
 
@@ -260,9 +265,9 @@ class EmbeddedDatabase:
 
     def _wait_ready(self) -> None:
         """Wait until the server answers. While it is loading (`probe`) it is given all the time it needs:
-        loading a store rebuilds its vector index (~0.6 ms a vector, minutes at a million chunks; decision
-        0026); the timeout counts only time in which nothing listened on the socket."""
-        deadline, noted = time.monotonic() + self._start_timeout_s, time.monotonic()
+        decoding a million chunks takes ~8 s, replaying a long append-only file minutes (the indexes are built
+        afterwards, decision 0036); the timeout counts only time in which nothing listened on the socket."""
+        deadline, noted, pause = time.monotonic() + self._start_timeout_s, time.monotonic(), _FIRST_LOADING_PAUSE_S
         while (state := probe(self.socket)) != "ready":
             now = time.monotonic()
             if state == "loading":
@@ -272,4 +277,10 @@ class EmbeddedDatabase:
                     noted = now
             elif now > deadline:
                 raise DatabaseUnavailable(f"the embedded FalkorDB did not become ready; see {self.paths.log_file}")
-            time.sleep(0.05 if state == "down" else 2.0)  # each probe of a loading server queues a connection
+            if state == "down":
+                time.sleep(0.05)
+                continue
+            # Each probe of a loading server queues a connection: probed often at first (a load of seconds is
+            # noticed as it ends), then ever less often.
+            time.sleep(pause)
+            pause = min(pause * 1.5, _LAST_LOADING_PAUSE_S)

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.anyio
 
 # An index this thorough takes seconds to build over a few thousand vectors, long enough to be seen building.
 SLOW_INDEX = SchemaSettings(dimension=384, ef_construction=1000, m=48)
-FILLERS = 6000
+FILLERS = 8000
 NOTES = [
     "The staging deploy failed because the TLS certificate for api.internal expired on Monday.",
     "Grandma's lasagne needs ricotta, not cottage cheese, and two hours in the oven.",

@@ -36,10 +36,10 @@ log = structlog.get_logger(__name__)
 ORPHAN_GRACE_S = 3600.0
 # Memories read per backfill query: a text may be 10 MB, a turn's metadata and inferred JSON are small.
 _BACKFILL_BATCH = {"text": 100, "small": 1000}
-# An index build that ends within this is waited for at opening; a longer one (a large store just loaded) is not.
-_BRIEF_BUILD_S = 1.0
-# More than this many entities left to index is not a brief build (a million chunks take minutes), whatever the time.
-_BRIEF_BUILD_NODES = 10_000
+# A build with at most this many entities left to index (seconds) is waited for at opening, as every build was
+# before decision 0036, for this long at most; a larger one (a large store just loaded: minutes) is not.
+_BRIEF_BUILD_NODES = 2_000
+_BRIEF_BUILD_S = 30.0
 _INDEXING = re.compile(r"\[Indexing\] (?P<done>\d+)/(?P<total>\d+)")
 # Seconds between tries to settle a workspace whose index build or repairs failed (writes stay held meanwhile).
 _SETTLE_RETRY_S = 5.0
