@@ -63,7 +63,7 @@ from zapomni_db import (
     connect,
     indexes_building,
 )
-from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.embedded import EmbeddedPaths, probe
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -763,12 +763,34 @@ def render_start(results: dict[str, Any]) -> str:
             f"{_opening(s['database_running_log'])} | {_pair(s['server_rss_mb'])} | {_pair(s['database_rss_mb'])} "
             f"| {c['chunks']:,}: {c['first_search_ms']:,} / {c['next_search_ms']:,} |",
             "",
+            *_more_starts(results.get("more_starts")),
         ]
     )
 
 
-async def existing(store: Path, data_dir: Path, catch_up: int) -> dict[str, Any]:
-    """Cold starts (database stopped, then running), RSS and a catch-up on a store grown before; nothing else."""
+def _more_starts(starts: dict[str, Any] | None) -> list[str]:
+    if not starts or not starts["runs"]:
+        return []
+    lines = [
+        f"More cold starts with the database stopped ({starts['date']}, commit {starts['commit']}; `--more-starts`, "
+        "or `--starts-only` after an earlier run), each to its first answered hybrid search (the database builds "
+        "its indexes after answering; each start waits until the last one's database has saved and stopped):",
+        "",
+        "| start | load | first search answered, ms | server ready, ms | of which opening the workspace ms |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for i, s in enumerate(starts["runs"], start=2):
+        ready = s["log"].get("server_ready_ms")
+        lines.append(
+            f"| {i} | {s['load'][0]} | {s['first_search_ms']:,} | {f'{ready:,}' if ready else '–'} | "
+            f"{_opening(s['log'])} |"
+        )
+    return [*lines, ""]
+
+
+async def existing(store: Path, data_dir: Path, catch_up: int, count: int) -> dict[str, Any]:
+    """Cold starts (database stopped, then running), RSS and a catch-up on a store grown before; nothing else.
+    `count` more cold starts with the database stopped follow, each to its first answer only."""
     pool = sentences(data_dir)
     logs = store.parent / f"{store.name}-logs"
     logs.mkdir(exist_ok=True)
@@ -776,7 +798,26 @@ async def existing(store: Path, data_dir: Path, catch_up: int) -> dict[str, Any]
     texts = memory_texts(pool, catch_up, seed=int(time.time()))
     results = {"commit": commit(), "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "store": str(store)}
     results["start"], _ = await cold_start_and_catch_up(store, texts, 7, logs, queries(data_dir, pool, 50))
+    results["more_starts"] = await more_starts(store, count)
     return results
+
+
+async def more_starts(store: Path, count: int) -> dict[str, Any]:
+    logs = store.parent / f"{store.name}-logs"
+    logs.mkdir(exist_ok=True)
+    started = {"commit": commit(), "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"}
+    return {**started, "runs": [await first_answer(store, logs / f"start-{i}.log") for i in range(count)]}
+
+
+async def first_answer(store: Path, log_path: Path) -> dict[str, Any]:
+    """One more cold start with the database stopped: spawn to the first answered search, and where it went."""
+    paths = EmbeddedPaths(store)
+    while probe(paths.socket) != "down":  # the last server's database saves and stops (its build may still run)
+        await asyncio.sleep(1.0)
+    load = load_now()
+    async with spawned_server(store, log_path) as (_session, first_ms):
+        pass
+    return {"first_search_ms": first_ms, "load": load, "log": log_timings(log_path)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -800,12 +841,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--existing", type=Path, default=None, help="only cold starts, RSS and a catch-up on this store (stopped)"
     )
+    parser.add_argument(
+        "--more-starts", type=int, default=2, help="with --existing: more cold starts, each to its first answer"
+    )
+    parser.add_argument(
+        "--starts-only", action="store_true", help="with --existing: only the more starts, added to its report"
+    )
     args = parser.parse_args(argv)
     configure_logging("WARNING")
     args.output = args.output or RESULTS / ("scale_start_1m.md" if args.existing is not None else "scale.md")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     if args.existing is not None:
-        found = asyncio.run(existing(args.existing, args.data_dir, args.catch_up))
+        if args.starts_only:  # added to the report of an earlier `--existing` run on the same store
+            found = json.loads(args.output.with_suffix(".json").read_text())
+            found["more_starts"] = asyncio.run(more_starts(args.existing, args.more_starts))
+        else:
+            found = asyncio.run(existing(args.existing, args.data_dir, args.catch_up, args.more_starts))
         args.output.write_text(render_start(found))
         args.output.with_suffix(".json").write_text(json.dumps(found, indent=2) + "\n")
         print(render_start(found))

@@ -51,7 +51,9 @@ async def test_scale_bench_measures_the_starts_of_an_existing_store(tmp_path: Pa
         for i in range(12):
             await core.memories.add(AddMemoryRequest(text=f"Memory number {i} about tides and the moon, item {i}."))
     out = tmp_path / "start.md"
-    done = run_module("bench.scale", "--existing", str(data_dir), "--catch-up", "10", "--output", str(out))
+    done = run_module(
+        "bench.scale", "--existing", str(data_dir), "--catch-up", "10", "--more-starts", "1", "--output", str(out)
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     start = json.loads(out.with_suffix(".json").read_text())["start"]
     assert start["chunks"] == 12 and start["catch_up"]["chunks"] == 10
@@ -61,6 +63,17 @@ async def test_scale_bench_measures_the_starts_of_an_existing_store(tmp_path: Pa
     assert start["while_building"]["indexes_built_ms"] >= start["database_stopped_ms"]
     assert start["while_building"]["search_ms"] is None
     assert "| 12 |" in out.read_text()
+    # Each more start found the database stopped and answered a search.
+    more = json.loads(out.with_suffix(".json").read_text())["more_starts"]["runs"]
+    assert len(more) == 1 and more[0]["first_search_ms"] > 0 and more[0]["log"]["workspace_open_ms"] is not None
+    again = run_module(
+        "bench.scale", "--existing", str(data_dir), "--starts-only", "--more-starts", "1", "--output", str(out)
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["start"] == start and len(report["more_starts"]["runs"]) == 1  # the first run's figures kept
+    assert report["more_starts"]["runs"][0]["first_search_ms"] > 0
+    assert "More cold starts with the database stopped" in out.read_text()
 
 
 def test_index_repair_bench_sees_the_replay_and_the_repair(tmp_path: Path) -> None:
