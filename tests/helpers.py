@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import shutil
 import socket
 import subprocess
@@ -70,6 +71,13 @@ async def open_core(
     model = shared_model() if _default_onnx(settings) else None
     async with open_engine(settings, background_jobs=background_jobs, model=model) as opened:
         yield opened
+
+
+def unit_vector(rng: random.Random, dimension: int = 384) -> list[float]:
+    """A random direction, normalised: a stored vector for tests that need no model (nothing embeds to it)."""
+    values = [rng.gauss(0.0, 1.0) for _ in range(dimension)]
+    norm = sum(v * v for v in values) ** 0.5
+    return [v / norm for v in values]
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> bool:

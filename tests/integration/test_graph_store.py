@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.helpers import open_core
+from tests.helpers import open_core, unit_vector
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.database import open_database
 from zapomni_core.embedders import build_embedder
@@ -109,12 +109,6 @@ def graph_rows(
     return list(entities.values()), mentions, relations
 
 
-def unit_vector(rng: random.Random) -> list[float]:
-    values = [rng.gauss(0.0, 1.0) for _ in range(DIM)]
-    norm = sum(v * v for v in values) ** 0.5
-    return [v / norm for v in values]
-
-
 class Store:
     """One workspace graph's stores, with helpers to add memories and write their graphs under a job."""
 
@@ -130,7 +124,7 @@ class Store:
         now = time.time()
         record = MemoryRecord(id=memory_id, text=text, created_at=now, content_hash=f"hash of {text}", date_ts=now)
         rows = [
-            ChunkRow(id=cid, index=i, text=f"{text} (part {i})", embedding=unit_vector(self._rng))
+            ChunkRow(id=cid, index=i, text=f"{text} (part {i})", embedding=unit_vector(self._rng, DIM))
             for i, cid in enumerate(ids)
         ]
         assert await self.stores.writes.insert(record, rows)
@@ -340,7 +334,9 @@ async def test_a_write_outside_its_job_claim_or_memory_changes_nothing(store: St
     # The memory's text changed after the extraction read it: its chunks are not the ones extracted.
     stale_job = await store.job()
     record = MemoryRecord(id=memory, text="Maria moved.", created_at=time.time(), content_hash="moved")
-    new_chunk = ChunkRow(id=str(uuid.uuid4()), index=0, text="Maria moved.", embedding=unit_vector(random.Random(1)))
+    new_chunk = ChunkRow(
+        id=str(uuid.uuid4()), index=0, text="Maria moved.", embedding=unit_vector(random.Random(1), DIM)
+    )
     assert await store.stores.writes.update(record, keep=[], drop=[c0], new=[new_chunk])
     assert not await store.write(memory, said, job_id=stale_job)
     assert not await store.write(memory, said, job_id=stale_job, chunk_ids=[c0])
@@ -662,7 +658,7 @@ async def test_an_update_removes_the_old_graph_and_makes_the_memory_pending(stor
     # The second chunk is kept, the first replaced: all of the old text's evidence goes, kept chunk's too.
     record = MemoryRecord(id=memory, text="Maria lives in Lisbon.", created_at=time.time(), content_hash="new text")
     new = ChunkRow(
-        id=str(uuid.uuid4()), index=0, text="Maria lives in Lisbon.", embedding=unit_vector(random.Random(2))
+        id=str(uuid.uuid4()), index=0, text="Maria lives in Lisbon.", embedding=unit_vector(random.Random(2), DIM)
     )
     assert await store.stores.writes.update(record, keep=[c1], drop=[c0], new=[new])
     assert await store.graph.graph_states([memory, other]) == {memory: None, other: "done"}

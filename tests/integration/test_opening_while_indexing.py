@@ -14,7 +14,7 @@ from contextlib import AsyncExitStack
 
 import pytest
 
-from tests.helpers import open_core, shared_model, until
+from tests.helpers import open_core, shared_model, unit_vector, until
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.database import open_database
 from zapomni_core.errors import StorageUnavailable
@@ -33,12 +33,6 @@ NOTES = [
     "Grandma's lasagne needs ricotta, not cottage cheese, and two hours in the oven.",
     "Our cat Miso is allergic to chicken; the vet suggested a salmon-based food.",
 ]
-
-
-def random_unit(rng: random.Random) -> list[float]:
-    values = [rng.gauss(0.0, 1.0) for _ in range(384)]
-    norm = sum(v * v for v in values) ** 0.5
-    return [v / norm for v in values]
 
 
 def memory(text: str, vector: list[float], at: float) -> tuple[MemoryRecord, list[ChunkRow]]:
@@ -61,7 +55,7 @@ async def store_with_a_slow_index(settings: Settings) -> list[str]:
             zip(NOTES, await model.embed_documents(NOTES), strict=True))]  # fmt: skip
         await stores.writes.insert_many(notes)
         for start in range(0, FILLERS, 500):
-            batch = [memory(f"filler {i}", random_unit(rng), 1.1e9 + i) for i in range(start, start + 500)]
+            batch = [memory(f"filler {i}", unit_vector(rng), 1.1e9 + i) for i in range(start, start + 500)]
             await stores.writes.insert_many(batch)
         await create_vector_index(client, SLOW_INDEX)
         assert await rewrite_append_only_file(client, wait_s=60)  # loaded from a snapshot, as after a clean stop

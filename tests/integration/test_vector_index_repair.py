@@ -13,7 +13,7 @@ from contextlib import AsyncExitStack
 
 import pytest
 
-from tests.helpers import open_core
+from tests.helpers import open_core, unit_vector
 from zapomni_core import Settings
 from zapomni_core.database import open_database
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
@@ -41,12 +41,6 @@ async def raw_top_k(settings: Settings) -> int:
         database = await open_database(settings, stack)
         await wait_for_indexes(database.client)  # after a load the index is rebuilt in the background
         return await distinct_neighbours(database.client)
-
-
-def unit_vector(rng: random.Random) -> list[float]:
-    values = [rng.gauss(0.0, 1.0) for _ in range(384)]
-    norm = sum(v * v for v in values) ** 0.5
-    return [v / norm for v in values]
 
 
 async def write_without_compaction(settings: Settings, memories: int) -> None:
