@@ -109,6 +109,11 @@ def logged_events() -> Iterator[list[dict[str, Any]]]:
             structlog.configure(wrapper_class=saved["wrapper_class"])
 
 
+def saved_keyword_files(settings: Settings) -> list[Path]:
+    """The keyword index files saved beside the embedded database (`zapomni_core.search.keyword_file`)."""
+    return sorted((settings.data_dir / "keyword-index").glob("*.npz"))
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as probe:

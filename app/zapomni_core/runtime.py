@@ -130,7 +130,9 @@ async def open_core(
             embedder=EmbedderIdentity(embedder.name, embedder.dimension),
             search_for=search_for,
             # Saved beside the embedded database only: every process that writes to it shares its directory.
-            keyword_files=KeywordIndexFiles(database.embedded.paths.data_dir / "keyword-index")
+            keyword_files=KeywordIndexFiles(
+                database.embedded.paths.data_dir / "keyword-index", save_after=settings.keyword_save_after
+            )
             if database.embedded
             else None,
         )

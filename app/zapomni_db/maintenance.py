@@ -50,6 +50,12 @@ def _sources(field: DerivedField) -> str:
     return "[" + ", ".join(f"coalesce(m.{source}, '')" for source in DERIVED[field].sources) + "]"
 
 
+def keyword_stamp_key(graph: str) -> str:
+    """The key holding a graph's keyword index stamp (deleted with the graph: `drop_workspace_graph`); "#" is in no
+    workspace name, so it is no workspace's graph."""
+    return f"{graph}#keyword-index-stamp"
+
+
 class Maintenance:
     def __init__(self, client: GraphClient) -> None:
         self._client = client
@@ -104,12 +110,20 @@ class Maintenance:
 
     async def keyword_index_stamp(self) -> str | None:
         """The stamp the last saved keyword index wrote (`stamp_keyword_index`), if any."""
+        stamp = await self._client.command("GET", keyword_stamp_key(self._client.graph_name))
+        if stamp is not None:
+            return stamp.decode() if isinstance(stamp, bytes) else str(stamp)
+        # Where stores saved before decision 0037 keep it: their saved file is read once more, not rebuilt.
         rows = await self._client.ro_query("MATCH (q:Sequence {id: 'chunks'}) RETURN q.index_stamp")
         return rows[0][0] if rows else None
 
     async def stamp_keyword_index(self, stamp: str) -> None:
-        """Mark the store as the one a keyword index file is being saved from: only that file matches it."""
-        await self._client.query("MERGE (q:Sequence {id: 'chunks'}) SET q.index_stamp = $stamp", {"stamp": stamp})
+        """Mark the store as the one a keyword index file was saved from: only that file matches it.
+
+        A plain key beside the graph, not a graph property: a graph write waits for an index build the database
+        makes after loading a large store (minutes), and the file is worth saving most just then (decision 0037).
+        """
+        await self._client.command("SET", keyword_stamp_key(self._client.graph_name), stamp)
 
     async def derived(self) -> set[str]:
         """The derived fields every memory of this store has been given (`mark_derived`)."""

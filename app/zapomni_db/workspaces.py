@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from zapomni_db.connection import Connection
 from zapomni_db.errors import QueryFailed
+from zapomni_db.maintenance import keyword_stamp_key
 
 DEFAULT = "default"
 # GRAPH_NAME may not contain ':' (settings), so a workspace graph can never be mistaken for another store's.
@@ -40,6 +41,7 @@ async def drop_workspace_graph(connection: Connection, base: str, workspace: str
     graph = graph_for(base, workspace)
     try:
         async with connection.fence(graph).deleting():
+            await connection.command("DEL", keyword_stamp_key(graph))
             await connection.command("GRAPH.DELETE", graph)
     except QueryFailed as exc:
         if "empty" in str(exc).lower() or "invalid graph" in str(exc).lower():

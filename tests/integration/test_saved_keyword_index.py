@@ -4,16 +4,17 @@ holding a deleted memory's words, ignored (and rebuilt) when it cannot be truste
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
 
 import numpy as np
 import pytest
 from structlog.testing import capture_logs
 
-from tests.helpers import open_core
+from tests.helpers import open_core, saved_keyword_files, until
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, SearchRequest
 from zapomni_core.workspaces.requests import DeleteWorkspaceRequest
+from zapomni_db.maintenance import keyword_stamp_key
 
 pytestmark = pytest.mark.anyio
 
@@ -24,10 +25,6 @@ TEXTS = [
     "The quarterly report blames the zebrafinch sensor for the missing readings.",
 ]
 QUERIES = ["payment proxy error", "pottery workshop", "roll workers queue", "zebrafinch sensor readings"]
-
-
-def saved_files(settings: Settings) -> list[Path]:
-    return sorted((settings.data_dir / "keyword-index").glob("*.npz"))
 
 
 async def keyword_ids(core: ZapomniCore, query: str) -> list[str]:
@@ -47,7 +44,7 @@ async def test_the_next_server_reads_the_saved_index_and_ranks_the_same(settings
     async with open_core(settings) as (core, _):
         await add_all(core, TEXTS)
         before = [await keyword_ids(core, q) for q in QUERIES]
-    assert len(saved_files(settings)) == 1  # written on close
+    assert len(saved_keyword_files(settings)) == 1  # written on close
     with capture_logs() as logs:
         async with open_core(settings) as (core, _):
             after = [await keyword_ids(core, q) for q in QUERIES]
@@ -61,15 +58,15 @@ async def test_the_next_server_reads_the_saved_index_and_ranks_the_same(settings
 async def test_a_delete_leaves_no_word_of_the_memory_in_any_saved_file(settings: Settings) -> None:
     async with open_core(settings) as (core, _):
         ids = await add_all(core, TEXTS)
-    (saved,) = saved_files(settings)
+    (saved,) = saved_keyword_files(settings)
     assert b"zebrafinch" in saved.read_bytes()
     async with open_core(settings) as (core, _):
         await core.memories.delete(DeleteMemoryRequest(memory_ids=[ids[3]]))
         # Gone as the delete returns, not at the next save.
-        assert all(b"zebrafinch" not in path.read_bytes() for path in saved_files(settings))
+        assert all(b"zebrafinch" not in path.read_bytes() for path in saved_keyword_files(settings))
         assert await keyword_ids(core, "zebrafinch") == []
-    assert saved_files(settings)  # written again on close, without it
-    assert all(b"zebrafinch" not in path.read_bytes() for path in saved_files(settings))
+    assert saved_keyword_files(settings)  # written again on close, without it
+    assert all(b"zebrafinch" not in path.read_bytes() for path in saved_keyword_files(settings))
     async with open_core(settings) as (core, _):
         assert await keyword_ids(core, "zebrafinch") == []
         assert await keyword_ids(core, "pottery workshop") == [ids[1]]
@@ -82,7 +79,7 @@ async def test_an_update_removes_the_old_words_from_the_saved_file(settings: Set
         ids = await add_all(core, TEXTS)
     async with open_core(settings) as (core, _):
         await core.memories.update(UpdateMemoryRequest(memory_id=ids[3], text="The sensor was replaced in May."))
-        assert all(b"zebrafinch" not in path.read_bytes() for path in saved_files(settings))
+        assert all(b"zebrafinch" not in path.read_bytes() for path in saved_keyword_files(settings))
     async with open_core(settings) as (core, _):
         assert await keyword_ids(core, "zebrafinch") == []
         assert await keyword_ids(core, "sensor replaced") == [ids[3]]
@@ -120,7 +117,7 @@ async def test_a_file_from_another_past_of_the_store_is_ignored(settings: Settin
 async def test_a_forged_stamp_makes_the_server_rebuild(settings: Settings) -> None:
     async with open_core(settings) as (core, _):
         await add_all(core, TEXTS)
-    (saved,) = saved_files(settings)
+    (saved,) = saved_keyword_files(settings)
     kept = saved.read_bytes()
     async with open_core(settings) as (core, _):
         await core.workspaces.registry.stores(None).maintenance.stamp_keyword_index("another-store")
@@ -137,7 +134,7 @@ async def test_a_forged_stamp_makes_the_server_rebuild(settings: Settings) -> No
 async def test_an_unreadable_file_is_rebuilt_from_the_store(settings: Settings) -> None:
     async with open_core(settings) as (core, _):
         ids = await add_all(core, TEXTS)
-    (saved,) = saved_files(settings)
+    (saved,) = saved_keyword_files(settings)
     saved.write_bytes(saved.read_bytes()[: len(saved.read_bytes()) // 2])
     with capture_logs() as logs:
         async with open_core(settings) as (core, _):
@@ -153,7 +150,7 @@ async def test_a_file_in_the_first_format_is_read_and_the_next_save_writes_the_c
     async with open_core(settings) as (core, _):
         await add_all(core, TEXTS)
         before = [await keyword_ids(core, q) for q in QUERIES]
-    (saved,) = saved_files(settings)
+    (saved,) = saved_keyword_files(settings)
     with np.load(saved) as data:
         arrays = {name: data[name] for name in data.files if name != "id_order"}
     meta = json.loads(json.loads(arrays["meta"].tobytes())[0])
@@ -169,7 +166,7 @@ async def test_a_file_in_the_first_format_is_read_and_the_next_save_writes_the_c
             await core.memories.add(AddMemoryRequest(text="A new note about the kiln."))  # so it saves again
     loaded = events(logs, "keyword_index.loaded")
     assert loaded and loaded[0]["chunks"] == len(TEXTS) and not events(logs, "keyword_index.file_ignored")
-    with np.load(saved_files(settings)[0]) as data:
+    with np.load(saved_keyword_files(settings)[0]) as data:
         assert json.loads(json.loads(data["meta"].tobytes())[0])["format"] == 2 and "id_order" in data.files
 
 
@@ -177,8 +174,65 @@ async def test_deleting_the_workspace_removes_its_saved_index(settings: Settings
     async with open_core(settings) as (core, _):
         await core.memories.add(AddMemoryRequest(text=TEXTS[3], workspace="scratch"))
         await core.memories.add(AddMemoryRequest(text=TEXTS[0]))
-    assert len(saved_files(settings)) == 2
+    assert len(saved_keyword_files(settings)) == 2
     async with open_core(settings) as (core, _):
+        client = core.workspaces.registry.stores(None).client
+        assert await client.command("EXISTS", keyword_stamp_key("zapomni:scratch")) == 1
         await core.workspaces.delete(DeleteWorkspaceRequest(name="scratch", confirm="scratch"))
-        assert len(saved_files(settings)) == 1
-        assert all(b"zebrafinch" not in path.read_bytes() for path in saved_files(settings))
+        assert len(saved_keyword_files(settings)) == 1
+        assert all(b"zebrafinch" not in path.read_bytes() for path in saved_keyword_files(settings))
+        assert await client.command("EXISTS", keyword_stamp_key("zapomni:scratch")) == 0  # no key names it
+
+
+async def test_a_save_that_fails_leaves_the_previous_file_usable(settings: Settings) -> None:
+    async with open_core(settings) as (core, _):
+        await add_all(core, TEXTS)
+    (saved,) = saved_keyword_files(settings)
+    # What the save on close writes first cannot be created (a directory holds its name): it fails, as a save
+    # cut short by a kill or a full disk would, after the note below was added.
+    blocker = saved.with_name(f".{saved.name}.{os.getpid()}.tmp")
+    with capture_logs() as logs:
+        async with open_core(settings) as (core, _):
+            kiln = await add_all(core, ["The kiln firing schedule moved to Thursdays."])
+            blocker.mkdir()
+    assert events(logs, "keyword_index.save_failed")
+    blocker.rmdir()
+    with capture_logs() as logs:
+        async with open_core(settings) as (core, _):
+            assert await keyword_ids(core, "kiln firing schedule") == kiln
+    loaded = events(logs, "keyword_index.loaded")
+    assert loaded and loaded[0]["chunks"] == len(TEXTS), "the previous file was not used: the store was re-stamped"
+
+
+async def test_a_save_removes_what_a_killed_save_left_half_written(settings: Settings) -> None:
+    async with open_core(settings) as (core, _):
+        await add_all(core, TEXTS[:1])
+    (saved,) = saved_keyword_files(settings)
+    abandoned = saved.with_name(f".{saved.name}.99999999.tmp")  # past any pid_max: its writer is gone
+    mine = saved.with_name(f".{saved.name}.{os.getppid()}.tmp")  # a live process's: it may still be writing
+    abandoned.write_bytes(b"half of an index")
+    mine.write_bytes(b"being written")
+    async with open_core(settings) as (core, _):
+        await add_all(core, TEXTS[1:2])
+    assert not abandoned.exists() and mine.read_bytes() == b"being written"
+    mine.unlink()
+
+
+async def test_a_running_server_saves_its_index_once_it_is_far_enough_ahead_of_the_file(settings: Settings) -> None:
+    ahead = settings.model_copy(update={"keyword_save_after": 3})
+    async with open_core(ahead) as (core, _):
+        with capture_logs() as logs:
+            ids = await add_all(core, TEXTS)
+            assert await keyword_ids(core, "pottery workshop") == [ids[1]]  # a catch-up: 4 chunks, no file yet
+            await until(lambda: bool(saved_keyword_files(ahead)), timeout_s=30, what="a background save")
+            (saved,) = saved_keyword_files(ahead)
+            assert b"zebrafinch" in saved.read_bytes()
+            written = saved.stat().st_mtime_ns
+            # One chunk more is not enough, and the next save waits SAVE_INTERVAL_S anyway.
+            await add_all(core, ["A note about the kiln."])
+            assert await keyword_ids(core, "kiln") and saved.stat().st_mtime_ns == written
+        assert len(events(logs, "keyword_index.saved")) == 1
+    with capture_logs() as logs:
+        async with open_core(ahead) as (core, _):
+            assert await keyword_ids(core, "kiln")
+    assert events(logs, "keyword_index.loaded")[0]["chunks"] == len(TEXTS) + 1  # the save on close had the fifth

@@ -32,6 +32,7 @@ import structlog
 
 from zapomni_core.disk import DiskGuard, DiskStatus
 from zapomni_core.errors import ShuttingDown, StorageFull, ZapomniError
+from zapomni_core.processes import process_alive
 from zapomni_core.progress import Progress
 from zapomni_core.workspaces.registry import Workspace, Workspaces
 from zapomni_db import DatabaseUnavailable, GraphMissing, GraphStores, JobRow, PersistenceFailed
@@ -322,10 +323,4 @@ def _owner_gone(owner: str | None) -> bool:
     pid = rest.partition(":")[0]
     if host != _HOST or not pid.isdigit() or int(pid) == os.getpid():
         return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, under another user
-        return False
-    return False
+    return not process_alive(int(pid))

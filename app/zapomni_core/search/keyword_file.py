@@ -1,15 +1,17 @@
 """The keyword index saved beside the embedded database, so a server need not rebuild it from every chunk.
 
-Rebuilding reads every chunk's term counts from FalkorDB: minutes at a million chunks (decision 0026).
-A server saves its index when it closes (and after a large rebuild), one file per graph under
-``<data dir>/keyword-index/``, and the next server reads it and catches up from the sequence number it
-was saved at, the way any process catches up with another's writes (`SyncedBm25Index`).
+Rebuilding reads every chunk's text from FalkorDB and counts its terms: minutes at a million chunks (decisions
+0026, 0037). A server saves its index while it runs, once it is `save_after` chunks ahead of its file (or has
+none), and when it closes; one file per graph under ``<data dir>/keyword-index/``. The next server reads it and
+catches up from the sequence number it was saved at, the way any process catches up with another's writes
+(`SyncedBm25Index`).
 
 A file is used only when it is provably this store's past:
 
-- each save writes a new random stamp into the graph (`Maintenance.stamp_keyword_index`) and into the
-  file; a store that was restored from a backup, re-created or written by a server with another data
-  directory carries another stamp;
+- each save writes a new random stamp into the file and then beside the graph (`Maintenance.stamp_keyword_index`);
+  a store that was restored from a backup, re-created or written by a server with another data directory
+  carries another stamp. The file goes first: a save cut short (a client ends its server 4 s after closing its
+  stdin; the MCP SDK does) leaves the previous file and the store's stamp as they were, still a pair;
 - its sequence number is not past the store's, nor before the point the change log was pruned to;
 - its format, graph name and thread window are this server's.
 
@@ -37,6 +39,7 @@ from typing import Any
 import numpy as np
 import structlog
 
+from zapomni_core.processes import process_alive
 from zapomni_core.search.bm25 import MAX_COUNT, Bm25State
 from zapomni_db import Maintenance
 
@@ -55,10 +58,11 @@ class SavedIndex:
 
 
 class KeywordIndexFiles:
-    """The directory of saved keyword indexes of one data directory, and its lock."""
+    """The directory of saved keyword indexes of one data directory, its lock, and how often to save into it."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, save_after: int) -> None:
         self.directory = directory
+        self.save_after = save_after  # chunks changed since a graph's file (or in an index without one)
 
     def for_graph(self, graph: str, maintenance: Maintenance) -> KeywordIndexFile:
         return KeywordIndexFile(self, graph, maintenance)
@@ -99,6 +103,10 @@ class KeywordIndexFile:
     def path(self) -> Path:
         return self._files.path(self._graph)
 
+    @property
+    def save_after(self) -> int:
+        return self._files.save_after
+
     async def load(self, *, window: int, latest: int, pruned_upto: int) -> SavedIndex | None:
         """The saved index, if there is one this store can use (see the module's rules); None otherwise."""
         if not self.path.is_file():
@@ -126,11 +134,11 @@ class KeywordIndexFile:
             lock.__exit__(None, None, None)
 
     async def write(self, state: Bm25State, seq: int) -> None:
-        """Stamp the store and write the file (inside `saving`, after the index caught up to `seq`)."""
+        """Write the file, then stamp the store with it (inside `saving`, after the index caught up to `seq`)."""
         stamp = uuid.uuid4().hex
-        await self._maintenance.stamp_keyword_index(stamp)
         meta = {"format": FORMAT, "graph": self._graph, "seq": seq, "stamp": stamp, "window": state.window}
         await asyncio.to_thread(_write, self.path, meta, state)
+        await self._maintenance.stamp_keyword_index(stamp)
 
     async def discard(self) -> None:
         await self._files.discard(self._graph)
@@ -181,6 +189,7 @@ def _write(path: Path, meta: dict[str, Any], state: Bm25State) -> None:
         "thread_created": np.array([t[2][1] for t in threads], dtype=np.float64),
         "thread_idx": np.array([t[2][2] for t in threads], dtype=np.int64),
     }
+    _remove_abandoned(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
@@ -247,3 +256,12 @@ def _check(state: Bm25State) -> None:
         raise ValueError("a posting names no chunk")
     if any(not 0 <= position < size for position, _, _ in state.threads):
         raise ValueError("a thread names no chunk")
+
+
+def _remove_abandoned(path: Path) -> None:
+    """Delete the half-written files of saves whose process was killed (each as large as the index)."""
+    for temporary in path.parent.glob(f".{path.name}.*.tmp"):
+        pid = temporary.name.removeprefix(f".{path.name}.").removesuffix(".tmp")
+        if pid.isdigit() and not process_alive(int(pid)):
+            with contextlib.suppress(FileNotFoundError):
+                temporary.unlink()

@@ -13,7 +13,6 @@ writes are refused with the build's progress until the build ends, and the repai
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,9 +36,6 @@ from zapomni_db import (
 from zapomni_db.workspaces import drop_workspace_graph, existing_workspaces, graph_for
 
 log = structlog.get_logger(__name__)
-
-# A keyword index built from this many chunks is saved at once (embedded database), not only on close.
-SAVE_AFTER_REBUILD = 50_000
 
 
 @dataclass(frozen=True)
@@ -137,10 +133,10 @@ class Workspaces:
     async def save_keyword_indexes(self) -> None:
         """Save each open workspace's keyword index beside the database (on close); failures are logged only."""
         for workspace in self.opened():
-            if self.held_writes(workspace.name):  # saving stamps the store; the next start catches up from the file
-                log.info("keyword_index.save_skipped", workspace=workspace.name, reason="indexes still building")
-                continue
-            await _save_keyword_index(workspace.name, workspace.keyword_index)
+            try:
+                await workspace.keyword_index.close()
+            except Exception as exc:  # a file that is not written is caught up with or rebuilt next time: logged only
+                log.warning("keyword_index.save_failed", workspace=workspace.name, error=str(exc))
 
     def _stores_of(self, graph: str) -> GraphStores:
         client = GraphClient(self._connection, graph)
@@ -190,12 +186,9 @@ class Workspaces:
             await settle(name, stores, self._schema)
         saved = self._keyword_files.for_graph(graph, stores.maintenance) if self._keyword_files else None
         keyword_index = SyncedBm25Index(stores.search, saved)
-        await keyword_index.sync()  # read from its saved file, or built from the stored term counts
-        if building:  # saving stamps the store: a rebuilt index is saved once the build ends
-            save = functools.partial(_save_rebuilt_keyword_index, name, keyword_index)
-            self._settling[name] = asyncio.create_task(settle_after_build(name, stores, self._schema, fence, save))
-        else:
-            await _save_rebuilt_keyword_index(name, keyword_index)
+        await keyword_index.sync()  # read from its saved file, or built from the stored texts (and saved)
+        if building:
+            self._settling[name] = asyncio.create_task(settle_after_build(name, stores, self._schema, fence))
         log.info("workspace.opened", workspace=name, duration_ms=round((time.perf_counter() - started) * 1000, 1))
         return Workspace(name, stores, keyword_index, self._search_for(stores, keyword_index))
 
@@ -209,15 +202,3 @@ class Workspaces:
             task.cancel()
         await asyncio.gather(*self._settling.values(), return_exceptions=True)
         self._settling.clear()
-
-
-async def _save_rebuilt_keyword_index(workspace: str, index: SyncedBm25Index) -> None:
-    if index.rebuilt >= SAVE_AFTER_REBUILD:  # the next server need not rebuild it, even after a crash
-        await _save_keyword_index(workspace, index)
-
-
-async def _save_keyword_index(workspace: str, index: SyncedBm25Index) -> None:
-    try:
-        await index.save()
-    except Exception as exc:  # a file that is not written is rebuilt from the store next time: logged only
-        log.warning("keyword_index.save_failed", workspace=workspace, error=str(exc))

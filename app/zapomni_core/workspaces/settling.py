@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -83,17 +83,15 @@ async def settle_after_build(
     stores: GraphStores,
     schema: SchemaSettings,
     fence: WriteFence,
-    then: Callable[[], Awaitable[None]],
 ) -> None:
-    """Wait for the build that holds the workspace's writes, make the repairs and `then` (through the hold), and
-    let writes through. A failure keeps them held: logged, and tried again."""
+    """Wait for the build that holds the workspace's writes, make the repairs (through the hold), and let writes
+    through. A failure keeps them held: logged, and tried again."""
     started = time.perf_counter()
     while True:
         try:
             await wait_for_indexes(stores.client, poll_s=1.0, on_progress=lambda now: fence.hold(build_progress(now)))
             with fence.maintaining():
                 await settle(name, stores, schema)
-                await then()
             break
         except Exception:  # writes stay held (they could be left out of an index); logged, tried again
             log.exception("workspace.settle_failed", workspace=name, retry_in_s=_SETTLE_RETRY_S)
