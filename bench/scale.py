@@ -410,7 +410,7 @@ async def while_building(workdir: Path, session: ClientSession, searches: list[s
     finally:
         await connection.close()
     return {
-        "building_at_first_answer": building,
+        "building_at_first_answer": [str(build) for build in building],
         "search_ms": summary_ms(answered) if answered else None,
         "indexes_built_ms": round(first_ms + (time.perf_counter() - started) * 1000, 1),
     }

@@ -61,7 +61,9 @@ from zapomni_db.records.memories import (
 )
 from zapomni_db.records.search import ChunkHit, IndexChanges, IndexedChunk
 from zapomni_db.schema import (
+    IndexBuild,
     SchemaSettings,
+    describe_builds,
     indexes_building,
     migrate,
     repair_vector_index,
@@ -98,6 +100,7 @@ __all__ = [
     "GraphMissing",
     "GraphStore",
     "GraphStores",
+    "IndexBuild",
     "IndexChanges",
     "IndexedChunk",
     "IndexesBuilding",
@@ -143,6 +146,7 @@ __all__ = [
     "WritesSuspended",
     "access_graph",
     "connect",
+    "describe_builds",
     "indexes_building",
     "migrate",
     "read_suspension",

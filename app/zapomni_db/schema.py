@@ -14,6 +14,7 @@ memories, so it comes out exactly like a graph built at the latest version.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -27,6 +28,8 @@ log = structlog.get_logger(__name__)
 
 # Neighbours asked for when checking the vector index for duplicates (see `repair_vector_index`).
 _PROBE_K = 100
+# How FalkorDB shows an index it is building: "[Indexing] done/total: UNDER CONSTRUCTION".
+_INDEXING = re.compile(r"\[Indexing\] (?P<done>\d+)/(?P<total>\d+)")
 
 
 @dataclass(frozen=True)
@@ -252,7 +255,7 @@ async def wait_for_indexes(
     timeout_s: float = 600.0,
     *,
     poll_s: float = 0.2,
-    on_progress: Callable[[list[str]], None] | None = None,
+    on_progress: Callable[[list[IndexBuild]], None] | None = None,
 ) -> None:
     """Indexes build in the background: wait until every one is OPERATIONAL.
 
@@ -261,7 +264,7 @@ async def wait_for_indexes(
     rebuilds the label's whole index, vector index included (migration 9: more than 600 s at a million chunks,
     decision 0032); the old index answers queries meanwhile. `on_progress` is told each new status."""
     deadline, noted = time.monotonic() + timeout_s, 0.0
-    seen: list[str] = []
+    seen: list[IndexBuild] = []
     while True:
         pending = await indexes_building(client)
         if not pending:
@@ -272,17 +275,46 @@ async def wait_for_indexes(
             if on_progress is not None:
                 on_progress(pending)
         elif now > deadline:
-            raise DatabaseUnavailable(f"indexes did not finish building: {', '.join(pending)}")
+            raise DatabaseUnavailable(f"indexes did not finish building: {describe_builds(pending)}")
         if now - noted >= 10:
-            log.info("db.indexes_building", indexes=pending)
+            log.info("db.indexes_building", indexes=[str(build) for build in pending])
             noted = now
         await asyncio.sleep(poll_s)
 
 
-async def indexes_building(client: GraphClient) -> list[str]:
-    """The graph's indexes that are not yet answering, each as "label: status" (e.g. "Chunk: [Indexing] 5/9")."""
+@dataclass(frozen=True, order=True)
+class IndexBuild:
+    """A label's index that is not yet answering, as FalkorDB reports it (its status, e.g. "[Indexing] 5/9: UNDER
+    CONSTRUCTION"; every index of the graph shows one while the database builds them after loading it)."""
+
+    label: str
+    status: str
+
+    @property
+    def left(self) -> int:
+        """Entities it has yet to take (0 when the status shows no count)."""
+        found = _INDEXING.search(self.status)
+        return int(found["total"]) - int(found["done"]) if found else 0
+
+    @property
+    def empty(self) -> bool:
+        """An index of a label with nothing in it: it waits in the database's queue, with nothing to build."""
+        found = _INDEXING.search(self.status)
+        return found is not None and found["total"] == "0"
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.status}"
+
+
+def describe_builds(builds: list[IndexBuild]) -> str:
+    """The builds a reader cares about: those with something to take (the empty ones queue behind them)."""
+    return ", ".join(str(build) for build in [b for b in builds if not b.empty] or builds)
+
+
+async def indexes_building(client: GraphClient) -> list[IndexBuild]:
+    """The graph's indexes that are not yet answering, by label."""
     rows = await client.ro_query("CALL db.indexes() YIELD label, status RETURN label, status")
-    return sorted(f"{label}: {status}" for label, status in rows if status != "OPERATIONAL")
+    return sorted(IndexBuild(label, status) for label, status in rows if status != "OPERATIONAL")
 
 
 async def stored_vector_dimension(client: GraphClient) -> int | None:

@@ -55,10 +55,10 @@ class SearchReads:
         try:
             rows = await self._client.ro_query(_VECTOR_SEARCH, params)
         except QueryFailed:
-            building = [status for status in await indexes_building(self._client) if status.startswith("Chunk:")]
+            building = [build for build in await indexes_building(self._client) if build.label == "Chunk"]
             if not building:
                 raise
-            log.info("search.vector_index_building", index=building[0], fallback="every stored vector compared")
+            log.info("search.vector_index_building", index=str(building[0]), fallback="every stored vector compared")
             rows = await self._client.ro_query(_EXACT_SEARCH, params)
         return [_hit(row) for row in rows]
 

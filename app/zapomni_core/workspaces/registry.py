@@ -24,13 +24,14 @@ from zapomni_core.reembed import in_progress_message
 from zapomni_core.search import SearchPipeline
 from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_core.search.keyword_file import KeywordIndexFiles
-from zapomni_core.workspaces.settling import build_progress, indexes_still_building, settle, settle_after_build
+from zapomni_core.workspaces.settling import indexes_still_building, settle, settle_after_build
 from zapomni_db import (
     Connection,
     GraphClient,
     GraphStores,
     SchemaMismatch,
     SchemaSettings,
+    describe_builds,
     migrate,
 )
 from zapomni_db.workspaces import drop_workspace_graph, existing_workspaces, graph_for
@@ -178,9 +179,12 @@ class Workspaces:
         fence = self._connection.fence(graph)
         building = await indexes_still_building(client)
         if building:  # a store the database has just loaded: served now, written once its indexes are built
-            fence.hold(build_progress(building))
+            fence.hold(describe_builds(building))
             log.warning(
-                "workspace.writes_held", workspace=name, reason="indexes building after a load", indexes=building
+                "workspace.writes_held",
+                workspace=name,
+                reason="indexes building after a load",
+                indexes=[str(build) for build in building],
             )
         else:
             await settle(name, stores, self._schema)

@@ -8,7 +8,6 @@ for the whole build, and can leave what it wrote out of the index.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,8 +21,10 @@ from zapomni_db import (
     DerivedField,
     GraphClient,
     GraphStores,
+    IndexBuild,
     SchemaSettings,
     WriteFence,
+    describe_builds,
     indexes_building,
     repair_vector_index,
     stored_head,
@@ -40,7 +41,6 @@ _BACKFILL_BATCH = {"text": 100, "small": 1000}
 # before decision 0036, for this long at most; a larger one (a large store just loaded: minutes) is not.
 _BRIEF_BUILD_NODES = 2_000
 _BRIEF_BUILD_S = 30.0
-_INDEXING = re.compile(r"\[Indexing\] (?P<done>\d+)/(?P<total>\d+)")
 # Seconds between tries to settle a workspace whose index build or repairs failed (writes stay held meanwhile).
 _SETTLE_RETRY_S = 5.0
 
@@ -56,26 +56,15 @@ async def settle(name: str, stores: GraphStores, schema: SchemaSettings) -> None
     await stores.maintenance.prune_changes()
 
 
-async def indexes_still_building(client: GraphClient) -> list[str]:
+async def indexes_still_building(client: GraphClient) -> list[IndexBuild]:
     """The indexes still building, after a brief wait when little is left to build: a graph another process has
     just created builds its empty indexes in milliseconds, and its writes need not be refused for that."""
     deadline = time.monotonic() + _BRIEF_BUILD_S
     while (building := await indexes_building(client)) and time.monotonic() < deadline:
-        if sum(_left_to_index(status) for status in building) > _BRIEF_BUILD_NODES:
+        if sum(build.left for build in building) > _BRIEF_BUILD_NODES:
             break
         await asyncio.sleep(0.05)
     return building
-
-
-def _left_to_index(status: str) -> int:
-    """Entities an index has yet to take, from FalkorDB's "Label: [Indexing] done/total: ..." (0 if unreadable)."""
-    found = _INDEXING.search(status)
-    return int(found["total"]) - int(found["done"]) if found else 0
-
-
-def build_progress(building: list[str]) -> str:
-    """What a refused write is told: the indexes with something left to build (the empty ones queue behind)."""
-    return ", ".join([status for status in building if " 0/0" not in status] or building)
 
 
 async def settle_after_build(
@@ -89,7 +78,7 @@ async def settle_after_build(
     started = time.perf_counter()
     while True:
         try:
-            await wait_for_indexes(stores.client, poll_s=1.0, on_progress=lambda now: fence.hold(build_progress(now)))
+            await wait_for_indexes(stores.client, poll_s=1.0, on_progress=lambda now: fence.hold(describe_builds(now)))
             with fence.maintaining():
                 await settle(name, stores, schema)
             break
