@@ -279,7 +279,12 @@ def main(argv: list[str] | None = None) -> None:
         password = os.environ.get("FALKORDB_PASSWORD") or None
         command = (
             falkordb_command(
-                args.dir, port=args.port, bind=args.bind, unix_socket=args.unixsocket, appendfsync=args.appendfsync
+                args.dir,
+                port=args.port,
+                bind=args.bind,
+                unix_socket=args.unixsocket,
+                appendfsync=args.appendfsync,
+                delay_indexing=True,  # as the embedded database (decision 0036)
             )
             + extra
         )

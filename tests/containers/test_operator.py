@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.containers.harness import PROJECT, REPO, call, make, mcp_client, podman, readme_client_entry
+from tests.containers.harness import PROJECT, REPO, call, container, make, mcp_client, podman, readme_client_entry
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("stack")]
 
@@ -45,6 +45,10 @@ def test_health_lists_every_check_ready_and_migrate_has_nothing_to_do() -> None:
     assert health.stdout.rstrip().endswith("ready")
     migrate = make("migrate")
     assert "the schema is up to date" in migrate.stdout, migrate.stdout + migrate.stderr
+    # The stack's database takes connections once its data is loaded and builds its indexes afterwards.
+    ask = "REDISCLI_AUTH=$(cat /secrets/falkordb.password) redis-cli --no-raw GRAPH.CONFIG GET DELAY_INDEXING"
+    config = podman("exec", container("falkordb"), "sh", "-c", ask).stdout
+    assert "DELAY_INDEXING" in config and re.search(r"\(integer\) 1|true", config), config
 
 
 async def test_restore_brings_back_exactly_what_the_backup_held_and_import_adds_the_rest(tmp_path: Path) -> None:

@@ -444,6 +444,7 @@ def test_falkordb_persists_with_aof_and_rdb_and_module_defaults():
     assert redis_args[redis_args.index("--auto-aof-rewrite-min-size") + 1] == "64mb"
     assert "--save" in redis_args
     assert "RESULTSET_SIZE -1" in env["FALKORDB_ARGS"], "the image's default cuts results at 10,000 rows"
+    assert "DELAY_INDEXING yes" in env["FALKORDB_ARGS"], "a large store would take no connection until indexed"
     assert env["BROWSER"] == "0"
 
 
