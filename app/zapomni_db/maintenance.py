@@ -108,6 +108,10 @@ class Maintenance:
         )
         return int(rows[0][0]) if rows else 0
 
+    async def stored(self) -> bool:
+        """Whether the graph exists (a deleted workspace's has not)."""
+        return bool(await self._client.command("EXISTS", self._client.graph_name))
+
     async def keyword_index_stamp(self) -> str | None:
         """The stamp the last saved keyword index wrote (`stamp_keyword_index`), if any."""
         stamp = await self._client.command("GET", keyword_stamp_key(self._client.graph_name))

@@ -41,10 +41,15 @@ async def drop_workspace_graph(connection: Connection, base: str, workspace: str
     graph = graph_for(base, workspace)
     try:
         async with connection.fence(graph).deleting():
-            await connection.command("DEL", keyword_stamp_key(graph))
             await connection.command("GRAPH.DELETE", graph)
     except QueryFailed as exc:
         if "empty" in str(exc).lower() or "invalid graph" in str(exc).lower():
             return False
         raise
     return True
+
+
+async def drop_keyword_stamp(connection: Connection, graph: str) -> None:
+    """Delete the key a saved keyword index stamped beside a deleted graph (after its file is gone: a save that
+    was writing it when the graph was deleted stamped last)."""
+    await connection.command("DEL", keyword_stamp_key(graph))

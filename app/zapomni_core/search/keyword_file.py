@@ -133,12 +133,16 @@ class KeywordIndexFile:
         finally:
             lock.__exit__(None, None, None)
 
-    async def write(self, state: Bm25State, seq: int) -> None:
-        """Write the file, then stamp the store with it (inside `saving`, after the index caught up to `seq`)."""
+    async def write(self, state: Bm25State, seq: int) -> bool:
+        """Write the file, then stamp the store with it (inside `saving`, after the index caught up to `seq`);
+        False, with nothing written, when the graph was deleted (its workspace's deletion removes the file next)."""
+        if not await self._maintenance.stored():
+            return False
         stamp = uuid.uuid4().hex
         meta = {"format": FORMAT, "graph": self._graph, "seq": seq, "stamp": stamp, "window": state.window}
         await asyncio.to_thread(_write, self.path, meta, state)
         await self._maintenance.stamp_keyword_index(stamp)
+        return True
 
     async def discard(self) -> None:
         await self._files.discard(self._graph)

@@ -34,7 +34,7 @@ from zapomni_db import (
     describe_builds,
     migrate,
 )
-from zapomni_db.workspaces import drop_workspace_graph, existing_workspaces, graph_for
+from zapomni_db.workspaces import drop_keyword_stamp, drop_workspace_graph, existing_workspaces, graph_for
 
 log = structlog.get_logger(__name__)
 
@@ -126,9 +126,11 @@ class Workspaces:
             settling = self._settling.pop(name, None)
             if settling is not None:
                 settling.cancel()
+            graph = graph_for(self._base, name)
             dropped = await drop_workspace_graph(self._connection, self._base, name)
             if self._keyword_files is not None:
-                await self._keyword_files.discard(graph_for(self._base, name))
+                await self._keyword_files.discard(graph)  # waits for a save writing it: it finds no graph after
+            await drop_keyword_stamp(self._connection, graph)
             return dropped
 
     async def save_keyword_indexes(self) -> None:
