@@ -68,7 +68,7 @@ install: $(STAMP)  ## create .venv and install the pinned runtime only (no test 
 run: $(STAMP)  ## start the MCP server on stdin/stdout (embedded FalkorDB + ONNX embedder); installs the runtime only
 	@exec $(BIN)/zapomni serve
 
-test: lint  ## lint, then run the whole test suite (all but the container stack) on 2 workers; adds the test and bench tools
+test: lint  ## lint, then run the whole test suite (all but the container stack) on 3 workers; adds the test and bench tools
 	$(BIN)/python -m pytest --ignore=tests/containers -n 3 --dist loadfile --durations=20
 
 # The appliance as an operator runs it, in containers: podman (installed and configured by ops/setup-podman),
