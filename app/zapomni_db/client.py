@@ -45,7 +45,7 @@ class GraphClient:
         other write to a graph that does not exist raises GraphMissing (see `WriteFence`).
         """
         async with self.connection.fence(self.graph_name).writing(self.graph_name, create=create):
-            if not create and not await self.connection.command("EXISTS", self.graph_name):
+            if not create and not await self.exists():
                 raise GraphMissing(f"graph {self.graph_name} does not exist")
             with _unsendable_named(params):
                 result = await self.connection.run(lambda: self._graph.query(cypher, params), write=True)
@@ -69,6 +69,10 @@ class GraphClient:
 
     async def ping(self) -> bool:
         return bool(await self.command("PING"))
+
+    async def exists(self) -> bool:
+        """Whether the graph exists (it does from its first write until it is deleted)."""
+        return bool(await self.connection.command("EXISTS", self.graph_name))
 
 
 @contextmanager

@@ -108,9 +108,9 @@ class Maintenance:
         )
         return int(rows[0][0]) if rows else 0
 
-    async def stored(self) -> bool:
-        """Whether the graph exists (a deleted workspace's has not)."""
-        return bool(await self._client.command("EXISTS", self._client.graph_name))
+    async def graph_exists(self) -> bool:
+        """Whether the graph exists (a deleted workspace's does not)."""
+        return await self._client.exists()
 
     async def keyword_index_stamp(self) -> str | None:
         """The stamp the last saved keyword index wrote (`stamp_keyword_index`), if any."""

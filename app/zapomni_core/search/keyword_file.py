@@ -136,7 +136,7 @@ class KeywordIndexFile:
     async def write(self, state: Bm25State, seq: int) -> bool:
         """Write the file, then stamp the store with it (inside `saving`, after the index caught up to `seq`);
         False, with nothing written, when the graph was deleted (its workspace's deletion removes the file next)."""
-        if not await self._maintenance.stored():
+        if not await self._maintenance.graph_exists():
             return False
         stamp = uuid.uuid4().hex
         meta = {"format": FORMAT, "graph": self._graph, "seq": seq, "stamp": stamp, "window": state.window}

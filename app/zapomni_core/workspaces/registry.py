@@ -156,7 +156,7 @@ class Workspaces:
         return list(self._open.values())
 
     async def _graph_exists(self, name: str) -> bool:
-        return bool(await self._connection.command("EXISTS", graph_for(self._base, name)))
+        return await GraphClient(self._connection, graph_for(self._base, name)).exists()
 
     async def _prepare(self, name: str) -> Workspace:
         started = time.perf_counter()
