@@ -51,8 +51,8 @@ def _sources(field: DerivedField) -> str:
 
 
 def keyword_stamp_key(graph: str) -> str:
-    """The key holding a graph's keyword index stamp (deleted with the graph: `drop_workspace_graph`); "#" is in no
-    workspace name, so it is no workspace's graph."""
+    """The key holding a graph's keyword index stamp (deleted after its graph and file: `drop_keyword_stamp`); "#"
+    is in no workspace name, so it is no workspace's graph."""
     return f"{graph}#keyword-index-stamp"
 
 
