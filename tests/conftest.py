@@ -1,4 +1,10 @@
-"""Shared fixtures: real embedded FalkorDB processes, the real ONNX embedder, per-test data dirs."""
+"""Shared fixtures: one real embedded FalkorDB per test worker with a graph per test, the real ONNX embedder.
+
+A test that is about the database's files or process (restarts, disks, backups, keyword-index files on disk)
+marks itself `own_database`: its `settings` then get a private data directory, and the first engine opened
+there starts a FalkorDB of its own. Everything else shares the worker's database, each test under a graph
+name of its own (GRAPH_NAME; a workspace's graph is that name plus a suffix), dropped when the test ends.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import close_shared_model, open_core
+from tests.shared_database import SharedDatabase
 from zapomni_core import Settings, ZapomniCore
 
 # Entity extraction of every memory a test adds would load spaCy and compete for the two cores in every
@@ -53,9 +60,22 @@ def data_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def shared_database() -> Iterator[SharedDatabase]:
+    """This worker's embedded FalkorDB, started once and attached to by every engine the worker's tests open."""
+    with SharedDatabase.started() as database:
+        yield database
+
+
 @pytest.fixture
-def settings(data_dir: Path) -> Settings:
-    return Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
+def settings(request: pytest.FixtureRequest, shared_database: SharedDatabase) -> Iterator[Settings]:
+    """A test's engine settings: a graph of its own in the worker's database (a data directory of its own
+    with the `own_database` marker, see above)."""
+    if request.node.get_closest_marker("own_database"):
+        yield Settings(ZAPOMNI_DATA_DIR=request.getfixturevalue("data_dir"), LOG_LEVEL="WARNING")
+        return
+    with shared_database.graph() as graph:
+        yield Settings(ZAPOMNI_DATA_DIR=shared_database.data_dir, GRAPH_NAME=graph, LOG_LEVEL="WARNING")
 
 
 @pytest.fixture

@@ -143,6 +143,7 @@ async def test_two_engines_on_one_store_see_a_revocation_at_once(settings: Setti
         assert sorted(type(outcome).__name__ for outcome in outcomes) == ["Conflict", "CreatedToken"], outcomes
 
 
+@pytest.mark.own_database
 async def test_the_store_and_the_logs_hold_no_token(settings: Settings, data_dir: Path) -> None:
     with logged_events() as events:
         async with open_core(settings) as (core, _info):
@@ -165,6 +166,7 @@ async def test_the_store_and_the_logs_hold_no_token(settings: Settings, data_dir
             assert text not in stored and text not in logged and text.encode() not in on_disk
 
 
+@pytest.mark.own_database
 async def test_no_listing_export_or_backup_takes_the_tokens_for_a_workspace(settings: Settings) -> None:
     async with open_core(settings) as (core, _info):
         created = await core.access.create(request(workspaces=["notes"]))

@@ -44,6 +44,8 @@ from zapomni_db.schema import current_version
 from zapomni_db.server import direct_client
 from zapomni_ops.backups import BackupFailed, check_live, make_backup, restore_backup, undo_restore
 
+pytestmark = pytest.mark.own_database  # backups and restores act on the data directory's files
+
 MEMORIES = 2_000
 SUBJECTS = ["The red shipment", "A blue container", "Our green tractor", "The amber lamp", "A silver bicycle",
             "The wooden crate", "An iron anchor", "The paper lantern"]  # fmt: skip

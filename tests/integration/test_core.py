@@ -107,7 +107,7 @@ async def test_a_selective_filter_still_fills_the_limit(core: ZapomniCore) -> No
     assert set(found) == rare
 
 
-async def test_stats_count_memories_and_chunks(core: ZapomniCore, facts: dict[str, str]) -> None:
+async def test_stats_count_memories_and_chunks(core: ZapomniCore, facts: dict[str, str], settings: Settings) -> None:
     before = await core.workspaces.stats()
     assert (before.total_memories, before.total_chunks) == (3, 3)
     await core.memories.search(SearchRequest(query="x"))
@@ -117,7 +117,7 @@ async def test_stats_count_memories_and_chunks(core: ZapomniCore, facts: dict[st
     assert stats.cache_backend == "memory"
     assert stats.cache_hit_rate == 0.0  # three documents and one query, all new
     assert stats.database_size_mb > 0
-    assert stats.graph_name == "zapomni"
+    assert stats.graph_name == settings.graph_name
 
 
 async def test_a_long_text_is_chunked_and_every_part_is_findable(core: ZapomniCore) -> None:
@@ -157,6 +157,7 @@ async def test_a_memory_bigger_than_one_write_batch_is_stored_whole(data_dir: Pa
         assert marks == [[0]], "the write's crash marker goes once its chunks are linked"
 
 
+@pytest.mark.own_database
 async def test_memories_survive_a_restart(settings: Settings) -> None:
     async with open_core(settings) as (core, info):
         assert info.started_database
@@ -166,6 +167,7 @@ async def test_memories_survive_a_restart(settings: Settings) -> None:
         assert (await core.workspaces.stats()).total_memories == 1
 
 
+@pytest.mark.own_database
 async def test_two_engines_on_one_data_dir_share_one_database(settings: Settings) -> None:
     async with open_core(settings) as (first, first_info), open_core(settings) as (second, second_info):
         assert first_info.started_database and not second_info.started_database
@@ -175,6 +177,7 @@ async def test_two_engines_on_one_data_dir_share_one_database(settings: Settings
         assert (await search(first, "food allergy"))[0] == other_id
 
 
+@pytest.mark.own_database
 async def test_migrations_are_idempotent(core: ZapomniCore, data_dir: Path) -> None:
     async with graph_client(data_dir) as client:
         settings = SchemaSettings(dimension=384)
@@ -239,6 +242,7 @@ async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> No
         db.close()
 
 
+@pytest.mark.own_database
 async def test_memories_stored_before_hashes_and_heads_get_them_on_opening(settings: Settings, data_dir: Path) -> None:
     text = "Heads are cut in Python. " * 40
     async with open_core(settings) as (core, _info):
@@ -258,6 +262,7 @@ async def test_memories_stored_before_hashes_and_heads_get_them_on_opening(setti
         assert await client.ro_query("MATCH (m:Memory) RETURN m.head") == [[None]]
 
 
+@pytest.mark.own_database
 async def test_a_text_no_longer_than_a_head_is_not_stored_twice(core: ZapomniCore, data_dir: Path) -> None:
     short, long = "A short note.", "A long note. " * 40
     ids = {await add(core, short): None, await add(core, long): long[:400]}
@@ -267,6 +272,7 @@ async def test_a_text_no_longer_than_a_head_is_not_stored_twice(core: ZapomniCor
     assert [m.preview for m in page.memories] == [short, long[:199].strip() + "\u2026"]
 
 
+@pytest.mark.own_database
 async def test_a_one_chunk_memory_stores_its_text_once_and_every_read_finds_it(
     settings: Settings, data_dir: Path
 ) -> None:
@@ -306,6 +312,7 @@ async def test_a_one_chunk_memory_stores_its_text_once_and_every_read_finds_it(
         assert [t for (t,) in texts] == [c.text for c in chunks.chunks]
 
 
+@pytest.mark.own_database
 async def test_a_migration_that_stopped_with_the_vector_index_dropped_builds_it_again(
     settings: Settings, data_dir: Path
 ) -> None:
@@ -320,6 +327,7 @@ async def test_a_migration_that_stopped_with_the_vector_index_dropped_builds_it_
         assert [h.memory_id for h in found.results] == [memory_id]
 
 
+@pytest.mark.own_database
 async def test_orphan_chunks_from_an_interrupted_write_are_removed(settings: Settings, data_dir: Path) -> None:
     hour_ago = time.time() - 7200
     async with open_core(settings) as (core, _info):
@@ -344,6 +352,7 @@ async def test_orphan_chunks_from_an_interrupted_write_are_removed(settings: Set
         assert marks == [["busy"]]
 
 
+@pytest.mark.own_database
 async def test_unmarked_leftovers_of_an_older_version_are_swept_once_by_the_migration(
     settings: Settings, data_dir: Path
 ) -> None:
@@ -362,6 +371,7 @@ async def test_unmarked_leftovers_of_an_older_version_are_swept_once_by_the_migr
         assert await current_version(client) == 10
 
 
+@pytest.mark.own_database
 async def test_chunks_a_version_8_write_staged_hang_off_their_marker_and_the_memory_id_index_goes(
     settings: Settings, data_dir: Path
 ) -> None:
@@ -386,6 +396,7 @@ async def test_chunks_a_version_8_write_staged_hang_off_their_marker_and_the_mem
         assert "id" in {name for row in indexed for name in row[0]}
 
 
+@pytest.mark.own_database
 async def test_memories_stored_before_the_speaker_property_get_it_once_on_opening(
     settings: Settings, data_dir: Path
 ) -> None:

@@ -119,6 +119,7 @@ async def test_min_score_and_best_chunk_per_memory(core: ZapomniCore) -> None:
     assert some and all(r.similarity_score >= 0.5 for r in some)
 
 
+@pytest.mark.own_database
 async def test_both_legs_see_the_same_chunks_after_adds_and_a_restart(settings: Settings, data_dir: Path) -> None:
     async with open_core(settings) as (core, _info):
         for i in range(30):
@@ -132,6 +133,7 @@ async def test_both_legs_see_the_same_chunks_after_adds_and_a_restart(settings: 
             assert found == before, mode
 
 
+@pytest.mark.own_database
 async def test_a_rebuilt_keyword_index_counts_the_stored_text_and_its_context(
     settings: Settings, data_dir: Path
 ) -> None:

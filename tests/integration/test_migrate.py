@@ -269,6 +269,7 @@ def zapomni(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return run_zapomni(list(args), env)
 
 
+@pytest.mark.own_database
 async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str]) -> None:
     status = zapomni(data_dir, "migrate", "status", "--json")
     assert status.returncode == 0, status.stderr

@@ -16,7 +16,7 @@ from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest
 from zapomni_core.workspaces.requests import DeleteWorkspaceRequest
 from zapomni_db.maintenance import keyword_stamp_key
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.own_database]  # the keyword index files beside the embedded database
 
 TEXTS = [
     "The proxy restarts every connection after error E1047 in the payment service.",

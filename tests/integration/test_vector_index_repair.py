@@ -20,7 +20,7 @@ from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.memories.writing import content_hash
 from zapomni_db import ChunkRow, GraphClient, GraphStores, MemoryRecord, SchemaSettings, migrate, wait_for_indexes
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.own_database]  # restarts and the append-only file
 
 K = 50
 

@@ -22,6 +22,7 @@ async def workspace_counts(settings: Settings) -> dict[str, int]:
         return {w.name: w.memories for w in (await core.workspaces.list()).workspaces}
 
 
+@pytest.mark.own_database
 async def test_a_restore_brings_back_every_workspace(settings: Settings) -> None:
     async with open_core(settings) as (core, _info):
         for text in ("Default fact one.", "Default fact two."):
@@ -43,6 +44,7 @@ async def test_a_restore_brings_back_every_workspace(settings: Settings) -> None
         assert not (await core.memories.search(SearchRequest(query="Falcon launch", mode="keyword"))).results
 
 
+@pytest.mark.own_database
 async def test_a_reembed_moves_every_workspace(data_dir: Path, settings: Settings) -> None:
     async with open_core(settings) as (core, _info):
         await core.memories.add(AddMemoryRequest(text="Sourdough needs a lively starter."))
