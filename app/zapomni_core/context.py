@@ -31,6 +31,8 @@ class RequestContext:
     # Who sent it (an MCP session or access token), for telling one client's conversation from
     # another's (zapomni_core.memories.turns); None when no client is known (the CLI, an import).
     client: str | None = None
+    # Work a job does, not a caller waiting for it: its embeddings give way to interactive ones.
+    background: bool = False
 
     async def progress(self, progress: Progress) -> None:
         if self.progress_sink is not None and not self.cancelled():  # a caller who gave up reads no progress
@@ -43,6 +45,7 @@ class RequestContext:
 
 
 NO_CONTEXT = RequestContext()
+JOB_CONTEXT = RequestContext(request_id="job", background=True)
 
 
 async def until_committed(

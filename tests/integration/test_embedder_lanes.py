@@ -93,6 +93,20 @@ async def test_a_query_returns_while_a_long_document_batch_runs(embedder: OnnxMi
     assert len(await documents) == 48
 
 
+async def test_an_add_is_embedded_between_two_batches_of_a_job(embedder: OnnxMiniLMEmbedder) -> None:
+    """A job's round of batches gives way to an interactive call: the call waits for one batch, not the round."""
+    sentence = ["Bob prefers tea to coffee."]
+    expected = embedder.embed_sync(sentence)
+    background = embedder._background
+    job = asyncio.ensure_future(embedder.embed_documents(long_texts(48, seed=4), background=True))  # 6 batches
+    while background.batches_run == 0:  # the job's round is under way
+        await asyncio.sleep(0.01)
+    assert_same_vectors(await embedder.embed_documents(sentence), expected)
+    assert not job.done() and background.batches_run < 6, "the add waited for the job's whole round"
+    assert len(await job) == 48
+    assert background.texts_run == 48 and embedder._documents.texts_run == 1
+
+
 async def test_a_failing_batch_fails_only_the_callers_with_a_text_in_it(embedder: OnnxMiniLMEmbedder) -> None:
     poison = "poison " * 100  # far longer than the others: it gets a batch of its own
 

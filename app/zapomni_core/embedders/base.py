@@ -21,8 +21,9 @@ class Embedder(Protocol):
     def max_tokens(self) -> int:
         """Longest input, in tokens, the model reads before truncating."""
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Unit-length vectors for texts being stored, in input order."""
+    async def embed_documents(self, texts: Sequence[str], *, background: bool = False) -> list[list[float]]:
+        """Unit-length vectors for texts being stored, in input order. `background`: for a job, which gives way
+        to interactive calls where the embedder can make it (the ONNX model's lanes)."""
 
     async def embed_query(self, text: str) -> list[float]:
         """Unit-length vector for a search query."""

@@ -8,6 +8,7 @@ retries Redis after a pause: a cache never fails a request.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections import OrderedDict
@@ -168,8 +169,10 @@ class CachedEmbedder:
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self._inner.count_tokens(texts)
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return await self._cached("document", texts, self._inner.embed_documents)
+    async def embed_documents(self, texts: Sequence[str], *, background: bool = False) -> list[list[float]]:
+        return await self._cached(
+            "document", texts, functools.partial(self._inner.embed_documents, background=background)
+        )
 
     async def embed_query(self, text: str) -> list[float]:
         async def embed_one(texts: Sequence[str]) -> list[list[float]]:

@@ -65,7 +65,8 @@ class OllamaEmbedder:
     def max_tokens(self) -> int:
         return _MAX_TOKENS.get(self._model.split(":")[0], 512)
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed_documents(self, texts: Sequence[str], *, background: bool = False) -> list[list[float]]:
+        # Ollama serves one request at a time: a job's requests are a batch each, so an add waits one batch at most.
         out: list[list[float]] = []
         for start in range(0, len(texts), self._batch_size):
             batch = [self._doc_prefix + t for t in texts[start : start + self._batch_size]]

@@ -1,9 +1,11 @@
 """all-MiniLM-L6-v2 as an int8 ONNX model on onnxruntime: the embedded, offline default.
 
 Matches sentence-transformers: mean pooling over the attention mask, then L2 normalisation.
-Two lanes share one InferenceSession (its `run` is thread-safe): documents go through a
-micro-batcher on their own thread (concurrent adds share length-sorted batches), queries run on
-a second thread, so a search never waits behind a document batch. Neither blocks the event loop.
+Three lanes share one InferenceSession (its `run` is thread-safe): documents go through a
+micro-batcher on their own thread (concurrent adds share length-sorted batches), the background's
+(jobs: large adds, files, code) through another that yields to it between batches, and queries run
+on a third thread, so neither a search nor an add waits behind a job's round of batches. None blocks
+the event loop.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Encoding
 
-from zapomni_core.embedders.batching import MicroBatcher, plan_batches
+from zapomni_core.embedders.batching import MicroBatcher, Priority, plan_batches
 from zapomni_core.embedders.tokens import TokenCounter, load_tokenizer
 from zapomni_core.errors import EmbedderUnavailable
 
@@ -64,8 +66,23 @@ class OnnxMiniLMEmbedder:
         self._tokenizer.no_padding()  # batches are padded to their own longest member in `_run`
         self._counter = TokenCounter(load_tokenizer())
         self._plan = functools.partial(plan_batches, max_tokens=_BATCH_TOKENS, max_count=batch_size, min_fill=_MIN_FILL)
+        priority = Priority()
         self._documents: MicroBatcher[Encoding] = MicroBatcher(
-            encode=self._tokenizer.encode_batch, length=_length, plan=self._plan, run=self._run, name="onnx-embed"
+            encode=self._tokenizer.encode_batch,
+            length=_length,
+            plan=self._plan,
+            run=self._run,
+            name="onnx-embed",
+            priority=priority,
+        )
+        self._background: MicroBatcher[Encoding] = MicroBatcher(
+            encode=self._tokenizer.encode_batch,
+            length=_length,
+            plan=self._plan,
+            run=self._run,
+            name="onnx-embed-background",
+            priority=priority,
+            interactive=False,
         )
         self._queries = ThreadPoolExecutor(max_workers=1, thread_name_prefix="onnx-query")
 
@@ -81,8 +98,8 @@ class OnnxMiniLMEmbedder:
     def max_tokens(self) -> int:
         return MAX_TOKENS
 
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return await self._documents.embed(texts)
+    async def embed_documents(self, texts: Sequence[str], *, background: bool = False) -> list[list[float]]:
+        return await (self._background if background else self._documents).embed(texts)
 
     async def embed_query(self, text: str) -> list[float]:
         loop = asyncio.get_running_loop()
@@ -118,4 +135,5 @@ class OnnxMiniLMEmbedder:
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self._documents.close)
+        await asyncio.to_thread(self._background.close)
         self._queries.shutdown(wait=True)

@@ -26,6 +26,7 @@ from typing import Protocol
 
 import structlog
 
+from zapomni_core.context import JOB_CONTEXT
 from zapomni_core.disk import DiskGuard, write_estimate
 from zapomni_core.errors import EmbedderUnavailable
 from zapomni_core.files.formats import UnreadableFile
@@ -207,7 +208,9 @@ class FileWalk:
             await run.fail_item(path, str(exc))
             return "failed"
         try:
-            rows = await self._writer.placed_rows([p.text for p in content.pieces], [p.place for p in content.pieces])
+            rows = await self._writer.placed_rows(
+                [p.text for p in content.pieces], [p.place for p in content.pieces], JOB_CONTEXT
+            )
         except EmbedderUnavailable as exc:
             await run.fail_item(path, str(exc))
             return "failed"

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from zapomni_core.context import JOB_CONTEXT
 from zapomni_core.disk import DiskGuard, write_estimate
 from zapomni_core.errors import EmbedderUnavailable
 from zapomni_core.jobs.runner import JobLost, JobOutcome, JobRun
@@ -75,7 +76,7 @@ class IndexMemory:
         for start in range(0, len(todo), JOB_SLICE):
             batch = todo[start : start + JOB_SLICE]
             try:
-                vectors = await self._writer.embed([split.indexed[i] for i in batch])
+                vectors = await self._writer.embed([split.indexed[i] for i in batch], JOB_CONTEXT)
             except EmbedderUnavailable as exc:
                 # Recorded, never dropped: the memory shows "failed" and adding its text again retries.
                 item = f"chunks {batch[0]}-{batch[-1]}"

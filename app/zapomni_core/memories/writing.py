@@ -132,7 +132,9 @@ class WritePipeline:
             if self._shutdown.expired():
                 log.warning("memory.add_abandoned", reason="shutdown grace period over", chunks=len(pieces))
                 raise ShuttingDown("the server shut down before this memory was embedded; nothing was stored")
-            vectors.extend(await self._embedder.embed_documents(pieces[start : start + EMBED_SLICE]))
+            vectors.extend(
+                await self._embedder.embed_documents(pieces[start : start + EMBED_SLICE], background=ctx.background)
+            )
             if len(pieces) > EMBED_SLICE:
                 await ctx.progress(Progress(len(vectors), len(pieces), "chunks", "embedding"))
         return vectors
