@@ -226,6 +226,13 @@ class RawServer(Child):
     def send(self, message: dict[str, Any]) -> None:
         self.send_line(json.dumps(message))
 
+    def send_bytes(self, line: bytes) -> None:
+        """A line as bytes, whatever they are (`send_line` can only write text)."""
+        assert self.process.stdin is not None
+        self.process.stdin.flush()
+        self.process.stdin.buffer.write(line + b"\n")
+        self.process.stdin.buffer.flush()
+
     def receive(self, timeout_s: float = 60.0) -> dict[str, Any]:
         line = self._lines.get(timeout=timeout_s)
         assert line is not None, "the server closed stdout"

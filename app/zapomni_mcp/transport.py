@@ -18,6 +18,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -37,6 +38,8 @@ STDIO_IS_LOCAL = True
 
 # The JSON reader the SDK parses with (pydantic's) stops at this nesting depth.
 MAX_JSON_DEPTH = 200
+# How far into a refused line its id is looked for (the scan is Python, and only refused lines pay for it).
+MAX_ID_SCAN = 1024 * 1024
 
 
 def read_line(line: str, initialized: bool) -> types.JSONRPCMessage | types.JSONRPCError | None:
@@ -53,6 +56,8 @@ def read_line(line: str, initialized: bool) -> types.JSONRPCMessage | types.JSON
             return _error(
                 None, types.INVALID_REQUEST, f"Invalid Request: id must be a string or an integer (got {kind})"
             )
+    if isinstance(message, types.JSONRPCRequest) and (problem := tool_call_problem(message.method, message.params)):
+        return _error(message.id, types.INVALID_PARAMS, f"Invalid params: {problem}")
     if isinstance(message, types.JSONRPCRequest) and message.method == "initialize" and initialized:
         # The SDK would negotiate again and replace the live session's version and client details.
         return _error(
@@ -61,6 +66,21 @@ def read_line(line: str, initialized: bool) -> types.JSONRPCMessage | types.JSON
             "Invalid Request: the session is already initialized; initialize is sent once, as the first request",
         )
     return message
+
+
+def tool_call_problem(method: str, params: Any) -> str | None:
+    """What is wrong with a tools/call's params, said plainly (the SDK answers -32602 with nothing in it)."""
+    if method != "tools/call":
+        return None
+    if not isinstance(params, dict):
+        return "tools/call needs params: an object with name (the tool to call) and arguments (an object)"
+    if not isinstance(params.get("name"), str):
+        return "params.name must be the name of a tool (a string); tools/list names them"
+    arguments = params.get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean"}.get(type(arguments), "a number")
+        return f"params.arguments must be an object of the tool's arguments by name (got {kind})"
+    return None
 
 
 def error_for_unreadable(exc: Exception, line: str = "") -> types.JSONRPCError | None:
@@ -91,7 +111,44 @@ def _why_unparsed(error: Any, line: str) -> str:
 def _readable_id(line: str) -> str | int | None:
     """The id of a line our reader refused, when Python's own JSON reader can still find it."""
     raw = _loads(line)
-    return _valid_id(raw.get("id")) if isinstance(raw, dict) else None
+    if isinstance(raw, dict):
+        return _valid_id(raw.get("id"))
+    return _top_level_id(line) if raw is None else None
+
+
+def _top_level_id(line: str) -> str | int | None:
+    """The top-level object's id, read without parsing the rest: a line nested deeper than any reader goes (a
+    thousand levels and more) still names the request it belongs to. Strings are skipped whole, so brackets
+    and quotes inside them do not count."""
+    decoder = json.JSONDecoder()
+    depth = 0
+    key_next = False
+    position = 0
+    while position < min(len(line), MAX_ID_SCAN):
+        char = line[position]
+        if char == '"':
+            try:
+                text, end = decoder.raw_decode(line, position)
+            except ValueError:
+                return None
+            colon = _after_space(line, end)
+            if depth == 1 and key_next and text == "id" and line.startswith(":", colon):
+                try:
+                    value, _ = decoder.raw_decode(line, _after_space(line, colon + 1))
+                except (ValueError, RecursionError):
+                    return None
+                return _valid_id(value)
+            position, key_next = end, False
+            continue
+        if not char.isspace():
+            depth += 1 if char in "{[" else -1 if char in "}]" else 0
+            key_next = char in "{," and depth == 1
+        position += 1
+    return None
+
+
+def _after_space(line: str, position: int) -> int:
+    return len(line) - len(line[position:].lstrip())
 
 
 def _valid_id(request_id: Any) -> str | int | None:
@@ -136,17 +193,17 @@ class _StdinLines:
     """
 
     def __init__(self) -> None:
-        self._lines: asyncio.Queue[str] = asyncio.Queue()
+        self._lines: asyncio.Queue[str | Undecodable] = asyncio.Queue()
         loop = asyncio.get_running_loop()
         threading.Thread(target=self._read, args=(loop,), name="stdin-reader", daemon=True).start()
 
     def _read(self, loop: asyncio.AbstractEventLoop) -> None:
         # Our own descriptor: at exit the interpreter locks sys.stdin's buffer, which this
         # thread may be blocked inside, and aborts ("could not acquire lock ... daemon threads").
-        stream = open(os.dup(sys.stdin.fileno()), encoding="utf-8", errors="replace")  # noqa: SIM115
+        stream = open(os.dup(sys.stdin.fileno()), "rb")  # noqa: SIM115
         try:
-            for line in stream:
-                loop.call_soon_threadsafe(self._lines.put_nowait, line)
+            for raw in stream:
+                loop.call_soon_threadsafe(self._lines.put_nowait, _decoded(raw))
             loop.call_soon_threadsafe(self._lines.put_nowait, "")
         except RuntimeError:  # the loop closed while we were reading: the server is gone
             return
@@ -154,11 +211,30 @@ class _StdinLines:
     def __aiter__(self) -> _StdinLines:
         return self
 
-    async def __anext__(self) -> str:
+    async def __anext__(self) -> str | Undecodable:
         line = await self._lines.get()
         if not line:
             raise StopAsyncIteration
         return line
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """A line that is not UTF-8: refused, never stored with its bytes replaced."""
+
+    offset: int  # of the first byte that is not UTF-8
+    text: str  # the line with such bytes replaced, only to find the request's id in
+
+    def error(self) -> types.JSONRPCError:
+        message = f"Parse error: the line is not UTF-8 (byte offset {self.offset}); JSON-RPC messages are UTF-8 text"
+        return _error(_readable_id(self.text), types.PARSE_ERROR, message)
+
+
+def _decoded(raw: bytes) -> str | Undecodable:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Undecodable(exc.start, raw.decode("utf-8", errors="replace"))
 
 
 class _NoLines:
@@ -187,9 +263,12 @@ async def stdio_transport(
             initialized = False
             async with send:
                 async for line in _StdinLines():
-                    if not line.strip():
+                    if isinstance(line, Undecodable):
+                        item: types.JSONRPCMessage | types.JSONRPCError | None = line.error()
+                    elif not line.strip():
                         continue
-                    item = read_line(line, initialized)
+                    else:
+                        item = read_line(line, initialized)
                     if isinstance(item, types.JSONRPCError):
                         log.warning("protocol.unreadable_line", code=item.error.code, reason=item.error.message)
                         await write_stream.send(SessionMessage(item))

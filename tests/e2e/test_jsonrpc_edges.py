@@ -37,12 +37,41 @@ def test_json_nested_too_deep_is_answered_as_such_with_its_id(raw_server: Any) -
     reply = server.receive()
     assert (reply["id"], reply["error"]["code"]) == (7, types.PARSE_ERROR), reply
     assert "nested too deeply" in reply["error"]["message"]
-    # So deep that no JSON reader here finds the id: still answered, with a null id.
+    # So deep that no JSON reader here parses it: the id is still found, before or after the nesting.
     server.send_line('{"jsonrpc": "2.0", "id": 8, "params": ' + "[" * 100_000 + "]" * 100_000 + "}")
     reply = server.receive()
-    assert (reply["id"], reply["error"]["code"]) == (None, types.PARSE_ERROR), reply
+    assert (reply["id"], reply["error"]["code"]) == (8, types.PARSE_ERROR), reply
     assert "nested too deeply" in reply["error"]["message"]
-    still_serving(server, 9)
+    server.send_line('{"jsonrpc": "2.0", "params": {"id": "inner", "x": ' + "[" * 1_000 + "]" * 1_000 + '}, "id": 9}')
+    assert server.receive()["id"] == 9  # the top level's id, not one nested inside
+    still_serving(server, 10)
+
+
+def test_bytes_that_are_not_utf8_are_refused_naming_the_offset_and_nothing_is_stored(raw_server: Any) -> None:
+    server: RawServer = raw_server()
+    server.initialize()
+    line = b'{"jsonrpc": "2.0", "id": 21, "method": "tools/call", "params": {"name": "add_memory", '
+    server.send_bytes(line + b'"arguments": {"text": "caf\xe9 au lait"}}}')
+    reply = server.receive()
+    assert (reply["id"], reply["error"]["code"]) == (21, types.PARSE_ERROR), reply
+    assert f"byte offset {len(line) + 26}" in reply["error"]["message"]
+    stats = server.request(22, "tools/call", {"name": "get_stats", "arguments": {}})
+    assert stats["result"]["structuredContent"]["total_memories"] == 0
+
+
+def test_a_tool_call_without_params_or_with_arguments_not_an_object_says_what_is_wrong(raw_server: Any) -> None:
+    server: RawServer = raw_server()
+    server.initialize()
+    cases = {
+        31: (None, "tools/call needs params"),
+        32: ({"name": "get_stats", "arguments": [1]}, "params.arguments must be an object"),
+        33: ({"arguments": {}}, "params.name must be the name of a tool"),
+    }
+    for request_id, (params, said) in cases.items():
+        reply = server.request(request_id, "tools/call", params)
+        assert (reply["id"], reply["error"]["code"]) == (request_id, types.INVALID_PARAMS), reply
+        assert said in reply["error"]["message"], reply
+    still_serving(server, 34)
 
 
 def test_a_lone_surrogate_is_refused_with_the_requests_id(raw_server: Any) -> None:
