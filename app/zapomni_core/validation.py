@@ -7,6 +7,7 @@ requests, so every adapter enforces one set of constraints.
 from __future__ import annotations
 
 import math
+import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -114,3 +115,13 @@ class ScopedRequest(StrictModel):
 
 class NoArguments(StrictModel):
     pass
+
+
+# Whitespace, controls and format characters (zero-width spaces and joiners, byte-order marks): nothing to read.
+_INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf"})
+BLANK_RULE = "must contain something other than whitespace and invisible characters (zero-width spaces, BOMs)"
+
+
+def is_blank(text: str) -> bool:
+    """True when `text` holds nothing a person could read (it stops at the first visible character)."""
+    return not any(unicodedata.category(char) not in _INVISIBLE for char in text.strip())

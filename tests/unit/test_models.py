@@ -28,6 +28,8 @@ def search_error(arguments: dict[str, Any]) -> str:
     [
         ({"text": ""}, "- text: string should have at least 1 character"),
         ({"text": " \n\t "}, "- text: must contain something other than whitespace"),
+        ({"text": "\u200b\u200b\ufeff"}, "- text: must contain something other than whitespace and invisible"),
+        ({"text": " \u2060\u200d\x07 "}, "- text: must contain something other than whitespace and invisible"),
         ({"text": 42}, "- text: input should be a valid string"),
         ({}, "- text: is required"),
         ({"text": "a", "title": "x"}, "- title: unknown argument; allowed: workspace, text, metadata"),
@@ -80,6 +82,7 @@ def test_metadata_keeps_flat_extras_and_normalises_the_date() -> None:
         ({"query": "x", "limit": True}, "- limit: input should be a valid integer"),
         ({"query": "x" * 1001}, "- query: string should have at most 1000 characters"),
         ({"query": "   "}, "- query: must contain something other than whitespace"),
+        ({"query": "\u200b\ufeff"}, "- query: must contain something other than whitespace and invisible"),
         ({"query": "x", "filters": {"date_from": "2024-02-30"}}, "- filters.date_from: must be an ISO 8601"),
         # The keys a filter may have, not the request's own arguments.
         (

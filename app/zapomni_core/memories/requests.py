@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from zapomni_core.search.types import SearchMode
-from zapomni_core.validation import UUID_PATTERN, ScopedRequest, StrictModel, parse_iso8601
+from zapomni_core.validation import BLANK_RULE, UUID_PATTERN, ScopedRequest, StrictModel, is_blank, parse_iso8601
 from zapomni_db import ListedKind, SearchFilter
 
 MAX_TEXT_BYTES = 10 * 1024 * 1024
@@ -33,8 +33,8 @@ def _text_field(description: str, **default: Any) -> Any:
 
 
 def _check_text(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must contain something other than whitespace")
+    if is_blank(value):
+        raise ValueError(BLANK_RULE)
     size = len(value.encode("utf-8", errors="surrogatepass"))
     if size > MAX_TEXT_BYTES:
         raise ValueError(f"must be at most {MAX_TEXT_BYTES} bytes of UTF-8 (got {size})")
@@ -181,8 +181,8 @@ class SearchRequest(ScopedRequest):
     @field_validator("query")
     @classmethod
     def _query(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must contain something other than whitespace")
+        if is_blank(value):
+            raise ValueError(BLANK_RULE)
         return value
 
 
