@@ -13,8 +13,9 @@ from zapomni_cli import commands, file_commands, job_commands, memory_commands, 
 from zapomni_core import Settings, ZapomniError, configure_logging, describe_settings_error, package_version
 from zapomni_ops.cli import register as register_operator_commands
 
-# Commands that run until stopped: they log at LOG_LEVEL (default INFO), like any server.
-LONG_RUNNING = frozenset({"serve", "health-server", "console"})
+# Commands that run until stopped: they log at LOG_LEVEL (default INFO), like any server. `zapomni console` is
+# a person's, in a terminal: it logs warnings unless asked (-v, LOG_LEVEL), like the operator commands.
+LONG_RUNNING = frozenset({"serve", "health-server"})
 # One-shot commands log less unless asked: the memory commands only errors (their result says
 # the rest), the operator commands warnings too (a skipped file in a backup is worth a line).
 MEMORY_COMMAND_LEVEL = "ERROR"
@@ -29,8 +30,8 @@ indexing) are run by `zapomni serve`; job_status, list_jobs and cancel_job follo
 tokens of the HTTP server.
 
 Logs are JSON lines on stderr, never on stdout. serve and health-server log at LOG_LEVEL (default
-INFO). Other commands log only errors (memory commands) or warnings (operator commands), unless
---verbose (INFO) is given or LOG_LEVEL is set in the environment, which then wins.
+INFO). Other commands log only errors (memory commands) or warnings (operator commands and console),
+unless --verbose (INFO) is given or LOG_LEVEL is set in the environment, which then wins.
 """
 
 
@@ -108,7 +109,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         settings = Settings()
     except ValidationError as exc:
         sys.exit(describe_settings_error(exc))
-    configure_logging(log_level(args, settings))
+    level = log_level(args, settings)
+    configure_logging(level)
+    settings = settings.model_copy(update={"log_level": level})  # what the command's own loggers follow too
     try:
         sys.exit(_dispatch(args, settings))
     except KeyboardInterrupt:

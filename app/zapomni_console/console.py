@@ -48,6 +48,13 @@ class Ctx:
             value = raw if isinstance(raw, str) else None
         return (value or "").strip()
 
+    def posted(self, name: str) -> list[str]:
+        """A form field's values exactly as typed (every field of that name, in order): nothing stripped, only the
+        CRLF line ends browsers send for LF put back, so an unedited form gives back what it showed."""
+        if self.form is None:
+            return []
+        return [value.replace("\r\n", "\n") for value in self.form.getlist(name) if isinstance(value, str)]
+
     def render(self, template: str, status: int = 200, **context: Any) -> Response:
         return self.console.renderer.page(
             self.request,

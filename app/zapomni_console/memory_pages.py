@@ -46,7 +46,8 @@ def _query(ctx: Ctx) -> dict[str, str]:
 
 
 def _metadata(ctx: Ctx) -> dict[str, Any]:
-    """Tags, source and date from their fields, the other keys from the JSON object in 'extra'."""
+    """Tags, source and date from their fields, the other keys from the JSON object in 'extra': what the page
+    showed comes back unchanged when nothing was edited."""
     raw = ctx.field("extra") or "{}"
     try:
         extra = json.loads(raw)
@@ -55,10 +56,12 @@ def _metadata(ctx: Ctx) -> dict[str, Any]:
     if not isinstance(extra, dict):
         raise ValueError("extra: must be a JSON object of flat keys")
     metadata: dict[str, Any] = dict(extra)
-    metadata["tags"] = [tag.strip() for tag in ctx.field("tags").split(",") if tag.strip()]
-    for name in ("source", "date"):
-        if value := ctx.field(name):
-            metadata[name] = value
+    # A field per tag, taken as typed (a tag may hold commas and spaces); an emptied field drops its tag.
+    metadata["tags"] = [tag for tag in ctx.posted("tags") if tag]
+    if source := "".join(ctx.posted("source")):
+        metadata["source"] = source
+    if date := ctx.field("date"):
+        metadata["date"] = date
     return metadata
 
 

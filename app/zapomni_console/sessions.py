@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 
 COOKIE = "zapomni_console"
 IDLE_S = 12 * 3600  # a session unused this long is forgotten
-MAX_SESSIONS = 1000  # the oldest goes first: a flood of sign-ins cannot grow memory without bound
+# Bounds on memory that never sign anyone out for someone else: a token's own oldest session makes room for its
+# new one, and when every slot is taken by sessions in use a new sign-in is refused.
+MAX_SESSIONS = 1000
+MAX_PER_TOKEN = 20
 
 
 @dataclass
@@ -28,17 +31,31 @@ class Session:
 class Sessions:
     """The sessions of one console process; a restart signs everyone out."""
 
-    def __init__(self, idle_s: float = IDLE_S, limit: int = MAX_SESSIONS) -> None:
+    def __init__(self, idle_s: float = IDLE_S, limit: int = MAX_SESSIONS, per_token: int = MAX_PER_TOKEN) -> None:
         self._idle_s = idle_s
         self._limit = limit
-        self._by_id: OrderedDict[str, Session] = OrderedDict()
+        self._per_token = per_token
+        self._by_id: OrderedDict[str, Session] = OrderedDict()  # least recently used first
 
-    def open(self, token: str) -> tuple[str, Session]:
+    def open(self, token: str) -> tuple[str, Session] | None:
+        """A new session for `token`; None when every slot is held by other tokens' sessions still in use."""
+        self._forget_idle()
+        own = [session_id for session_id, session in self._by_id.items() if session.token == token]
+        for session_id in own[: max(len(own) - self._per_token + 1, 0)]:
+            del self._by_id[session_id]
+        if len(self._by_id) >= self._limit:
+            return None
         session_id = secrets.token_urlsafe(32)
         self._by_id[session_id] = session = Session(token)
-        while len(self._by_id) > self._limit:
-            self._by_id.popitem(last=False)
         return session_id, session
+
+    def _forget_idle(self) -> None:
+        now = time.monotonic()
+        while self._by_id:
+            session_id, session = next(iter(self._by_id.items()))
+            if now - session.last_seen <= self._idle_s:
+                return
+            del self._by_id[session_id]
 
     def get(self, session_id: str | None) -> Session | None:
         if not session_id:

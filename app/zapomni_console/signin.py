@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -16,6 +18,16 @@ def _next(raw: str | None) -> str:
     return raw if raw and raw.startswith("/") and not raw.startswith("//") and "\\" not in raw else "/"
 
 
+def _too_many(console: Console, request: Request, key: str, where: str) -> Response | None:
+    wait = console.limits.sign_in(key) if console.limits.sign_in else 0.0
+    if not wait:
+        return None
+    retry = math.ceil(wait)
+    response = console.error(request, 429, f"Too many sign-in attempts {where}; try again in {retry} s")
+    response.headers["Retry-After"] = str(retry)
+    return response
+
+
 def routes(console: Console) -> list[Route]:
     async def show(request: Request) -> Response:
         return console.renderer.page(request, "login.html", next=_next(request.query_params.get("next")))
@@ -25,6 +37,9 @@ def routes(console: Console) -> list[Route]:
             check_origin(request)
         except NotAllowed as exc:
             return console.error(request, exc.status, exc.message)
+        address = request.client.host if request.client else "?"
+        if refused := _too_many(console, request, f"address:{address}", "from this address"):
+            return refused
         form = await request.form()
         token = form.get("token")
         raw_next = form.get("next")
@@ -39,7 +54,13 @@ def routes(console: Console) -> list[Route]:
                 next=target,
                 message="token: not a working token (unknown, revoked or expired)",
             )
-        session_id, _session = console.sessions.open(secret)
+        if refused := _too_many(console, request, f"token:{grant.token_id}", f"with token {grant.name!r}"):
+            return refused
+        opened = console.sessions.open(secret)
+        if opened is None:
+            message = "Too many browsers are signed in to this console right now; try again when some sign out"
+            return console.error(request, 503, message)
+        session_id, _session = opened
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(
             COOKIE, session_id, max_age=IDLE_S, httponly=True, samesite="strict", secure=console.secure_cookies

@@ -140,10 +140,15 @@ class Settings(BaseSettings):
     http_burst: int = Field(60, alias="ZAPOMNI_HTTP_BURST", ge=1, le=1_000_000)
     # A request still running after this is answered with a timeout error and cancelled.
     http_request_timeout_s: float = Field(90.0, alias="ZAPOMNI_HTTP_REQUEST_TIMEOUT_S", gt=0, le=3600)
-    # An idle keep-alive connection is closed after this.
+    # A connection that has not sent a whole request head this long after opening (or after its last response)
+    # is closed: idle keep-alive connections, and ones that stop half way through their headers.
     http_idle_timeout_s: float = Field(15.0, alias="ZAPOMNI_HTTP_IDLE_TIMEOUT_S", gt=0, le=3600)
     # Open connections (and streams) at once; beyond it new ones get 503.
     http_max_connections: int = Field(256, alias="ZAPOMNI_HTTP_MAX_CONNECTIONS", ge=1, le=100_000)
+    # Connections from one client address, above a client's connection pool (httpx: 100) and below the server's
+    # limit, so one address cannot take every slot; a new one evicts that address's oldest one waiting for a
+    # request (zapomni_http/connections.py). Behind a reverse proxy every client has the proxy's address.
+    http_max_connections_per_client: int = Field(128, alias="ZAPOMNI_HTTP_MAX_CONNECTIONS_PER_CLIENT", ge=1, le=100_000)
 
     # Logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="LOG_LEVEL")

@@ -24,7 +24,7 @@ from zapomni_http.auth import CoreTokenVerifier, auth_settings
 from zapomni_http.binding import public_url, uses_tls
 from zapomni_http.guard import MB, Guard, grant_of, unchecked_refusal
 from zapomni_http.health import health_routes
-from zapomni_http.limits import TokenBuckets
+from zapomni_http.limits import TokenBuckets, sign_in_limit
 from zapomni_http.metrics import Metrics
 from zapomni_http.replies import FORBIDDEN, refusal
 from zapomni_http.security import OriginCheck, transport_security, with_cors
@@ -48,7 +48,7 @@ def build_app(core: ZapomniCore, settings: Settings) -> ASGIApp:
     console = console_app(
         core,
         secure_cookies=uses_tls(settings),
-        limits=Limits(max_body=int(settings.http_max_body_mb * MB), wait=buckets.take),
+        limits=Limits(max_body=int(settings.http_max_body_mb * MB), wait=buckets.take, sign_in=sign_in_limit()),
     )
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,

@@ -7,6 +7,7 @@ flight, one-line errors.
 
 from __future__ import annotations
 
+import math
 import socket
 import sys
 
@@ -17,7 +18,9 @@ from zapomni_console import Limits, console_app
 from zapomni_core import RuntimeInfo, Settings, ZapomniCore, route_stdlib_logs
 from zapomni_http import binding
 from zapomni_http.guard import MB
-from zapomni_http.serve import UVICORN_LOGGERS, QuietUvicorn
+from zapomni_http.limits import TokenBuckets, sign_in_limit
+from zapomni_http.security import OriginCheck, transport_security
+from zapomni_http.serve import UVICORN_LOGGERS, QuietUvicorn, connection_guard
 from zapomni_mcp.serve import Stop
 from zapomni_mcp.serve import run as run_server
 
@@ -42,12 +45,25 @@ class ConsoleTransport:
         self.listener = listener
 
     async def __call__(self, core: ZapomniCore, info: RuntimeInfo, stop: Stop) -> None:
-        app = console_app(core, limits=Limits(max_body=int(self.settings.http_max_body_mb * MB)))
+        settings = self.settings.model_copy(update={"http_host": HOST})
+        address = f"http://{HOST}:{self.listener.getsockname()[1]}/"
+        # What `serve --http` puts in front of its console: Host and Origin checks (DNS rebinding), the per-token
+        # rate and the body limit.
+        buckets = TokenBuckets(settings.http_rate, settings.http_burst)
+        limits = Limits(max_body=int(settings.http_max_body_mb * MB), wait=buckets.take, sign_in=sign_in_limit())
+        app = OriginCheck(console_app(core, limits=limits), transport_security(settings, address), open_paths=())
         # An open job stream (server-sent events) never ends by itself: shutdown waits for it 3 s at most.
-        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=3)
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=3,
+            timeout_keep_alive=math.ceil(settings.http_idle_timeout_s),
+            http=connection_guard(settings).protocol(),
+        )
         server = QuietUvicorn(config)
         stop.stop_serving = server.request_exit
-        address = f"http://{HOST}:{self.listener.getsockname()[1]}/"
         # stdout carries the address alone, so a script (or a test) can read it; the rest is logged.
         print(address, flush=True)
         log.info("console.started", url=address, embedder=info.embedder, startup_s=round(info.startup_s, 2))

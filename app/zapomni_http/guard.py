@@ -3,6 +3,7 @@
 1. the token's rate limit (429 with Retry-After);
 2. the body, read whole up to the limit (413), and parsed (a JSON-RPC POST is small);
 3. authorisation of the call it makes against the token's grant (403, `insufficient_scope`);
+   a method other than POST gets 405 before any of it;
 4. the SDK's transport, fed exactly the request that was checked, within the request timeout.
 
 Authorisation happens here, at the HTTP layer, because the answer must be an HTTP 403 that
@@ -20,7 +21,7 @@ from typing import Any
 import anyio
 import structlog
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT, RequestId
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, REQUEST_TIMEOUT, RequestId
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -34,10 +35,15 @@ from zapomni_http.replies import refusal as refusal_response
 from zapomni_mcp.access import GrantToken
 from zapomni_mcp.errors import public_message
 from zapomni_mcp.registry import ToolRegistry
+from zapomni_mcp.transport import tool_call_problem
 
 log = structlog.get_logger(__name__)
 
 MB = 1024 * 1024
+NOT_POST = (
+    "Method Not Allowed: this server is stateless; send each JSON-RPC message as a POST to this URL "
+    "(it offers no GET stream and has no session to DELETE)"
+)
 
 
 class Guard:
@@ -64,6 +70,11 @@ class Guard:
             await self._guarded(grant, scope, receive, send)
 
     async def _guarded(self, grant: Grant, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] != "POST":
+            # Stateless: there is no session to DELETE, and a GET stream would never carry a message (clients
+            # ask for one and take 405 as "none", as the spec allows). Not logged: every client session asks.
+            await refusal_response(405, INVALID_REQUEST, NOT_POST, headers={"Allow": "POST"})(scope, receive, send)
+            return
         wait = self.buckets.take(grant.token_id)
         if wait:
             retry = math.ceil(wait)
@@ -87,11 +98,8 @@ class Guard:
             )
             await self._refuse("BodyTooLarge", 413, TOO_LARGE, message, scope, receive, send)
             return
-        if not body:  # GET and DELETE: no call to authorise
-            await self._within_timeout(scope, receive, send, None)
-            return
         try:
-            request = json.loads(body, object_pairs_hook=_unique_keys)
+            request = json.loads(body, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
         except (ValueError, RecursionError) as exc:
             # Never handed on unchecked: a reader that took another of two duplicate keys would run another call.
             await self._refuse("ParseError", 400, PARSE_ERROR, f"Parse error: {exc}", scope, receive, send)
@@ -101,6 +109,14 @@ class Guard:
             await self._refuse("InvalidRequest", 400, INVALID_REQUEST, message, scope, receive, send)
             return
         request_id = _request_id(request)
+        if isinstance(request, dict) and (
+            problem := tool_call_problem(request.get("method", ""), request.get("params"))
+        ):  # 200: the client session hands it on as an error
+            message = f"Invalid params: {problem}"
+            await self._refuse(
+                "InvalidParams", 200, INVALID_PARAMS, message, scope, receive, send, request_id=request_id
+            )
+            return
         if isinstance(request, dict):
             try:
                 reason = await refusal(grant, request, self.registry, self.default_workspace)
@@ -207,6 +223,11 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         duplicated = next(key for key in keys if keys.count(key) > 1)
         raise ValueError(f"the key {duplicated[:100]!r} appears twice in one object")
     return dict(pairs)
+
+
+def _no_constant(name: str) -> Any:
+    # Python's reader takes NaN and Infinity, which JSON has not: an id of NaN made a request a notification.
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def _request_id(request: Any) -> RequestId | None:

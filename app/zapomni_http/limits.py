@@ -13,6 +13,8 @@ from collections.abc import Callable
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope
 
+from zapomni_console.limits import SIGN_IN_BURST, SIGN_IN_RATE
+
 
 class TokenBuckets:
     """A bucket per key of `burst` requests, refilled at `rate` per second; rate 0 lets everything through."""
@@ -35,6 +37,11 @@ class TokenBuckets:
             return 0.0
         self._buckets[key] = (left, now)
         return (1.0 - left) / self.rate
+
+
+def sign_in_limit() -> Callable[[str], float]:
+    """The console's sign-in attempts, by client address and by token (zapomni_console.limits)."""
+    return TokenBuckets(SIGN_IN_RATE, SIGN_IN_BURST).take
 
 
 class BodyTooLarge(Exception):

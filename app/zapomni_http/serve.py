@@ -19,6 +19,7 @@ import uvicorn
 from zapomni_core import RuntimeInfo, Settings, ZapomniCore, route_stdlib_logs
 from zapomni_http import binding
 from zapomni_http.app import build_app
+from zapomni_http.connections import ConnectionGuard
 from zapomni_mcp.serve import Stop, ready_fields
 from zapomni_mcp.serve import run as run_server
 
@@ -63,6 +64,7 @@ class HttpTransport:
             server_header=False,
             timeout_keep_alive=math.ceil(settings.http_idle_timeout_s),
             limit_concurrency=settings.http_max_connections,
+            http=connection_guard(settings).protocol(),
             timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_s),
             ssl_certfile=str(settings.tls_cert) if settings.tls_cert else None,
             ssl_keyfile=str(settings.tls_key) if settings.tls_key else None,
@@ -71,6 +73,12 @@ class HttpTransport:
         stop.stop_serving = server.request_exit
         announce(info, settings)
         await server.serve(sockets=[self.listener])
+
+
+def connection_guard(settings: Settings) -> ConnectionGuard:
+    return ConnectionGuard(
+        idle_timeout_s=settings.http_idle_timeout_s, per_client=settings.http_max_connections_per_client
+    )
 
 
 class QuietUvicorn(uvicorn.Server):

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.processes import (
@@ -220,7 +221,7 @@ def test_edit_and_delete_take_effect_and_the_api_agrees(admin: Tab, store: dict[
     memory_id = store["ids"][0]
     page = admin.go(f"/memories/{memory_id}")
     page.fill("#edit-text", NOTE + " Corrected: the meeting moved to Wednesday.")
-    page.fill("input[name=tags]", "falcon, corrected")
+    page.fill("textarea[aria-label='New tag']", "corrected")
     page.click("form.edit button[type=submit]")
     page.wait_for_selector("p.note")
     assert "Corrected: the meeting moved to Wednesday." in page.locator("#memory-text").inner_text()
@@ -232,6 +233,28 @@ def test_edit_and_delete_take_effect_and_the_api_agrees(admin: Tab, store: dict[
     assert page.locator("#deleted-count").inner_text().startswith("1 memory deleted")
     (listed,) = mcp(store["data_dir"], ("list_memories", {"filters": {"tags": ["falcon"]}}))
     assert listed["memories"] == []
+
+
+def test_save_with_nothing_edited_changes_nothing(admin: Tab, store: dict[str, Any]) -> None:
+    """Every value the API takes comes back from the form as it was: commas and spaces in tags, a source's
+    spaces, a text's leading newline."""
+    text = "\nMinutes of the Smith meeting,   kept as written.  "
+    metadata = {"tags": ["Smith, John", " padded ", "a,b,c"], "source": "  chat log  ", "room": "B, 2"}
+    (added,) = mcp(store["data_dir"], ("add_memory", {"text": text, "metadata": metadata}))
+    page = admin.go(f"/memories/{added['memory_id']}")
+    page.click("form.edit button[type=submit]")
+    page.wait_for_selector("p.note")
+    assert "text unchanged, metadata unchanged" in page.locator("p.note").inner_text()
+    (got,) = mcp(store["data_dir"], ("get_memory", {"memory_id": added["memory_id"]}))
+    assert (got["text"], got["tags"], got["source"]) == (text, metadata["tags"], metadata["source"])
+    assert got["metadata"] == {"room": "B, 2"}
+    mcp(store["data_dir"], ("delete_memory", {"memory_ids": [added["memory_id"]]}))
+
+
+def test_the_search_box_shows_the_query_searched_for(admin: Tab) -> None:
+    page = admin.go("/search?q=Falcon+kickoff&workspace=default")
+    assert page.locator("input[name=q]").input_value() == "Falcon kickoff"
+    assert page.locator("nav a", has_text="Memories").get_attribute("href") == "/?workspace=default"
 
 
 def test_delete_by_filter_deletes_exactly_what_the_preview_showed(admin: Tab, store: dict[str, Any]) -> None:
@@ -421,11 +444,17 @@ def test_a_form_posted_from_elsewhere_is_refused(browser: Any, site: str, store:
 def test_zapomni_console_serves_the_same_pages_on_the_loopback(
     browser: Any, store: dict[str, Any], tmp_path: Path
 ) -> None:
-    server = ConsoleServer(server_env(store["data_dir"]), tmp_path / "console.err")
+    env = {name: value for name, value in server_env(store["data_dir"]).items() if name != "LOG_LEVEL"}
+    server = ConsoleServer(env, tmp_path / "console.err")
     try:
         tab = Tab(browser, server.url, store["reader"])
         page = tab.go("/")
         assert page.locator(".memory .preview", has_text="Maria Lopez").count() == 1
         tab.close()
+        # DNS rebinding: a page of another name that resolves to the loopback is refused, as under serve --http.
+        rebound = httpx.get(server.url + "login", headers={"Host": "rebound.example"}, timeout=30)
+        assert rebound.status_code == 421 and "Host 'rebound.example' is not allowed" in rebound.text
     finally:
         server.terminate()
+    # A person's terminal: without -v or LOG_LEVEL only warnings and errors are logged.
+    assert [event for event in server.log_events() if event.get("level") in ("debug", "info")] == []

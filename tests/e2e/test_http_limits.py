@@ -9,7 +9,9 @@ embedding when it stops.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +29,7 @@ from zapomni_core import MAX_TEXT_BYTES
 pytestmark = pytest.mark.anyio
 
 TIMEOUT_S = 20
+IDLE_S = 4
 LIMITS = {
     "ZAPOMNI_HTTP_MAX_BODY_MB": "1",
     "ZAPOMNI_HTTP_RATE": "1",
@@ -34,6 +37,7 @@ LIMITS = {
     "ZAPOMNI_HTTP_REQUEST_TIMEOUT_S": str(TIMEOUT_S),
     "ZAPOMNI_HTTP_CORS_ORIGINS": "https://notes.example",
     "ZAPOMNI_BACKGROUND_ADD_BYTES": str(MAX_TEXT_BYTES + 1),
+    "ZAPOMNI_HTTP_IDLE_TIMEOUT_S": str(IDLE_S),
 }
 TOKENS = {
     "admin": {"role": "admin", "workspaces": None},
@@ -176,7 +180,7 @@ async def test_a_cancelled_call_stops_and_stores_nothing(server: HttpServer, tok
 async def test_health_readiness_and_metrics(server: HttpServer, tokens: dict[str, str]) -> None:
     assert server.get("/healthz").json() == {"status": "alive"}
     ready = server.get("/readyz", Host="10.0.0.7:80")  # probes come by any address, without a token
-    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+    assert ready.status_code == 200 and ready.json() == {"status": "ready"}  # nothing of what the store holds
 
     async with http_session(server, tokens["admin"]) as session:
         await call(session, "add_memory", {"text": "Metrics count this add.", "workspace": "metered"})
@@ -207,6 +211,84 @@ async def test_health_readiness_and_metrics(server: HttpServer, tokens: dict[str
     ):
         assert line in text, line
     assert _value(text, "zapomni_searches_total") >= 1 and _value(text, "zapomni_adds_total") >= 1
+
+
+def test_connections_that_never_finish_their_headers_lock_nobody_out_and_are_closed(server: HttpServer) -> None:
+    """Slowloris: more half-open connections than the server takes at once (256), without a token."""
+    stuck = []
+    for _ in range(300):
+        connection = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        connection.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+        stuck.append(connection)
+    try:
+        assert server.get("/healthz").status_code == 200
+        assert server.get("/readyz").status_code == 200
+        deadline = time.monotonic() + IDLE_S + 30
+        for connection in stuck:  # each one is closed by the server: evicted at once, or after the idle timeout
+            connection.settimeout(max(deadline - time.monotonic(), 0.1))
+            with contextlib.suppress(ConnectionResetError):  # closed too
+                assert connection.recv(1024) == b"", "a half-open connection was answered instead of closed"
+    finally:
+        for connection in stuck:
+            connection.close()
+    assert server.get("/healthz").status_code == 200
+
+
+def test_console_sign_ins_are_limited_per_address_and_per_token_and_sign_nobody_else_out(
+    server: HttpServer, tokens: dict[str, str]
+) -> None:
+    def sign_in(token: str, address: str) -> httpx.Response:
+        # From another loopback address, named as the server knows itself (Host is checked).
+        transport = httpx.HTTPTransport(local_address=address)
+        with httpx.Client(transport=transport, timeout=30) as client:
+            return client.post(
+                f"http://{address}:{server.port}/login",
+                data={"token": token, "next": "/"},
+                headers={"Host": f"127.0.0.1:{server.port}"},
+            )
+
+    signed_in = sign_in(tokens["admin"], "127.0.0.1")
+    assert signed_in.status_code == 303
+    cookies = dict(signed_in.cookies)
+
+    def until_refused(token: str, address: str) -> list[int]:
+        # A burst of 10, then one per 6 s: on a slow machine the bucket may refill by one meanwhile.
+        statuses: list[int] = []
+        while 429 not in statuses and len(statuses) < 30:
+            statuses.append(sign_in(token, address).status_code)
+        return statuses
+
+    guesses = until_refused("zap_000000000000_guess", "127.0.0.2")
+    assert guesses[-1] == 429 and set(guesses[:-1]) == {401} and len(guesses) > 10
+    signed = until_refused(tokens["monitor"], "127.0.0.3")
+    assert signed[-1] == 429 and set(signed[:-1]) == {303} and len(signed) > 10
+    refused = sign_in(tokens["monitor"], "127.0.0.4")  # a fresh address, the same token
+    assert refused.status_code == 429 and refused.headers["retry-after"].isdigit()
+    assert "with token &#39;monitor&#39;" in refused.text
+    page = httpx.get(f"{server.base}/", cookies=cookies, timeout=30)
+    assert page.status_code == 200 and "Sign out" in page.text  # the first session is still signed in
+
+
+def test_a_bodiless_get_put_or_delete_is_answered_at_once(server: HttpServer, tokens: dict[str, str]) -> None:
+    """Not held until the request timeout (504): the guard had read the empty body the SDK then waited for, and a
+    GET stream of a stateless server never carries a message."""
+    for method in ("GET", "PUT", "DELETE"):
+        response = httpx.request(
+            method, server.url, headers=bearer(tokens["admin"]) | {"Accept": "application/json, text/event-stream"},
+            timeout=TIMEOUT_S + 30,
+        )  # fmt: skip
+        assert response.status_code == 405 and response.headers["allow"] == "POST", (method, response.text)
+        assert "send each JSON-RPC message as a POST" in response.json()["error"]["message"]
+
+
+def test_an_id_that_is_not_json_is_refused_not_taken_for_a_notification(
+    server: HttpServer, tokens: dict[str, str]
+) -> None:
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        body = f'{{"jsonrpc":"2.0","id":{constant},"method":"tools/call","params":{{"name":"list_workspaces"}}}}'
+        refused = server.post(body.encode(), tokens["admin"])
+        assert refused.status_code == 400, (constant, refused.status_code)  # a notification would get 202
+        assert f"{constant} is not a JSON value" in refused.json()["error"]["message"]
 
 
 def _value(exposition: str, name: str) -> float:

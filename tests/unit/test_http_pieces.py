@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from zapomni_console.sessions import Sessions
 from zapomni_core import Settings
 from zapomni_http.binding import bind, public_url, refusal
 from zapomni_http.limits import TokenBuckets
@@ -87,3 +88,25 @@ def test_the_listener_sends_small_writes_at_once() -> None:
     """TCP_NODELAY, inherited by every accepted connection: without it each response waited ~40 ms."""
     with bind("127.0.0.1", 0) as listener:
         assert listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+
+
+def test_a_flood_of_sign_ins_never_signs_another_token_out() -> None:
+    sessions = Sessions(limit=50, per_token=5)
+    opened = sessions.open("token-a")
+    assert opened is not None
+    kept_id, _ = opened
+    flood = [sessions.open("token-b") for _ in range(1001)]
+    assert all(item is not None for item in flood)  # b's own oldest make room for b's newest
+    assert sessions.get(kept_id) is not None
+    assert sum(sessions.get(item[0]) is not None for item in flood if item) == 5
+
+
+def test_a_full_console_refuses_a_new_sign_in_rather_than_dropping_someone() -> None:
+    sessions = Sessions(limit=3, per_token=5)
+    held = [sessions.open(f"token-{n}") for n in range(3)]
+    assert sessions.open("token-late") is None
+    assert all(item is not None and sessions.get(item[0]) is not None for item in held)
+    idle = Sessions(idle_s=0.0, limit=3)
+    for n in range(3):
+        idle.open(f"token-{n}")
+    assert idle.open("token-late") is not None  # sessions unused past the idle time are forgotten first
