@@ -22,6 +22,7 @@ from zapomni_core import RuntimeInfo, Settings, ZapomniCore
 from zapomni_core import open_core as open_engine
 
 if TYPE_CHECKING:
+    from mcp import ClientSession
     from zapomni_core.access.service import AccessService
     from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
     from zapomni_db import GraphClient
@@ -71,6 +72,30 @@ async def open_core(
     model = shared_model() if _default_onnx(settings) else None
     async with open_engine(settings, background_jobs=background_jobs, model=model) as opened:
         yield opened
+
+
+def configured(settings: Settings, **variables: str) -> Settings:
+    """`settings` (a test's data directory and graph) with more settings named as in the environment
+    (ZAPOMNI_GRAPH_AUTO="true", OLLAMA_HOST=...): what `zapomni serve` would run with those variables set."""
+    return Settings(
+        ZAPOMNI_DATA_DIR=settings.data_dir, GRAPH_NAME=settings.graph_name, LOG_LEVEL=settings.log_level, **variables
+    )
+
+
+@asynccontextmanager
+async def local_session(settings: Settings, *, background_jobs: bool = True) -> AsyncIterator[ClientSession]:
+    """An initialised session of the official SDK client with the real MCP server object (what `zapomni serve`
+    runs) on an engine over `settings`, through the SDK's in-memory transport: tool behaviour without a
+    subprocess. stdio framing, signals, shutdown, HTTP and the CLI keep their subprocess tests (tests/e2e)."""
+    from mcp import Client
+    from zapomni_mcp.handlers import build_server
+    from zapomni_mcp.tools import build_registry
+    from zapomni_mcp.transport import STDIO_IS_LOCAL
+
+    async with open_core(settings, background_jobs=background_jobs) as (core, _info):
+        server = build_server(core, build_registry(core), local=STDIO_IS_LOCAL)
+        async with Client(server, mode="legacy") as client:
+            yield client.session
 
 
 def unit_vector(rng: random.Random, dimension: int = 384) -> list[float]:

@@ -260,6 +260,14 @@ async def test_noise_and_other_languages_do_not_break_it(extractor: SpacyExtract
         assert_well_formed(graph)
 
 
+async def test_a_run_of_characters_without_a_space_is_skipped_and_the_rest_is_read(extractor: SpacyExtractor) -> None:
+    """Such a run (a pasted key, base64, a line of dashes) is no entity; read whole it cost seconds per 10,000
+    characters (the tokenizer is quadratic in a token's length)."""
+    (graph,) = await extractor.extract(["=" * 30_000 + " Maria Garcia lives in Lisbon and works for Siemens."])
+    assert {"Maria Garcia", "Lisbon", "Siemens"} <= set(entities(graph))
+    assert_well_formed(graph)
+
+
 async def test_concurrent_calls_are_served_in_order_without_blocking_the_loop(extractor: SpacyExtractor) -> None:
     ticks = 0
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import ClientSession
 
-from tests.processes import call, mcp_session
+from mcp import ClientSession
+from tests.helpers import local_session
+from tests.processes import call
+from zapomni_core import Settings
 
 pytestmark = pytest.mark.anyio
 
@@ -34,8 +35,8 @@ async def keyword_ids(session: ClientSession, query: str) -> list[str]:
     return [hit["memory_id"] for hit in found["results"]]
 
 
-async def test_turns_without_speaker_or_thread_get_them_inferred_per_session_and_gap(data_dir: Path) -> None:
-    async with mcp_session(data_dir) as first, mcp_session(data_dir) as second:
+async def test_turns_without_speaker_or_thread_get_them_inferred_per_session_and_gap(settings: Settings) -> None:
+    async with local_session(settings) as first, local_session(settings) as second:
         ids = [await add(first, text, date) for text, date in TURNS]
 
         # What the agent sent is stored as sent; what was inferred is shown apart.
@@ -76,8 +77,8 @@ async def test_turns_without_speaker_or_thread_get_them_inferred_per_session_and
             assert (await session.call_tool("get_memory", {"memory_id": ids[1]})).is_error
 
 
-async def test_a_thread_or_speaker_the_agent_gives_is_not_overridden(data_dir: Path) -> None:
-    async with mcp_session(data_dir) as session:
+async def test_a_thread_or_speaker_the_agent_gives_is_not_overridden(settings: Settings) -> None:
+    async with local_session(settings) as session:
         given = await call(
             session,
             "add_memory",
@@ -90,8 +91,8 @@ async def test_a_thread_or_speaker_the_agent_gives_is_not_overridden(data_dir: P
         assert set(await inferred(session, spoken["memory_id"])) == {"thread"}  # a turn, but not a `Name:` one
 
 
-async def test_the_speaker_and_kind_filters_reach_list_search_and_delete(data_dir: Path) -> None:
-    async with mcp_session(data_dir) as session:
+async def test_the_speaker_and_kind_filters_reach_list_search_and_delete(settings: Settings) -> None:
+    async with local_session(settings) as session:
         sent = str(
             (
                 await call(

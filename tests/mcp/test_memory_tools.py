@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import ClientSession
 
-from tests.processes import call, mcp_session
+from mcp import ClientSession
+from tests.helpers import local_session
+from tests.processes import call
+from zapomni_core import Settings
 
 pytestmark = pytest.mark.anyio
 
@@ -31,8 +32,8 @@ async def add(session: ClientSession, text: str, **arguments: Any) -> dict[str, 
     return await call(session, "add_memory", {"text": text, **arguments})
 
 
-async def test_get_list_update_and_idempotent_add(data_dir: Path) -> None:
-    async with mcp_session(data_dir) as session:
+async def test_get_list_update_and_idempotent_add(settings: Settings) -> None:
+    async with local_session(settings) as session:
         first = await add(session, PEANUTS, metadata={"tags": ["health"]})
         again = await add(session, "  Alice is allergic to peanuts;\n she carries an EpiPen everywhere. ",
                           metadata={"tags": ["alice"], "source": "chat"})  # fmt: skip
@@ -71,8 +72,8 @@ async def test_get_list_update_and_idempotent_add(data_dir: Path) -> None:
         assert missing.is_error and "no memory" in missing.content[0].text
 
 
-async def test_a_deleted_memory_leaves_no_trace_in_any_server(data_dir: Path) -> None:
-    async with mcp_session(data_dir) as first, mcp_session(data_dir) as second:
+async def test_a_deleted_memory_leaves_no_trace_in_any_server(settings: Settings) -> None:
+    async with local_session(settings) as first, local_session(settings) as second:
         doomed = (await add(first, PEANUTS, metadata={"tags": ["health"], "source": "chat"}))["memory_id"]
         kept = (await add(first, "Bob prefers tea over coffee in the morning.", metadata={"tags": ["health"]}))[
             "memory_id"
@@ -100,8 +101,8 @@ async def test_a_deleted_memory_leaves_no_trace_in_any_server(data_dir: Path) ->
         assert (again["deleted_count"], again["not_found"]) == (0, [doomed])
 
 
-async def test_delete_by_filter_refuses_an_empty_filter(data_dir: Path) -> None:
-    async with mcp_session(data_dir) as session:
+async def test_delete_by_filter_refuses_an_empty_filter(settings: Settings) -> None:
+    async with local_session(settings) as session:
         keep = (await add(session, "Keep this one.", metadata={"tags": ["keep"]}))["memory_id"]
         for arguments in ({"filters": {}}, {}, {"memory_ids": []}, {"memory_ids": [keep], "filters": {"tags": ["x"]}}):
             result = await session.call_tool("delete_memory", arguments)
@@ -114,14 +115,14 @@ async def test_delete_by_filter_refuses_an_empty_filter(data_dir: Path) -> None:
         assert all(t.annotations.open_world_hint is False for t in tools.values())
 
 
-async def test_a_conversation_stored_turn_by_turn_is_searched_as_a_conversation(data_dir: Path) -> None:
+async def test_a_conversation_stored_turn_by_turn_is_searched_as_a_conversation(settings: Settings) -> None:
     turns = [
         ("Melanie", "How was your weekend?"),
         ("Caroline", "Busy! I finally went to the pottery workshop downtown."),
         ("Melanie", "Oh nice, what did you make there?"),
         ("Caroline", "A small blue bowl for my kitchen."),
     ]
-    async with mcp_session(data_dir) as session:
+    async with local_session(settings) as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
         metadata = tools["add_memory"].input_schema["properties"]["metadata"]["anyOf"][0]
         assert {"speaker", "thread", "date"} <= set(metadata["properties"])
@@ -142,8 +143,8 @@ async def test_a_conversation_stored_turn_by_turn_is_searched_as_a_conversation(
         assert (await call(session, "get_stats"))["total_memories"] == len(turns)
 
 
-async def test_workspaces_are_isolated_in_every_tool(data_dir: Path) -> None:
-    async with mcp_session(data_dir) as session:
+async def test_workspaces_are_isolated_in_every_tool(settings: Settings) -> None:
+    async with local_session(settings) as session:
         secret = (await add(session, "Project Falcon launches in May.", workspace="falcon"))["memory_id"]
         public = (await add(session, "The cafeteria closes at 3 pm.", metadata={"tags": ["office"]}))["memory_id"]
         twin = await add(session, "The cafeteria closes at 3 pm.", workspace="falcon")
@@ -181,8 +182,8 @@ async def test_workspaces_are_isolated_in_every_tool(data_dir: Path) -> None:
         assert await search_ids(session, "cafeteria") == {public}
 
 
-async def test_memories_are_readable_resources(data_dir: Path) -> None:
-    async with mcp_session(data_dir) as session:
+async def test_memories_are_readable_resources(settings: Settings) -> None:
+    async with local_session(settings) as session:
         one = (await add(session, PEANUTS))["memory_id"]
         two = (await add(session, "Falcon notes.", workspace="falcon"))["memory_id"]
         templates = (await session.list_resource_templates()).resource_templates

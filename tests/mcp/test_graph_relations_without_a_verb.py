@@ -3,12 +3,12 @@ client sees them through get_related with the default extractor (spaCy + rules, 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.e2e.test_graph_tools import add_notes, graph_settled, related_names
-from tests.processes import call, mcp_session
+from tests.helpers import configured, local_session
+from tests.mcp.test_graph_tools import add_notes, graph_settled, related_names
+from tests.processes import call
+from zapomni_core import Settings
 
 pytestmark = pytest.mark.anyio
 
@@ -23,9 +23,9 @@ NOTES: list[tuple[str, str | None]] = [
 
 
 async def test_a_person_reaches_the_founder_of_her_company_and_titles_appositions_and_seats_are_typed(
-    data_dir: Path,
+    settings: Settings,
 ) -> None:
-    async with mcp_session(data_dir, ZAPOMNI_JOB_POLL_S="0.2", ZAPOMNI_GRAPH_AUTO="true") as session:
+    async with local_session(configured(settings, ZAPOMNI_JOB_POLL_S="0.2", ZAPOMNI_GRAPH_AUTO="true")) as session:
         await add_notes(session, NOTES)
         await graph_settled(session)
 
@@ -53,11 +53,11 @@ async def test_a_person_reaches_the_founder_of_her_company_and_titles_apposition
         assert lena["Zalando"]["relation"]["method"] in ("pattern", "dependency")
 
 
-async def test_a_relation_whose_ends_are_one_entity_is_counted_not_failed(data_dir: Path) -> None:
+async def test_a_relation_whose_ends_are_one_entity_is_counted_not_failed(settings: Settings) -> None:
     """ "Prince Norodom Sihanouk ... Sihanouk": the merge folds the two names into one person, so the relation
     between them is dropped. Nothing was lost that the user must act on: the job says how many, and ends
     `completed`, not `completed_with_errors`."""
-    async with mcp_session(data_dir, ZAPOMNI_GRAPH_AUTO="false", ZAPOMNI_JOB_POLL_S="0.2") as session:
+    async with local_session(configured(settings, ZAPOMNI_GRAPH_AUTO="false", ZAPOMNI_JOB_POLL_S="0.2")) as session:
         [memory] = await add_notes(
             session, [("Prince Norodom Sihanouk met reporters in Beijing, where Sihanouk lives.", None)]
         )
