@@ -1,6 +1,6 @@
 """The knowledge graph through the official MCP client (in process, tests.helpers.local_session): built in the
 background, followed, traversed, used by search, cleaned on delete; the local-LLM path against a real HTTP
-stand-in for Ollama, with superseded facts. Servers killed mid-build: tests/e2e/test_graph_tools.py."""
+stand-in for Ollama, with superseded facts. Servers killed mid-build: tests/e2e/test_graph_jobs_across_servers.py."""
 
 from __future__ import annotations
 
