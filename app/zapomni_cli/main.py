@@ -103,8 +103,24 @@ def log_level(args: argparse.Namespace, settings: Settings) -> str:
     return MEMORY_COMMAND_LEVEL if hasattr(args, "memory_command") else OPERATOR_COMMAND_LEVEL
 
 
+# Options whose value may start with "-" (`--expires -5m`): argparse takes such a value for an option and says
+# only "expected one argument"; passed on joined (`--expires=-5m`), the value gets its own, clearer refusal.
+DASHED_VALUES = frozenset({"--expires"})
+
+
+def joined_dashed_values(argv: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        if arg in DASHED_VALUES and rest and rest[0].startswith("-") and not rest[0].startswith("--"):
+            arg = f"{arg}={rest.pop(0)}"
+        out.append(arg)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(joined_dashed_values(sys.argv[1:] if argv is None else argv))
     try:
         settings = Settings()
     except ValidationError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -254,6 +255,15 @@ def _when(timestamp: str | None) -> str:
     return timestamp[:19].replace("T", " ") if timestamp else ""
 
 
+def _expiry(timestamp: str | None) -> str:
+    """The day a token expires, and the minute when that is within two days (a 1-minute token showed a day)."""
+    if not timestamp:
+        return "never"
+    when = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    soon = when - datetime.now(UTC) < timedelta(days=2)
+    return _when(timestamp)[:16] if soon else _when(timestamp)[:10]
+
+
 def _job(result: JobInfo, out: Console) -> None:
     rows: list[tuple[str, str]] = [
         ("job", result.job_id),
@@ -356,7 +366,7 @@ def _tokens(result: TokenList, out: Console) -> None:
             info.role,
             Text("all" if info.workspaces is None else ", ".join(info.workspaces)),
             info.state,
-            _when(info.expires_at)[:10] or "never",
+            _expiry(info.expires_at),
             _when(info.last_used_at)[:10] or "never",
         )
     out.print(table)

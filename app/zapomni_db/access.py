@@ -67,9 +67,9 @@ class AccessStore:
         return TokenRow.from_row(rows[0]) if rows else None
 
     async def named_or_with_id(self, value: str) -> builtins.list[TokenRow]:
-        """Tokens with the id `value`, and those not yet revoked named `value`."""
+        """Tokens with the id `value` or named `value` (revoked ones too), newest first."""
         rows = await self._client.ro_query(
-            f"MATCH (t:Token) WHERE t.id = $value OR (t.name = $value AND t.revoked_at IS NULL) "
+            f"MATCH (t:Token) WHERE t.id = $value OR t.name = $value "
             f"RETURN {TokenRow.PROJECTION} ORDER BY t.created_at DESC",
             {"value": value},
         )

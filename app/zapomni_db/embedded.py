@@ -104,6 +104,19 @@ def make_private_dir(path: Path) -> None:
     os.chmod(path, 0o700)
 
 
+def _warn_if_open_to_others(data_dir: Path) -> None:
+    """A directory made beforehand keeps its mode (`make_private_dir`); one other users may read or write holds
+    memories they can read, or a socket they can talk to: said at every start, the data is used all the same."""
+    mode = data_dir.stat().st_mode & 0o777
+    if mode & 0o077:
+        log.warning(
+            "db.data_dir_open_to_others",
+            path=str(data_dir),
+            mode=oct(mode),
+            fix=f"chmod 700 {data_dir}: other users can read or change these memories",
+        )
+
+
 def _socket_path(run_dir: Path) -> Path:
     preferred = run_dir / "falkordb.sock"
     if len(str(preferred)) <= _MAX_SOCKET_PATH:
@@ -170,6 +183,7 @@ class EmbeddedDatabase:
     def open(self) -> None:
         """Register this process as a client, then attach to the running server or start one."""
         self.paths.create()
+        _warn_if_open_to_others(self.paths.data_dir)
         # The lock's holder may be waiting for the server to load a large store (minutes): so may we.
         with _locks.exclusive(self.paths.startup_lock, self._start_timeout_s, still_worth_waiting=self._loading):
             self._register()

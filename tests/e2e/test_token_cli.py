@@ -20,6 +20,7 @@ pytestmark = pytest.mark.anyio
 TOKEN = re.compile(r"^(zap_[0-9a-f]{12}_[A-Za-z0-9_-]{43})$", re.MULTILINE)
 
 
+@pytest.mark.own_database  # the command and this process's engine share the data directory
 async def test_tokens_from_the_command_line(data_dir: Path, settings: Settings) -> None:
     async with open_core(settings) as (core, _info):
         created = await asyncio.to_thread(
@@ -65,6 +66,7 @@ async def test_tokens_from_the_command_line(data_dir: Path, settings: Settings) 
             (["--name", "x", "--role", "read", "--workspace", "Team"], "--workspace: must be 1-63 lowercase letters"),
             (["--name", "x", "--role", "read", "--workspace", "a", "--all"], "--workspace: not with --all"),
             (["--role", "read", "--all"], "--name: required"),
+            (["--name", "x", "--role", "read", "--all", "--expires", "-5m"], "--expires: must be a duration"),
         ]:
             stderr = await asyncio.to_thread(refused, data_dir, "token", "create", *args)
             assert stderr.startswith(f"zapomni token create: {message}") and stderr.count("\n") == 1, (args, stderr)
@@ -91,9 +93,29 @@ async def test_tokens_from_the_command_line(data_dir: Path, settings: Settings) 
         assert await core.access.verify(made["token"]) is not None
         again = (await asyncio.to_thread(ok, data_dir, "token", "revoke", grant.token_id)).stdout
         assert again.startswith(f"Token 'ci' (id {grant.token_id}) was already revoked at 20")
+        by_name = await asyncio.to_thread(zapomni, data_dir, "token", "revoke", "ci")  # a second time, by name
+        assert by_name.returncode == 0 and by_name.stdout.startswith(f"Token 'ci' (id {grant.token_id}) was already")
         assert (await asyncio.to_thread(refused, data_dir, "token", "revoke", "nobody", code=1)) == (
-            "zapomni token revoke: NAME_OR_ID: no token has the id 'nobody', and none not yet revoked has that name\n"
+            "zapomni token revoke: NAME_OR_ID: no token has the id or the name 'nobody'\n"
         )
         assert (await asyncio.to_thread(refused, data_dir, "token", "revoke", "my token")).startswith(
             "zapomni token revoke: NAME_OR_ID: must be a token's name"
         )
+
+
+def test_a_token_of_minutes_is_listed_with_the_minute_it_expires(data_dir: Path) -> None:
+    ok(data_dir, "token", "create", "--name", "brief", "--all", "--role", "read", "--expires", "5m")
+    ok(data_dir, "token", "create", "--name", "month", "--all", "--role", "read", "--expires", "30d")
+    rows = {line.split()[1]: line for line in ok(data_dir, "token", "list").stdout.splitlines()[2:]}
+    assert re.search(r" 20\d\d-\d\d-\d\d \d\d:\d\d ", rows["brief"]), rows  # a day would hide it
+    assert re.search(r" 20\d\d-\d\d-\d\d +never", rows["month"]), rows  # far off: the day is enough
+
+
+def test_a_data_directory_other_users_can_open_is_named_with_the_fix(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    result = zapomni(shared, "migrate", "status")  # an operator command: it shows warnings
+    assert result.returncode == 0, result.stderr
+    (warning,) = [json.loads(line) for line in result.stderr.splitlines() if "data_dir_open_to_others" in line]
+    assert warning["mode"] == "0o777" and warning["fix"].startswith(f"chmod 700 {shared}")

@@ -69,21 +69,23 @@ class AccessService:
         return TokenList(tokens=[token_info(row, now) for row in await self._store.list()])
 
     async def revoke(self, request: RevokeTokenRequest) -> RevokedToken:
-        """Revoke by id, or by the name of a token not revoked yet (the one that works, if one does)."""
+        """Revoke by id, or by the name of a token not revoked yet (the one that works, if one does); a name whose
+        tokens are all revoked answers as the id does: already revoked (the newest of them)."""
         value = request.name_or_id
         found = await self._store.named_or_with_id(value)
         by_id = [row for row in found if row.id == value]
         now = time.time()
+        named = [row for row in found if row.name == value]  # newest first
         # Several not-yet-revoked tokens may share a name once all but one have expired.
-        named = sorted((row for row in found if row.name == value), key=lambda row: row.live(now), reverse=True)
-        if by_id and named and by_id[0].id != named[0].id:
+        unrevoked = sorted((r for r in named if r.revoked_at is None), key=lambda r: r.live(now), reverse=True)
+        if by_id and unrevoked and by_id[0].id != unrevoked[0].id:
             raise Conflict(
                 f"name_or_id: {value!r} is the id of token {by_id[0].name!r} and the name of another; "
                 "give the other's id"
             )
-        candidates = by_id or named
+        candidates = by_id or unrevoked or named[:1]
         if not candidates:
-            raise NotFound(f"name_or_id: no token has the id {value!r}, and none not yet revoked has that name")
+            raise NotFound(f"name_or_id: no token has the id or the name {value!r}")
         revoked = await self._store.revoke(candidates[0].id, now)
         if revoked is None:  # deleted meanwhile: tokens are never deleted, so only by a restore
             raise NotFound(f"name_or_id: token {value!r} is gone")
