@@ -98,8 +98,8 @@ async def _status_execute(core: ZapomniCore, prepared: Prepared, args: argparse.
             remaining = max(0, math.ceil(deadline - time.monotonic()))
             wait = min(remaining, MAX_WAIT_S)
             info = await core.jobs.status(JobStatusRequest(job_id=job_id, wait_s=wait), ctx)
-            if info.state not in ACTIVE_STATES or wait == remaining:
-                return info
+            if info.state not in ACTIVE_STATES or info.waiting_for == "server" or wait == remaining:
+                return info  # no server to run it: said at once, not after the wait
 
 
 class _ProgressLine:

@@ -288,8 +288,12 @@ def _job(result: JobInfo, out: Console) -> None:
         out.print(Text(f"{field:<{width}}  ", style="bold") + Text(value), soft_wrap=True)
     for failure in result.failures:
         _line(out, f"  {failure}")
-    if result.state == "pending":
+    if result.state == "pending" and result.waiting_for != "server":  # else its message says it already
         _line(out, "A running Zapomni server (`zapomni serve`, as MCP clients start it) runs pending jobs.")
+
+
+# A job's kind in a list, short enough to leave the note room in 80 columns (--json and job_status say it whole).
+JOB_KINDS = {"index_memory": "index", "build_graph": "graph", "ingest_path": "files", "index_codebase": "code"}
 
 
 def jobs(result: JobList, out: Console, state: str | None = None) -> None:
@@ -297,7 +301,7 @@ def jobs(result: JobList, out: Console, state: str | None = None) -> None:
     if not result.jobs:
         _line(out, f"No {state + ' ' if state else ''}jobs in workspace {result.workspace!r}.")
         return
-    table = _table("id", "state", "progress", "created")
+    table = _table("id", "kind", "state", "progress", "created")
     for column in table.columns:
         column.no_wrap = True
     # The note takes what is left, on one line: cut with an ellipsis, never wrapped.
@@ -305,6 +309,7 @@ def jobs(result: JobList, out: Console, state: str | None = None) -> None:
     for job in result.jobs:
         table.add_row(
             short_id(job.job_id),
+            JOB_KINDS.get(job.kind, job.kind),
             job.state,
             job_progress(job),
             _when(job.created_at)[:16],

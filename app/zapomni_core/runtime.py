@@ -47,6 +47,7 @@ from zapomni_db import (
     DatabaseError,
     GraphClient,
     GraphStores,
+    JobRunners,
     Maintenance,
     SchemaSettings,
     rewrite_append_only_file,
@@ -144,7 +145,8 @@ async def open_core(
         shutdown = ShutdownGate()
         writer = WritePipeline(chunker_for(embedder, settings), embedder, shutdown)
         disk = DiskGuard(database_disk(settings), settings.min_free_mb * MB)
-        jobs = JobService(workspaces, disk)
+        runners = JobRunners(database.connection, settings.graph_name)
+        jobs = JobService(workspaces, disk, runners)
         code = CodeService(workspaces)
         graph = GraphService(
             workspaces,
@@ -168,7 +170,11 @@ async def open_core(
             stack.push_async_callback(extractor.aclose)
             handlers[BuildGraph.kind] = BuildGraph(extractor, settings.entity_match_threshold)
         runner = JobRunner(
-            workspaces, handlers, JobSettings(lease_s=settings.job_lease_s, poll_s=settings.job_poll_s), disk
+            workspaces,
+            handlers,
+            JobSettings(lease_s=settings.job_lease_s, poll_s=settings.job_poll_s),
+            disk,
+            runners if background_jobs else None,  # a command runs its own jobs only (run_now), no others
         )
         memories = MemoryService(
             workspaces=workspaces,
@@ -211,7 +217,7 @@ async def open_core(
         stack.push_async_callback(_compact_if_written, database.client, core)
         stack.push_async_callback(core.drain)
         if background_jobs:
-            runner.start()  # stopped first on the way out: a job in hand is handed back before anything closes
+            await runner.start()  # stopped first on the way out: a job in hand is handed back before anything closes
             stack.push_async_callback(runner.stop)
         info = RuntimeInfo(
             data_location=database.location,

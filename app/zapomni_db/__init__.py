@@ -60,6 +60,7 @@ from zapomni_db.records.memories import (
     StoredMemory,
 )
 from zapomni_db.records.search import ChunkHit, IndexChanges, IndexedChunk
+from zapomni_db.runners import JobRunners
 from zapomni_db.schema import (
     IndexBuild,
     SchemaSettings,
@@ -106,6 +107,7 @@ __all__ = [
     "IndexesBuilding",
     "JobRecord",
     "JobRow",
+    "JobRunners",
     "JobState",
     "JobStore",
     "KnownEntity",

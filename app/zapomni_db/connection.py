@@ -67,7 +67,7 @@ _MISCONF = "MISCONF"
 # full disk (the embedded server has no replicas; see zapomni_db.keeper).
 _NOREPLICAS = "NOREPLICAS"
 # Commands that change nothing, so a broken connection may simply ask again; any other is a write.
-_READ_COMMANDS = frozenset({"PING", "INFO", "EXISTS", "GET", "GRAPH.LIST", "DBSIZE", "LASTSAVE"})
+_READ_COMMANDS = frozenset({"PING", "INFO", "EXISTS", "GET", "SCAN", "GRAPH.LIST", "DBSIZE", "LASTSAVE"})
 
 
 class _Attempt:

@@ -345,8 +345,9 @@ def test_job_commands(data_dir: Path) -> None:
 
     # list_jobs: an 80-column table, filtered by state
     listed = ok(data_dir, "list_jobs", "--state", "completed").stdout
-    assert_fits_80_columns(listed, ["id", "state", "progress", "created", "note"])
-    assert listed.splitlines()[2].split()[:4] == [job_id[:8], "completed", f"{chunks}/{chunks}", "chunks"]
+    assert_fits_80_columns(listed, ["id", "kind", "state", "progress", "created", "note"])
+    row = [job_id[:8], "index", "completed", f"{chunks}/{chunks}", "chunks"]
+    assert listed.splitlines()[2].split()[:5] == row
     assert f"memory {added.memory_id[:8]}" in listed
     assert ok(data_dir, "jobs", "--state", "failed").stdout == "No failed jobs in workspace 'default'.\n"
     assert as_json(data_dir, "list_jobs", "--workspace", "other")["count"] == 0
@@ -360,6 +361,20 @@ def test_job_commands(data_dir: Path) -> None:
     assert not cancelled["cancelled"] and not cancelled["memory_deleted"] and cancelled["job"]["state"] == "completed"
     found = as_json(data_dir, "search", "otter sightings near station 5", "--limit", "1")
     assert [hit["memory_id"] for hit in found["results"]] == [added.memory_id]
+
+
+def test_a_job_no_server_runs_says_so_at_once_however_long_one_waits(data_dir: Path) -> None:
+    """An add on the command line queues the graph's extraction; only a server runs it, and none is running."""
+    env = {"ZAPOMNI_GRAPH_AUTO": "true"}
+    added = json.loads(zapomni(data_dir, "add", "Maria Garcia works for Siemens.", "--json", **env).stdout)
+    assert added["status"] == "indexed"
+    (job,) = as_json(data_dir, "list_jobs")["jobs"]
+    assert (job["kind"], job["state"], job["waiting_for"]) == ("build_graph", "pending", "server")
+    assert ok(data_dir, "jobs").stdout.splitlines()[2].split()[1:3] == ["graph", "pending"]
+    # --wait 600: past the command's own 120 s limit here, had it waited (it waited the whole time).
+    shown = zapomni(data_dir, "job", job["job_id"], "--wait", "600")
+    assert shown.returncode == 0, shown.stderr
+    assert "waiting for a server: no `zapomni serve` runs jobs on this store" in shown.stdout
 
 
 def test_a_memory_whose_indexing_failed_shows_it(data_dir: Path) -> None:

@@ -233,3 +233,22 @@ async def test_a_job_pauses_on_a_full_disk_and_resumes_when_space_is_freed() -> 
                 "chunks"
             ]
             assert await chunk_node_count(disk) == info.counts["chunks"]
+
+
+async def test_a_job_says_it_waits_for_a_server_only_while_none_runs_jobs(settings: Settings) -> None:
+    """A command (no job runner) queues the graph's extraction; a server that starts takes it; one that stops
+    is no longer counted."""
+    auto = Settings(ZAPOMNI_DATA_DIR=settings.data_dir, GRAPH_NAME=settings.graph_name, ZAPOMNI_GRAPH_AUTO="true")
+    async with open_core(auto, background_jobs=False) as (command, _info):
+        await command.memories.add(AddMemoryRequest(text="Maria Garcia works for Siemens in Berlin."))
+        (job,) = (await command.jobs.list(ListJobsRequest())).jobs
+        assert (job.kind, job.state, job.waiting_for) == ("build_graph", "pending", "server")
+        assert job.message is not None and "no `zapomni serve` runs jobs" in job.message
+        async with open_core(auto) as (server, _info):
+            done = await server.jobs.status(JobStatusRequest(job_id=job.job_id, wait_s=50))
+            assert done.state == "completed" and done.waiting_for is None
+            await server.memories.add(AddMemoryRequest(text="Tom Becker founded Acme Robotics."))
+        # The server stopped: the next add's job waits for a server again, and says so at once.
+        await command.memories.add(AddMemoryRequest(text="Lena Vogel was hired by Zalando."))
+        pending = [j for j in (await command.jobs.list(ListJobsRequest())).jobs if j.state == "pending"]
+        assert pending and all(j.waiting_for == "server" for j in pending)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from zapomni_core.jobs.requests import JobState
@@ -11,6 +13,9 @@ class JobProgress(BaseModel):
     done: int
     total: int | None = Field(description="null while not yet known.")
     unit: str = Field(description="What is counted, e.g. chunks.")
+
+
+WaitingFor = Literal["server", "disk", "turn"]
 
 
 class JobInfo(BaseModel):
@@ -24,6 +29,12 @@ class JobInfo(BaseModel):
     memory_id: str | None = Field(description="The memory the job is about, if any.")
     progress: JobProgress
     message: str | None = Field(description="What the job is doing or waiting for (e.g. disk space).")
+    waiting_for: WaitingFor | None = Field(
+        None,
+        description="Why an unfinished job is not running: 'server' (no `zapomni serve` runs jobs on this store; "
+        "one runs it when it starts, as an MCP client starts one), 'disk' (space to write), 'turn' (a server "
+        "runs other jobs first). None while it runs, and once it has ended.",
+    )
     counts: dict[str, int] = Field(description="What a finished job did, e.g. {'chunks': 812}.")
     failed_items: int = Field(description="Items that failed; a job with failed items ends completed_with_errors.")
     failures: list[str] = Field(description="'item: reason' for the first failed items.")

@@ -35,11 +35,21 @@ from zapomni_core.errors import ShuttingDown, StorageFull, ZapomniError
 from zapomni_core.processes import process_alive
 from zapomni_core.progress import Progress
 from zapomni_core.workspaces.registry import Workspace, Workspaces
-from zapomni_db import DatabaseUnavailable, GraphMissing, GraphStores, JobRow, PersistenceFailed
+from zapomni_db import (
+    DatabaseError,
+    DatabaseUnavailable,
+    GraphMissing,
+    GraphStores,
+    JobRow,
+    JobRunners,
+    PersistenceFailed,
+)
 
 log = structlog.get_logger(__name__)
 
 _HOST = socket.gethostname()
+# How often a running job runner renews the key that says it is there (zapomni_db.runners).
+PRESENCE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -115,19 +125,38 @@ class JobRunner:
         handlers: Mapping[str, JobHandler],
         settings: JobSettings,
         disk: DiskGuard | None = None,
+        runners: JobRunners | None = None,
     ) -> None:
         self._workspaces = workspaces
         self._handlers = dict(handlers)
         self.settings = settings
         self._disk = disk
+        self._runners = runners  # where this runner says it is there, while it runs
         self.paused: str | None = None  # why no job runs now (the disk), for the log
         self.owner = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._presence: asyncio.Task[None] | None = None
         self._stopping = False
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        if self._runners is not None:  # said before the first job status is asked for, then renewed
+            await self._announce_once(self._runners)
+            self._presence = asyncio.create_task(self._announce(self._runners), name="zapomni-jobs-presence")
         self._task = asyncio.create_task(self._loop(), name="zapomni-jobs")
+
+    async def _announce(self, runners: JobRunners) -> None:
+        """Say every PRESENCE_S that this process runs jobs of its kinds; said for 3 × as long, so a killed
+        process stops counting soon after, and a busy one never misses a renewal."""
+        while True:
+            await asyncio.sleep(PRESENCE_S)
+            await self._announce_once(runners)
+
+    async def _announce_once(self, runners: JobRunners) -> None:
+        try:
+            await runners.announce(self.owner, self._handlers, PRESENCE_S * 3)
+        except DatabaseError as exc:  # a database refusing writes (a full disk): said again at the next turn
+            log.info("jobs.presence_not_renewed", error=str(exc))
 
     def wake(self) -> None:
         """A job was queued here: look now instead of at the next poll."""
@@ -145,6 +174,13 @@ class JobRunner:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
+        if self._presence is not None and self._runners is not None:
+            self._presence.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._presence
+            self._presence = None
+            with contextlib.suppress(DatabaseError):  # else the key expires by itself
+                await self._runners.withdraw(self.owner)
 
     async def _loop(self) -> None:
         while not self._stopping:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import dataclass
 
 import structlog
 
@@ -12,13 +13,13 @@ from zapomni_core.context import NO_CONTEXT, RequestContext
 from zapomni_core.disk import DiskGuard
 from zapomni_core.errors import NotFound
 from zapomni_core.faults import storage_boundary
-from zapomni_core.jobs.replies import CancelJobResult, JobInfo, JobList, JobProgress
+from zapomni_core.jobs.replies import CancelJobResult, JobInfo, JobList, JobProgress, WaitingFor
 from zapomni_core.jobs.requests import ACTIVE_STATES, CancelJobRequest, JobStatusRequest, ListJobsRequest
 from zapomni_core.memories.indexing_job import KIND as INDEX_MEMORY
 from zapomni_core.memories.replies import iso
 from zapomni_core.progress import Progress
 from zapomni_core.workspaces.registry import Workspaces
-from zapomni_db import JobRow
+from zapomni_db import JobRow, JobRunners
 
 log = structlog.get_logger(__name__)
 
@@ -28,36 +29,42 @@ WAIT_POLL_S = 0.5
 
 @storage_boundary
 class JobService:
-    def __init__(self, workspaces: Workspaces, disk: DiskGuard | None = None) -> None:
+    def __init__(
+        self, workspaces: Workspaces, disk: DiskGuard | None = None, runners: JobRunners | None = None
+    ) -> None:
         self._workspaces = workspaces
         self._disk = disk  # while it refuses writes, unfinished jobs are paused (see JobRunner)
+        self._runners = runners  # which servers run jobs now; None: not known (then no job waits "for a server")
 
     async def status(self, request: JobStatusRequest, ctx: RequestContext = NO_CONTEXT) -> JobInfo:
         workspace, job = await self._find(request.job_id)
         deadline = time.monotonic() + request.wait_s
         reported: Progress | None = None
-        while job.state in ACTIVE_STATES and time.monotonic() < deadline:
-            message = _paused(await self._pause_reason()) or job.message or job.state
-            progress = Progress(job.done, job.total, job.unit, message)
+        while job.state in ACTIVE_STATES:
+            waits = await self._waits()
+            waiting_for, said = waits.of(job)
+            if waiting_for == "server" or time.monotonic() >= deadline:  # no server: waiting would change nothing
+                break
+            progress = Progress(job.done, job.total, job.unit, said or job.message or job.state)
             if progress != reported:
                 await ctx.progress(progress)
                 reported = progress
             await asyncio.sleep(WAIT_POLL_S)
             job = await self._get(workspace, request.job_id)
-        return job_info(job, workspace, await self._pause_reason())
+        return job_info(job, workspace, await self._waits())
 
     async def list(self, request: ListJobsRequest) -> JobList:
         name = self._workspaces.resolve(request.workspace)
         rows = await self._workspaces.stores(name).jobs.list(request.state, request.limit)
-        paused = await self._pause_reason()
-        return JobList(workspace=name, jobs=[job_info(row, name, paused) for row in rows], count=len(rows))
+        waits = await self._waits()
+        return JobList(workspace=name, jobs=[job_info(row, name, waits) for row in rows], count=len(rows))
 
-    async def _pause_reason(self) -> str | None:
-        """Why unfinished jobs wait now: the job rows cannot say it while the database refuses writes."""
-        if self._disk is None:
-            return None
-        status = await asyncio.to_thread(self._disk.status)
-        return status.pause_reason if status is not None else None
+    async def _waits(self) -> JobWaits:
+        """What unfinished jobs wait for now: the job rows cannot say it while the database refuses writes, nor
+        whether any server is there to take them."""
+        status = await asyncio.to_thread(self._disk.status) if self._disk is not None else None
+        kinds = await self._runners.kinds() if self._runners is not None else None
+        return JobWaits(status.pause_reason if status is not None else None, kinds)
 
     async def cancel(self, request: CancelJobRequest) -> CancelJobResult:
         """Cancel a pending or running job. A large add's indexing job takes its memory with it:
@@ -100,12 +107,33 @@ class JobService:
         return job
 
 
-def _paused(reason: str | None) -> str | None:
-    return f"paused: {reason}" if reason else None
+NO_SERVER = (
+    "waiting for a server: no `zapomni serve` runs jobs on this store right now; the job runs when one starts "
+    "(an MCP client starts one)"
+)
 
 
-def job_info(job: JobRow, workspace: str, paused: str | None = None) -> JobInfo:
-    """The job as the tools show it; `paused`: why every unfinished job waits now (the disk), if it does."""
+@dataclass(frozen=True)
+class JobWaits:
+    """What every unfinished job's wait depends on right now."""
+
+    disk: str | None = None  # why writes are refused, if they are
+    runner_kinds: set[str] | None = None  # the job kinds some server runs; None: not known
+
+    def of(self, job: JobRow) -> tuple[WaitingFor | None, str | None]:
+        """What `job` waits for, and what to say of it (None: the job's own message says enough)."""
+        if job.state not in ACTIVE_STATES:
+            return None, None
+        if self.disk:
+            return "disk", f"paused: {self.disk}"
+        if self.runner_kinds is not None and job.kind not in self.runner_kinds:
+            return "server", NO_SERVER
+        return ("turn", None) if job.state == "pending" else (None, None)
+
+
+def job_info(job: JobRow, workspace: str, waits: JobWaits | None = None) -> JobInfo:
+    """The job as the tools show it; `waits`: what unfinished jobs wait for now (the disk, a server), if known."""
+    waiting_for, said = (waits or JobWaits()).of(job)
     return JobInfo(
         job_id=job.id,
         workspace=workspace,
@@ -113,7 +141,8 @@ def job_info(job: JobRow, workspace: str, paused: str | None = None) -> JobInfo:
         state=job.state,
         memory_id=job.memory_id,
         progress=JobProgress(done=job.done, total=job.total, unit=job.unit),
-        message=(_paused(paused) if job.state in ACTIVE_STATES else None) or job.message,
+        message=said or job.message,
+        waiting_for=waiting_for,
         counts=json.loads(job.counts_json),
         failed_items=job.failed,
         failures=job.failures,
