@@ -69,6 +69,11 @@ class DiskStatus:
         if self.suspension is None:
             return None
         how = "a write did not fit and it stopped" if self.suspension.crashed else "the next write would not fit"
+        if self.free_bytes >= self.suspension.resume_free_bytes:  # freed since: the keeper lifts it at its next look
+            return (
+                f"The database's disk was full ({how}) and its writes are still suspended, though {self.describe()} "
+                "now: they resume within seconds, retry then"
+            )
         return (
             f"The database's disk is full ({self.describe()}): {how}, so writes are suspended until "
             f"{_size(self.suspension.resume_free_bytes)} are free"
