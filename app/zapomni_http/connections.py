@@ -70,6 +70,7 @@ class GuardedH11Protocol(H11Protocol):
     guard: ConnectionGuard
     _head_timer: asyncio.TimerHandle | None = None
 
+    # uvicorn's own override narrows the argument the same way (a Transport, not any BaseTransport).
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if not self.guard.admit(self):
