@@ -59,7 +59,7 @@ def sentences(abstracts: Sequence[str]) -> Iterator[str]:
 
 async def add_ms(session: ClientSession, text: str) -> float:
     added, elapsed = await call(session, "add_memory", {"text": text})
-    assert added["status"] == "stored" and not added["deduplicated"], added
+    assert added["status"] == "indexed" and not added["deduplicated"], added
     return elapsed
 
 
