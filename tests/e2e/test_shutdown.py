@@ -86,6 +86,27 @@ async def test_end_of_input_stops_cleanly_and_keeps_the_data(raw_server: Any, da
     assert await stored_memories(data_dir) == 1
 
 
+def test_end_of_input_while_a_10_mib_add_is_cut_up_by_its_job_stops_within_the_grace(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """The job's chunking of the text (tens of seconds for 10 MiB) went on after the engine had closed, and the
+    process waited for it at exit: 49 s after stdin closed, where the grace is 30 s (here 5) and MCP clients kill
+    a server after 4. The job goes back to pending; the next server does it."""
+    log = tmp_path / "stderr.log"
+    server = RawServer(data_dir, log, extra_env={"ZAPOMNI_SHUTDOWN_GRACE_S": "5"})
+    try:
+        server.initialize()
+        text = " ".join(f"entry{n} notes value{n * 7} for batch{n % 97}." for n in range(300_000))[: 10 * 2**20 - 1]
+        reply = server.request(2, "tools/call", {"name": "add_memory", "arguments": {"text": text}})
+        assert reply["result"]["structuredContent"]["status"] == "indexing", reply
+        assert wait_for(lambda: '"job.started"' in server.stderr(), timeout_s=60)
+        server.close_stdin()
+        assert server.wait(timeout_s=5 + 25) == 0  # the grace, and room for the database's own stop
+    finally:
+        server.kill()
+    assert '"job.released"' in log.read_text()
+
+
 async def test_a_write_still_embedding_after_the_grace_period_is_dropped_whole(
     raw_server: Any, data_dir: Path, tmp_path: Path
 ) -> None:

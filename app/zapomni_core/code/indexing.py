@@ -7,7 +7,6 @@ again for the whole codebase from the stored parses (cheap: no file is read agai
 
 from __future__ import annotations
 
-import asyncio
 import json
 from dataclasses import asdict
 
@@ -21,6 +20,7 @@ from zapomni_core.files.walker import FoundFile
 from zapomni_core.jobs.runner import JobOutcome, JobRun
 from zapomni_core.memories.chunking import Chunker
 from zapomni_core.memories.writing import new_id
+from zapomni_core.threads import off_loop
 from zapomni_db import CodeFileRow, GraphStores, JobRow, SymbolRow
 
 log = structlog.get_logger(__name__)
@@ -76,7 +76,7 @@ class IndexCodebase:
         if outcome.changed:
             codebase = str(outcome.plan.base)
             parsed = [parsed_from_json(value) for value in await run.stores.code.parsed_files(codebase)]
-            links = await asyncio.to_thread(resolve, parsed)
+            links = await off_loop(resolve, parsed)
             await run.report(run.progress.with_message("linking calls, inheritance and imports"))
             await run.stores.code.replace_links(
                 codebase, calls=links.calls, inherits=links.inherits, imports=links.imports

@@ -36,6 +36,7 @@ from zapomni_core.jobs.runner import JobOutcome, JobRun
 from zapomni_core.memories.requests import MAX_TEXT_BYTES
 from zapomni_core.memories.writing import WritePipeline, new_id
 from zapomni_core.progress import Progress
+from zapomni_core.threads import off_loop
 from zapomni_db import GraphStores, JobRecord, JobRow, MemoryRecord, StoredFile
 
 log = structlog.get_logger(__name__)
@@ -202,7 +203,7 @@ class FileWalk:
         ):
             return "unchanged"
         try:
-            content = await asyncio.to_thread(self._reader.read, item, data)
+            content = await off_loop(self._reader.read, item, data)
             _check_size(content)
         except UnreadableFile as exc:
             await run.fail_item(path, str(exc))

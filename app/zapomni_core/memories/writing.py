@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import uuid
@@ -19,6 +18,7 @@ from zapomni_core.memories.conversation import indexed_text
 from zapomni_core.memories.requests import MemoryMetadata
 from zapomni_core.memories.turns import NOTHING, Inferred, speaker_of
 from zapomni_core.progress import Progress
+from zapomni_core.threads import off_loop
 from zapomni_core.validation import parse_iso8601
 from zapomni_db import ChunkPlace, ChunkRow, MemoryRecord, StoredChunk, StoredMemory
 
@@ -122,7 +122,7 @@ class WritePipeline:
         return Split(list(pieces), [indexed_text(context, piece) for piece in pieces], context)
 
     async def split_async(self, text: str, context: str | None = None) -> Split:
-        return await asyncio.to_thread(self.split, text, context)
+        return await off_loop(self.split, text, context)
 
     async def embed(self, pieces: Sequence[str], ctx: RequestContext = NO_CONTEXT) -> list[list[float]]:
         """Vectors for `pieces`, a slice at a time; raises ShuttingDown past the shutdown deadline."""
@@ -149,7 +149,7 @@ class WritePipeline:
         self, pieces: Sequence[str], places: Sequence[ChunkPlace], ctx: RequestContext = NO_CONTEXT
     ) -> list[ChunkRow]:
         """A file's chunks, embedded, each with its place in the file (page, section, lines)."""
-        split = await asyncio.to_thread(self.prepare, pieces)
+        split = await off_loop(self.prepare, pieces)
         vectors = await self.embed(split.indexed, ctx)
         rows = chunk_rows(split, vectors)
         return [replace(row, place=place) for row, place in zip(rows, places, strict=True)]
