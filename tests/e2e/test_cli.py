@@ -16,7 +16,7 @@ import pty
 import re
 import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,19 @@ from zapomni_core import Settings
 from zapomni_core.jobs import JobInfo, JobStatusRequest
 from zapomni_core.memories.replies import AddMemoryResult
 from zapomni_core.memories.requests import AddMemoryRequest
-from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths
+
+
+@pytest.fixture
+def database_up(data_dir: Path) -> Iterator[None]:
+    """The test's database kept running throughout, as a server an MCP client started would keep it: each command
+    attaches to it instead of starting and stopping it (about a second a command on two cores)."""
+    database = EmbeddedDatabase(data_dir)
+    database.open()
+    try:
+        yield
+    finally:
+        database.close()
 
 
 def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
@@ -96,6 +108,7 @@ WIFI = (
 )
 
 
+@pytest.mark.usefixtures("database_up")
 def test_memory_commands_from_add_to_delete(data_dir: Path, tmp_path: Path) -> None:
     # add: as TEXT (JSON), on stdin (a table line), from a file
     added = as_json(data_dir, "add", WIFI, "--tag", "office", "--tag", "facilities", "--source", LONG_SOURCE)
@@ -163,6 +176,7 @@ def test_memory_commands_from_add_to_delete(data_dir: Path, tmp_path: Path) -> N
     assert any(json.loads(line).get("event") for line in verbose.stderr.splitlines())
 
 
+@pytest.mark.usefixtures("database_up")
 def test_list_and_delete_by_speaker_thread_and_kind(data_dir: Path) -> None:
     said = as_json(data_dir, "add", "Caroline: I adopted a puppy named Biscuit.")["memory_id"]
     note = as_json(data_dir, "add", "Lunch with Caroline on Friday.")["memory_id"]
@@ -179,6 +193,7 @@ def test_list_and_delete_by_speaker_thread_and_kind(data_dir: Path) -> None:
     assert ids() == [note]
 
 
+@pytest.mark.usefixtures("database_up")
 def test_workspaces(data_dir: Path) -> None:
     assert as_json(data_dir, "add", "Only in w.", "--workspace", "w")["workspace"] == "w"
     listing = as_json(data_dir, "workspaces")
@@ -318,6 +333,7 @@ async def add_in_background(
     return added, info
 
 
+@pytest.mark.usefixtures("database_up")
 def test_job_commands(data_dir: Path) -> None:
     # An empty store has no jobs; an id nobody made, or something that is no id, is refused naming it.
     assert ok(data_dir, "list_jobs").stdout == "No jobs in workspace 'default'.\n"
