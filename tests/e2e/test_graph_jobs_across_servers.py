@@ -1,5 +1,5 @@
 """The knowledge graph's jobs across `zapomni serve` processes: a server killed or stopped mid-build leaves its job
-to the next, which finishes it once. What one server does with the graph: tests/mcp/test_graph_tools.py."""
+to the next, which finishes it once. What one server does with the graph: tests/tools/test_graph_tools.py."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mcp import ClientSession
+
 from tests.fakes.ollama_server import FakeOllama, slow
 from tests.helpers import graph_client, server_pids, wait_for
 from tests.processes import RawServer, call, mcp_session, raw_call

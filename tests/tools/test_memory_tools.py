@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from mcp import ClientSession
+
 from tests.helpers import local_session
 from tests.processes import call
 from zapomni_core import Settings

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import configured, local_session
-from tests.mcp.test_graph_tools import add_notes, graph_settled, related_names
 from tests.processes import call
+from tests.tools.test_graph_tools import add_notes, graph_settled, related_names
 from zapomni_core import Settings
 
 pytestmark = pytest.mark.anyio

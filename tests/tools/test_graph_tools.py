@@ -8,8 +8,8 @@ import asyncio
 from typing import Any
 
 import pytest
-
 from mcp import ClientSession
+
 from tests.fakes.ollama_server import FakeOllama
 from tests.helpers import configured, graph_client, local_session
 from tests.processes import call
