@@ -420,7 +420,8 @@ def test_a_memory_whose_indexing_failed_shows_it(data_dir: Path) -> None:
         assert re.search(r"^state\s+failed$", shown, re.MULTILINE) and "HTTP 503" in shown
         assert re.search(r"^failed\s+1 item$", shown, re.MULTILINE), shown
         listed = run("list_jobs", "--state", "failed")
-        assert listed.splitlines()[2].split()[:2] == [info.job_id[:8], "failed"] and "embedding chunks 0-" in listed
+        assert listed.splitlines()[2].split()[:3] == [info.job_id[:8], "index", "failed"]
+        assert "embedding chunks 0-" in listed
 
 
 def test_restore_of_a_missing_backup_says_where_it_looked_once_per_place(data_dir: Path, tmp_path: Path) -> None:

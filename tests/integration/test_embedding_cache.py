@@ -46,10 +46,19 @@ def redis_url(data_dir: Path) -> Iterator[str]:
         ],
         stdout=subprocess.DEVNULL,
     )
-    assert wait_for(socket.exists)
+    assert wait_for(lambda: _answers(socket))  # the socket file comes a moment before the first answer
     yield f"unix://{socket}"
     process.terminate()
     process.wait(timeout=30)
+
+
+def _answers(socket: Path) -> bool:
+    if not socket.exists():
+        return False
+    try:
+        return bool(redis.Redis(unix_socket_path=str(socket), socket_timeout=1).ping())
+    except redis.RedisError:
+        return False
 
 
 async def test_repeats_hit_and_changes_miss(onnx: OnnxMiniLMEmbedder) -> None:

@@ -344,12 +344,12 @@ def test_jobs_table_fits_80_columns() -> None:
     )  # fmt: skip
     lines = printed(JobList(workspace="default", jobs=[job(), failed], count=2))
     assert all(len(line) <= 80 for line in lines), lines
-    widths = column_widths(lines, ["id", "state", "progress", "created", "note"])
-    assert min(widths) >= 8, widths
-    first = [JOB_ID[:8], "completed", "812/812", "chunks", "2024-05-01", "13:45", "memory", MEMORY_ID[:8]]
+    widths = column_widths(lines, ["id", "kind", "state", "progress", "created", "note"])
+    assert min(widths) >= 5, widths
+    first = [JOB_ID[:8], "index", "completed", "812/812", "chunks", "2024-05-01", "13:45", "memory", MEMORY_ID[:8]]
     assert lines[2].split() == first
-    assert lines[3].split()[:4] == ["9f8e7d6c", "failed", "8/812", "chunks"]
-    assert "embedding chunks 8-15" in lines[3] and lines[3].rstrip().endswith("…")  # cut, not wrapped
+    assert lines[3].split()[:5] == ["9f8e7d6c", "index", "failed", "8/812", "chunks"]
+    assert "embedding chunks" in lines[3] and lines[3].rstrip().endswith("…")  # cut, not wrapped
     assert len(lines) == 4
 
     # The widest state and a large count still leave every column whole, the note cut short.
@@ -359,7 +359,9 @@ def test_jobs_table_fits_80_columns() -> None:
     )  # fmt: skip
     lines = printed(JobList(workspace="default", jobs=[busy], count=1))
     assert all(len(line) <= 80 for line in lines) and len(lines) == 3, lines
-    assert lines[2].split()[:6] == [JOB_ID[:8], "completed_with_errors", "12345/12345", "chunks", "2024-05-01", "13:45"]
+    assert lines[2].split()[:7] == [
+        JOB_ID[:8], "index", "completed_with_errors", "12345/12345", "chunks", "2024-05-01", "13:45",
+    ]  # fmt: skip
 
 
 def test_no_jobs_says_so_naming_the_state_asked_for() -> None:
