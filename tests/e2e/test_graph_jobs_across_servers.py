@@ -13,44 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import ClientSession
 
 from tests.fakes.ollama_server import FakeOllama, slow
 from tests.helpers import graph_client, server_pids, wait_for
 from tests.processes import RawServer, call, mcp_session, raw_call
+from tests.tools.test_graph_tools import graph_settled
 
 pytestmark = pytest.mark.anyio
-
-NOTES = [
-    ("Maria Garcia lives in Berlin and works for Siemens.", "2023-01-10"),
-    ("Maria Garcia moved to Lisbon in 2024.", "2024-03-01"),
-    ("Our payments service uses PostgreSQL. Acme Corp owns the payments service.", None),
-    ("Apple Inc. opened a new office in Cupertino.", None),
-]
-
-
-async def add_notes(session: ClientSession, notes: list[tuple[str, str | None]] = NOTES) -> list[str]:
-    ids = []
-    for text, date in notes:
-        metadata = {"date": date} if date else None
-        ids.append((await call(session, "add_memory", {"text": text, "metadata": metadata}))["memory_id"])
-    return ids
-
-
-async def graph_settled(session: ClientSession, timeout_s: float = 120) -> dict[str, Any]:
-    """graph_status once nothing is pending and the latest build job has ended."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        status = await call(session, "graph_status", {"wait_s": 5})
-        job = status["job"]
-        if status["graph"]["memories_pending"] == 0 and job and job["state"] not in ("pending", "running"):
-            return status
-        assert asyncio.get_running_loop().time() < deadline, status
-        await asyncio.sleep(0.5)
-
-
-def related_names(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {item["entity"]["name"]: item for item in result["related"]}
 
 
 def test_a_server_killed_mid_build_leaves_the_job_to_the_next_which_finishes_it_once(

@@ -67,24 +67,20 @@ class OnnxMiniLMEmbedder:
         self._counter = TokenCounter(load_tokenizer())
         self._plan = functools.partial(plan_batches, max_tokens=_BATCH_TOKENS, max_count=batch_size, min_fill=_MIN_FILL)
         priority = Priority()
-        self._documents: MicroBatcher[Encoding] = MicroBatcher(
-            encode=self._tokenizer.encode_batch,
-            length=_length,
-            plan=self._plan,
-            run=self._run,
-            name="onnx-embed",
-            priority=priority,
-        )
-        self._background: MicroBatcher[Encoding] = MicroBatcher(
-            encode=self._tokenizer.encode_batch,
-            length=_length,
-            plan=self._plan,
-            run=self._run,
-            name="onnx-embed-background",
-            priority=priority,
-            interactive=False,
-        )
+        self._documents = self._lane("onnx-embed", priority, interactive=True)
+        self._background = self._lane("onnx-embed-background", priority, interactive=False)
         self._queries = ThreadPoolExecutor(max_workers=1, thread_name_prefix="onnx-query")
+
+    def _lane(self, name: str, priority: Priority, *, interactive: bool) -> MicroBatcher[Encoding]:
+        return MicroBatcher(
+            encode=self._tokenizer.encode_batch,
+            length=_length,
+            plan=self._plan,
+            run=self._run,
+            name=name,
+            priority=priority,
+            interactive=interactive,
+        )
 
     @property
     def name(self) -> str:
