@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -142,20 +142,31 @@ def until(page: Any, expression: str, timeout_s: float = 30.0) -> None:
 
 
 class Tab:
-    """One signed-in page, with every browser console error and page error it met."""
+    """One signed-in page, with every browser console error and page error it met.
+
+    The first tab of a token on a site signs in through the form; later ones start from its cookies, as a
+    person's new tab would: sign-ins are rate-limited per address and token (10, then one per 6 s)."""
+
+    signed_in: ClassVar[dict[tuple[str, str], Any]] = {}  # (site, token) -> the browser's storage state
 
     def __init__(self, browser: Any, site: str, token: str, **context: Any) -> None:
         self.base = site.rstrip("/")
-        self.context = browser.new_context(**({"viewport": {"width": 1440, "height": 900}} | context))
+        state = Tab.signed_in.get((self.base, token))
+        options = {"viewport": {"width": 1440, "height": 900}} | context
+        self.context = browser.new_context(**options, **({"storage_state": state} if state else {}))
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.goto(self.base + "/")
+        if state is not None:
+            assert "/login" not in self.page.url, "the session of an earlier tab was signed out"
+            return
         assert "/login" in self.page.url
         self.page.fill("#token", token)
         self.page.click("button[type=submit]")
         self.page.wait_for_url(re.compile(r"/(\?.*)?$"))
+        Tab.signed_in[(self.base, token)] = self.context.storage_state()
 
     def go(self, path: str) -> Any:
         self.page.goto(self.base + path)

@@ -183,12 +183,17 @@ async def test_listings_show_only_the_workspaces_a_token_sees(
         assert read.contents[0].text == "The team offsite is in Porto."
         with pytest.raises(MCPError, match="may not use workspace 'default'"):
             await team.read_resource(f"memory://default/{stored['memory']}")
+        # get_stats tells it nothing of the rest of the store: neither how many workspaces, nor the database's size.
+        stats = await call(team, "get_stats", {"workspace": "team"})
+        assert (stats["workspaces"], stats["database_size_mb"]) == (1, None)
         # Inside its workspace the token writes; the new memory is there for the admin too.
         added = await call(team, "add_memory", {"text": "Porto hotel is booked.", "workspace": "team"})
         await call(team, "delete_memory", {"memory_ids": [added["memory_id"]], "workspace": "team"})
     async with http_session(server, tokens["admin"]) as admin:
         names = [w["name"] for w in (await call(admin, "list_workspaces"))["workspaces"]]
         assert sorted(names) == ["default", "team"]
+        whole = await call(admin, "get_stats")
+        assert whole["workspaces"] == 2 and whole["database_size_mb"] > 0
 
 
 async def test_a_revoked_token_is_refused_from_the_next_request_on(server: HttpServer, store: Path) -> None:

@@ -28,8 +28,10 @@ class Stats(BaseModel):
     workspace: str
     total_memories: int
     total_chunks: int
-    workspaces: int = Field(description="Workspaces in this store.")
-    database_size_mb: float = Field(description="Memory used by the whole database (every workspace).")
+    workspaces: int = Field(description="Workspaces in this store (that the caller's token may use, over HTTP).")
+    database_size_mb: float | None = Field(
+        description="Memory used by the whole database (every workspace); null for a token limited to some workspaces."
+    )
     graph_name: str
     embedder: str
     embedding_dimension: int
