@@ -140,11 +140,11 @@ class MicroBatcher(Generic[T]):
         if not call.texts:
             _settle(call.future, [])
             return call.future
-        if self._priority is not None and self._interactive:
-            self._priority.hold(call.future)
         with self._wakeup:
             if self._closed:
                 raise RuntimeError("the embedder is closed")
+            if self._priority is not None and self._interactive:  # only a call that will be settled: else held for ever
+                self._priority.hold(call.future)
             self._waiting.append(call)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve_forever, name=self._name, daemon=True)
