@@ -15,38 +15,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from bench.common import DATA_DIR, call, load_scifact, summary_ms
-from bench.large_adds import document
+from bench.large_adds import document, server
 from zapomni_core.logs import configure_logging
 
 RESULTS = Path(__file__).resolve().parent / "results"
-ZAPOMNI = shutil.which("zapomni", path=str(Path(sys.executable).parent)) or "zapomni"
-
-
-@asynccontextmanager
-async def server(data_dir: Path) -> AsyncIterator[ClientSession]:
-    env = {"ZAPOMNI_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING", "PATH": str(Path(sys.executable).parent)}
-    if os.environ.get("PYTHONPATH"):  # a tree other than the installed one (measuring a branch, or main before it)
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    params = StdioServerParameters(command=ZAPOMNI, args=["serve"], env=env)
-    with open(data_dir.parent / "server.log", "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
 
 
 def sentences(abstracts: Sequence[str]) -> Iterator[str]:

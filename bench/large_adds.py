@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import shutil
 import sys
@@ -64,6 +65,8 @@ def document(abstracts: Sequence[str], size_bytes: int) -> str:
 @asynccontextmanager
 async def server(data_dir: Path) -> AsyncIterator[ClientSession]:
     env = {"ZAPOMNI_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING", "PATH": str(Path(sys.executable).parent)}
+    if os.environ.get("PYTHONPATH"):  # a tree other than the installed one (measuring a branch, or main before it)
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     params = StdioServerParameters(command=ZAPOMNI, args=["serve"], env=env)
     with open(data_dir.parent / "server.log", "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:

@@ -30,8 +30,6 @@ class ConnectionGuard:
         self.idle_timeout_s = idle_timeout_s
         self.per_client = per_client
         self._by_client: dict[str, list[GuardedH11Protocol]] = defaultdict(list)
-        self.closed_idle = 0  # connections closed for sending no whole request in time
-        self.evicted = 0  # waiting connections closed to make room for a newer one from the same address
 
     def protocol(self) -> type[GuardedH11Protocol]:
         """The protocol class uvicorn builds a connection with (`uvicorn.Config(http=...)`), bound to this guard."""
@@ -52,7 +50,6 @@ class ConnectionGuard:
             if waiting is None:
                 log.warning("http.connection_refused", client=address, reason="per-client connection limit")
                 return False
-            self.evicted += 1
             waiting.close("evicted")
         held.append(connection)
         return True
@@ -113,5 +110,4 @@ class GuardedH11Protocol(H11Protocol):
     def _too_slow(self) -> None:
         self._head_timer = None
         if self.waiting():
-            self.guard.closed_idle += 1
             self.close("no whole request within ZAPOMNI_HTTP_IDLE_TIMEOUT_S")
