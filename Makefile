@@ -82,8 +82,8 @@ test-appliance: $(APPLIANCE_STAMP)  ## build the image and run the whole compose
 
 # mypy reads its packages and flags from pyproject.toml ([tool.mypy]): app/ is checked, tests and bench are not.
 lint: $(TEST_STAMP)  ## static checks (ruff, mypy); adds the test and bench tools
-	$(BIN)/ruff check app tests bench healthchecks/probe ops/image-smoke.py ops/first-token.py
-	$(BIN)/ruff format --check app tests bench healthchecks/probe ops/image-smoke.py ops/first-token.py
+	$(BIN)/ruff check --no-cache app tests bench healthchecks/probe ops/image-smoke.py ops/first-token.py
+	$(BIN)/ruff format --check --no-cache app tests bench healthchecks/probe ops/image-smoke.py ops/first-token.py
 	$(BIN)/mypy
 
 # Every figure the README quotes comes from a file one of these writes (tests/static/test_readme_figures.py).

@@ -23,6 +23,7 @@ from zapomni_core import open_core as open_engine
 
 if TYPE_CHECKING:
     from mcp import ClientSession
+
     from zapomni_core.access.service import AccessService
     from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
     from zapomni_db import GraphClient
@@ -88,6 +89,7 @@ async def local_session(settings: Settings, *, background_jobs: bool = True) -> 
     runs) on an engine over `settings`, through the SDK's in-memory transport: tool behaviour without a
     subprocess. stdio framing, signals, shutdown, HTTP and the CLI keep their subprocess tests (tests/e2e)."""
     from mcp import Client
+
     from zapomni_mcp.handlers import build_server
     from zapomni_mcp.tools import build_registry
     from zapomni_mcp.transport import STDIO_IS_LOCAL
