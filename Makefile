@@ -15,17 +15,20 @@ APPLIANCE_STAMP := $(VENV)/.installed-appliance-$(DEPS_HASH)
 # With podman: COMPOSE=podman-compose (README, "The appliance with podman").
 RUNTIME ?= docker
 COMPOSE ?= docker compose
+# ops/compose checks the compose command first (Docker without Compose v2 is said plainly) and, on podman
+# without systemd, asks the health checks before `ps`.
+RUN_COMPOSE := COMPOSE="$(COMPOSE)" ops/compose
 ifeq ($(RUNTIME),local)
 OP := ops/local zapomni
 else
 # Through the image's entrypoint, which hands `zapomni` the stack's password from the secrets volume.
-OP := $(COMPOSE) exec -T zapomni /app/ops/docker-entrypoint.sh
+OP := $(RUN_COMPOSE) exec -T zapomni /app/ops/docker-entrypoint.sh
 endif
 
 .PHONY: help install run test test-appliance lint bench bench-1m bench-appliance dist clean up down logs ps backup restore migrate export import health up-local down-local
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 	@echo "  (backup, restore, migrate, export, import, health: add RUNTIME=local for the native appliance)"
 
 # Install output goes to stderr: stdout may already belong to an MCP client (`make -s run`).
@@ -142,17 +145,18 @@ clean:  ## remove the virtualenv, dist/ and caches (never your data)
 
 # Readiness is asked of the zapomni service itself (ops/wait-ready), the same way on Docker and podman.
 up:  ## start the Docker stack (FalkorDB, Redis, Ollama + models, zapomni) and wait until it is ready
-	$(COMPOSE) up -d --build
+	@$(RUN_COMPOSE) up -d --build || { echo "make up: compose failed (above). No image registry here? README," \
+	    "\"Without an image registry\"" >&2; exit 1; }
 	COMPOSE="$(COMPOSE)" ops/wait-ready
 
 down:  ## stop the Docker stack (volumes, i.e. your data, are kept)
-	$(COMPOSE) down
+	$(RUN_COMPOSE) down
 
 logs:  ## follow the Docker stack's logs
-	$(COMPOSE) logs -f --tail=200
+	$(RUN_COMPOSE) logs -f --tail=200
 
 ps:  ## show the Docker stack's services and their health
-	$(COMPOSE) ps
+	$(RUN_COMPOSE) ps
 
 backup: $(if $(filter local,$(RUNTIME)),$(STAMP))  ## snapshot the database, verify it, keep the last ZAPOMNI_BACKUP_KEEP
 	$(OP) backup

