@@ -108,6 +108,7 @@ bench: $(BENCH_STAMP)  ## run the benchmarks (~110 min on 2 cores), results in b
 	$(BIN)/python -m bench.ingestion
 	$(BIN)/python -m bench.large_adds
 	$(BIN)/python -m bench.interactive_adds
+	$(BIN)/python -m bench.job_fairness
 	$(BIN)/python -m bench.graph_extraction
 	$(BIN)/python -m bench.entity_dedup
 	$(BIN)/python -m bench.graph_retrieval

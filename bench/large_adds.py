@@ -63,8 +63,10 @@ def document(abstracts: Sequence[str], size_bytes: int) -> str:
 
 
 @asynccontextmanager
-async def server(data_dir: Path) -> AsyncIterator[ClientSession]:
+async def server(data_dir: Path, **variables: str) -> AsyncIterator[ClientSession]:
+    """`zapomni serve` on the embedded defaults over `data_dir`, with more environment `variables` if given."""
     env = {"ZAPOMNI_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING", "PATH": str(Path(sys.executable).parent)}
+    env |= variables
     if os.environ.get("PYTHONPATH"):  # a tree other than the installed one (measuring a branch, or main before it)
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     params = StdioServerParameters(command=ZAPOMNI, args=["serve"], env=env)

@@ -11,7 +11,15 @@ from starlette.routing import Route
 
 from zapomni_console.access import identify
 from zapomni_console.console import Console, Ctx
-from zapomni_core import ACTIVE_STATES, CancelJobRequest, JobInfo, JobStatusRequest, ListJobsRequest
+from zapomni_core import (
+    ACTIVE_STATES,
+    CancelJobRequest,
+    JobInfo,
+    JobList,
+    JobStatusRequest,
+    ListJobsRequest,
+    for_remote,
+)
 
 TICK_S = 1.0
 RECENT = 30
@@ -34,8 +42,12 @@ def _state(job: JobInfo) -> dict[str, object]:
 def routes(console: Console) -> list[Route]:
     core = console.core
 
+    async def recent(request: ListJobsRequest) -> JobList:
+        # The console is served over HTTP: its reader is on another machine, shown no server paths or hosts.
+        return for_remote(await core.jobs.list(request))
+
     async def listing(ctx: Ctx) -> Response:
-        jobs = await core.jobs.list(ListJobsRequest.model_validate({"workspace": ctx.workspace, "limit": RECENT}))
+        jobs = await recent(ListJobsRequest.model_validate({"workspace": ctx.workspace, "limit": RECENT}))
         template = "jobs_table.html" if "hx-request" in ctx.request.headers else "jobs.html"
         return ctx.render(template, jobs=jobs.jobs, active_states=ACTIVE_STATES, active="jobs")
 
@@ -49,7 +61,7 @@ def routes(console: Console) -> list[Route]:
                 if await identify(ctx.request, core, console.sessions) is None:
                     yield b"event: signed-out\ndata: {}\n\n"
                     return
-                jobs = await core.jobs.list(request)
+                jobs = await recent(request)
                 payload = json.dumps([_state(job) for job in jobs.jobs])
                 if payload != last:
                     yield f"event: jobs\ndata: {payload}\n\n".encode()
@@ -65,7 +77,7 @@ def routes(console: Console) -> list[Route]:
         # Job ids are unique across workspaces: the right is checked on the job's own workspace.
         ctx.caller.require("write", (await core.jobs.status(JobStatusRequest.model_validate(job_id))).workspace)
         result = await core.jobs.cancel(CancelJobRequest.model_validate(job_id))
-        jobs = await core.jobs.list(ListJobsRequest.model_validate({"workspace": ctx.workspace, "limit": RECENT}))
+        jobs = await recent(ListJobsRequest.model_validate({"workspace": ctx.workspace, "limit": RECENT}))
         note = "cancelled" if result.cancelled else "had already ended"
         return ctx.render(
             "jobs_table.html", jobs=jobs.jobs, active_states=ACTIVE_STATES, note=f"job {result.job.job_id} {note}"

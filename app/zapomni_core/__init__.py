@@ -98,6 +98,7 @@ from zapomni_core.jobs import (
     JobList,
     JobStatusRequest,
     ListJobsRequest,
+    for_remote,
 )
 from zapomni_core.jobs.requests import ACTIVE_STATES, MAX_JOBS, MAX_WAIT_S, JobState
 from zapomni_core.logs import (
@@ -287,6 +288,7 @@ __all__ = [
     "describe_settings_error",
     "embedded_paths",
     "falkordb_password",
+    "for_remote",
     "open_core",
     "open_database",
     "open_health_checker",

@@ -33,6 +33,33 @@ from __future__ import annotations
 from collections.abc import Iterable
 from os import PathLike
 
+REDACTED_PATH = "<server path>"
+REDACTED_HOST = "<server host>"
+
+
+def without_server_details(
+    text: str, paths: Iterable[str] = (), hosts: Iterable[str] = (), theirs: Iterable[str] = ()
+) -> str:
+    """`text` with the server paths and hosts it names replaced, for a client on another machine; `theirs` (what
+    the client sent) stays whole."""
+    # Longest first: a root must not cut into the longer path inside it. "/" alone names nothing.
+    hidden = sorted({p for p in paths if len(p) > 1}, key=len, reverse=True)
+    said = [s for s in theirs if s]
+    # A server path holding what the client sent ("/srv/notes" for "notes") goes first, whole; then what the client
+    # sent is kept from shorter ones (a root it starts with).
+    for path in (p for p in hidden if any(s in p for s in said)):
+        text = text.replace(path, REDACTED_PATH)
+    kept = {f"\0{i}\0": s for i, s in enumerate(sorted(set(said), key=len, reverse=True))}
+    for mark, s in kept.items():
+        text = text.replace(s, mark)
+    for path in hidden:
+        text = text.replace(path, REDACTED_PATH)
+    for host in hosts:
+        text = text.replace(host, REDACTED_HOST)
+    for mark, s in kept.items():
+        text = text.replace(mark, s)
+    return text
+
 
 class ZapomniError(Exception):
     """Base class. `str(exc)` is written for the user: actionable, no paths or hosts unless configured.
@@ -43,11 +70,21 @@ class ZapomniError(Exception):
     """
 
     def __init__(
-        self, message: str = "", *, paths: Iterable[str | PathLike[str]] = (), hosts: Iterable[str] = ()
+        self,
+        message: str = "",
+        *,
+        paths: Iterable[str | PathLike[str]] = (),
+        hosts: Iterable[str] = (),
+        theirs: Iterable[str] = (),
     ) -> None:
         super().__init__(message)
         self.paths = tuple(str(path) for path in paths if str(path))
         self.hosts = tuple(host for host in hosts if host)
+        self.theirs = tuple(theirs)  # what the client sent, shown whole
+
+    def public(self) -> str:
+        """The message without the server paths and hosts it names."""
+        return without_server_details(str(self), self.paths, self.hosts, self.theirs)
 
 
 class EmbedderUnavailable(ZapomniError):

@@ -172,7 +172,7 @@ async def open_core(
         runner = JobRunner(
             workspaces,
             handlers,
-            JobSettings(lease_s=settings.job_lease_s, poll_s=settings.job_poll_s),
+            JobSettings(lease_s=settings.job_lease_s, poll_s=settings.job_poll_s, slots=settings.job_slots),
             disk,
             runners if background_jobs else None,  # a command runs its own jobs only (run_now), no others
         )

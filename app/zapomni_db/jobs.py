@@ -22,6 +22,8 @@ ACTIVE = ("pending", "running")
 MAX_FAILURE_LINES = 100
 
 _MINE = "MATCH (j:Job {id: $job_id}) WHERE j.state = 'running' AND j.owner = $owner "
+# The server paths and hosts the job's lines name, each once (a walk's lines name the same few again and again).
+_HIDE = "j.hidden = coalesce(j.hidden, []) + [h IN $hidden WHERE NOT h IN coalesce(j.hidden, [])]"
 _FINISH_FIELDS = "j.finished_at = $now, j.updated_at = $now, j.owner = null, j.lease_until = null"
 # A job about a memory that fails leaves that memory marked failed (in the same write).
 _MARK_MEMORY_FAILED = (
@@ -103,13 +105,14 @@ class JobStore:
         )
         return bool(rows)
 
-    async def record_failure(self, job_id: str, owner: str, line: str) -> bool:
-        """Count one failed item; its "item: reason" line is kept among the first MAX_FAILURE_LINES."""
+    async def record_failure(self, job_id: str, owner: str, line: str, hidden: Sequence[str] = ()) -> bool:
+        """Count one failed item; its "item: reason" line is kept among the first MAX_FAILURE_LINES, with the
+        server paths and hosts it names (`hidden`: left out for a client on another machine)."""
         rows = await self._client.query(
             f"{_MINE}SET j.failed = coalesce(j.failed, 0) + 1, j.failures = CASE WHEN "
-            "size(coalesce(j.failures, [])) < $cap THEN coalesce(j.failures, []) + [$line] ELSE j.failures END "
-            "RETURN j.id",
-            {"job_id": job_id, "owner": owner, "line": line, "cap": MAX_FAILURE_LINES},
+            "size(coalesce(j.failures, [])) < $cap THEN coalesce(j.failures, []) + [$line] ELSE j.failures END, "
+            f"{_HIDE} RETURN j.id",
+            {"job_id": job_id, "owner": owner, "line": line, "cap": MAX_FAILURE_LINES, "hidden": list(hidden)},
         )
         return bool(rows)
 
@@ -123,14 +126,16 @@ class JobStore:
         counts_json: str,
         error: str | None = None,
         message: str | None = None,
+        hidden: Sequence[str] = (),
     ) -> bool:
         rows = await self._client.query(
             # A completed job's total is what it did: a graph build counted the memories pending when it was
             # queued, and another job may have processed some of them meanwhile (its `message` says so).
             f"{_MINE}SET j.state = $state, j.done = $done, j.counts = $counts, j.error = $error, j.message = $message, "
-            "j.total = CASE WHEN $state = 'completed' THEN $done ELSE j.total END, "
+            f"j.total = CASE WHEN $state = 'completed' THEN $done ELSE j.total END, {_HIDE}, "
             f"{_FINISH_FIELDS} {_MARK_MEMORY_FAILED}RETURN j.id",
             {
+                "hidden": list(hidden),
                 "job_id": job_id,
                 "owner": owner,
                 "state": state,
@@ -149,6 +154,14 @@ class JobStore:
             f"{_MINE}SET j.state = 'pending', j.owner = null, j.lease_until = null, "
             "j.attempts = coalesce(j.attempts, 1) - 1, j.message = 'handed back by a stopping server' RETURN j.id",
             {"job_id": job_id, "owner": owner},
+        )
+        return bool(rows)
+
+    async def note_pending(self, job_id: str, message: str) -> bool:
+        """Say on a job that still waits to be claimed what it waits for; False when it no longer waits."""
+        rows = await self._client.query(
+            "MATCH (j:Job {id: $job_id}) WHERE j.state = 'pending' SET j.message = $message RETURN j.id",
+            {"job_id": job_id, "message": message},
         )
         return bool(rows)
 

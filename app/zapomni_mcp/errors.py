@@ -17,8 +17,6 @@ from zapomni_core import ZapomniError
 
 log = structlog.get_logger(__name__)
 
-REDACTED_PATH = "<server path>"
-REDACTED_HOST = "<server host>"
 # The kinds of failure a call can report besides the engine's own refusals (named by their class).
 INVALID_ARGUMENTS = "InvalidArguments"
 INTERNAL_ERROR = "InternalError"
@@ -105,12 +103,4 @@ def error_kind(exc: Exception) -> str:
 
 def public_message(exc: ZapomniError, *, local: bool) -> str:
     """The engine's message, with the server paths it names left out unless the client is local."""
-    text = str(exc)
-    if local:
-        return text
-    # Longest first: a root must not cut into the longer path inside it. "/" alone names nothing.
-    for path in sorted({p for p in exc.paths if len(p) > 1}, key=len, reverse=True):
-        text = text.replace(path, REDACTED_PATH)
-    for host in exc.hosts:
-        text = text.replace(host, REDACTED_HOST)
-    return text
+    return str(exc) if local else exc.public()

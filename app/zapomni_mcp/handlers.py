@@ -13,7 +13,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from zapomni_core import Progress, ProgressSink, RequestContext, ZapomniCore, package_version
+from zapomni_core import Progress, ProgressSink, RequestContext, ZapomniCore, for_remote, package_version
 from zapomni_mcp import resources
 from zapomni_mcp.access import current_grant
 from zapomni_mcp.errors import INVALID_ARGUMENTS, describe_validation_error, error_kind, failure_message
@@ -98,6 +98,8 @@ async def _run(
         output = await tool.execute(validated, ctx)
     except Exception as exc:
         return error_result(failure_message(tool.name, exc, ctx.request_id, local=local)), error_kind(exc)
+    if not local:  # as an error reply does: no server paths or hosts for a client on another machine
+        output = for_remote(output)
     result = types.CallToolResult(
         content=[types.TextContent(text=tool.render(output))],
         structured_content=output.model_dump(mode="json"),

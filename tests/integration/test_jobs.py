@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.helpers import chunk_node_count, fill_disk, logged_events, mounted_tmpfs, open_core, until
+from tests.helpers import chunk_node_count, configured, fill_disk, logged_events, mounted_tmpfs, open_core, until
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.context import RequestContext
 from zapomni_core.errors import Conflict
+from zapomni_core.files.requests import IngestPathRequest
 from zapomni_core.jobs import CancelJobRequest, JobInfo, JobStatusRequest, ListJobsRequest
 from zapomni_core.memories.requests import (
     AddMemoryRequest,
@@ -252,3 +253,27 @@ async def test_a_job_says_it_waits_for_a_server_only_while_none_runs_jobs(settin
         await command.memories.add(AddMemoryRequest(text="Lena Vogel was hired by Zalando."))
         pending = [j for j in (await command.jobs.list(ListJobsRequest())).jobs if j.state == "pending"]
         assert pending and all(j.waiting_for == "server" for j in pending)
+
+
+async def test_a_small_job_runs_beside_a_large_one_instead_of_waiting_for_it(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Issue 38 #2: a large add queued behind a long folder ingest is indexed while the ingest still runs (one job
+    at a time, it waited for the whole ingest)."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(40):
+        (folder / f"note-{i:03}.md").write_text(f"# Note {i}\n\n{long_text(f'heron {i}', 6)}\n")
+    aliases = {"ZAPOMNI_ALLOWED_ROOTS": str(tmp_path), "ZAPOMNI_BACKGROUND_ADD_BYTES": str(THRESHOLD)}
+    async with open_core(configured(settings, ZAPOMNI_JOB_POLL_S="0.2", **aliases)) as (core, _info):
+        ingest = await core.files.ingest(IngestPathRequest(path=str(folder)))
+        assert (await wait_started(core, ingest.job_id)).state == "running"
+        added = await core.memories.add(AddMemoryRequest(text=long_text("otter", 40)))
+        assert added.job_id is not None
+        indexed = await wait_job(core, added.job_id)
+        walking = await core.jobs.status(JobStatusRequest(job_id=ingest.job_id))
+        assert indexed.state == "completed", indexed
+        assert walking.state == "running" and walking.progress.done < 40, walking
+        while walking.state in ("pending", "running"):  # a loaded machine walks slowly: ~0.5 s a file
+            walking = await core.jobs.status(JobStatusRequest(job_id=ingest.job_id, wait_s=50))
+        assert walking.counts["added"] == 40, walking

@@ -14,6 +14,7 @@ import structlog
 
 from zapomni_core.code import LANGUAGES, Import, ParsedFile, Symbol, language_for, parse_source, resolve
 from zapomni_core.code.chunks import code_pieces
+from zapomni_core.errors import ZapomniError
 from zapomni_core.files.formats import UnreadableFile
 from zapomni_core.files.sync import FileContent, FileRef, FileWalk, WalkArgs, walk_outcome
 from zapomni_core.files.walker import FoundFile
@@ -70,6 +71,9 @@ class IndexCodebase:
 
     def __init__(self, walk: FileWalk) -> None:
         self._walk = walk
+
+    def refuses(self, job: JobRow) -> ZapomniError | None:
+        return self._walk.refuses(WalkArgs.from_json(job.args_json))
 
     async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
         outcome = await self._walk.run(WalkArgs.from_json(job.args_json), run)

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from zapomni_core.errors import ZapomniError
 from zapomni_core.files.formats import DOCUMENT_EXTENSIONS, extract_document
 from zapomni_core.files.pieces import document_pieces, document_text
 from zapomni_core.files.sync import FileContent, FileRef, FileWalk, WalkArgs, walk_outcome
@@ -43,6 +44,9 @@ class IngestPath:
     def __init__(self, walk: FileWalk, on_changed: Callable[[Workspace], Awaitable[None]] | None = None) -> None:
         self._walk = walk
         self._on_changed = on_changed  # e.g. queue the new documents' entity extraction
+
+    def refuses(self, job: JobRow) -> ZapomniError | None:
+        return self._walk.refuses(WalkArgs.from_json(job.args_json))
 
     async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
         outcome = await self._walk.run(WalkArgs.from_json(job.args_json), run)

@@ -31,7 +31,17 @@ from zapomni_core.disk import DiskGuard, write_estimate
 from zapomni_core.errors import EmbedderUnavailable
 from zapomni_core.files.formats import UnreadableFile
 from zapomni_core.files.pieces import Piece
-from zapomni_core.files.walker import FileRefused, FoundFile, Refused, WalkPlan, plan_walk, read_file, walk
+from zapomni_core.files.walker import (
+    FileRefused,
+    FoundFile,
+    OutsideRoots,
+    PathRefused,
+    Refused,
+    WalkPlan,
+    plan_walk,
+    read_file,
+    walk,
+)
 from zapomni_core.jobs.runner import JobOutcome, JobRun
 from zapomni_core.memories.requests import MAX_TEXT_BYTES
 from zapomni_core.memories.writing import WritePipeline, new_id
@@ -123,6 +133,13 @@ def walk_outcome(job: JobRow, outcome: WalkOutcome) -> JobOutcome:
     return JobOutcome("completed_with_errors" if troubled else "completed", outcome.counts["files"], outcome.counts)
 
 
+def _unsaid(plan: WalkPlan, args: WalkArgs) -> tuple[str, ...]:
+    """Where the walk really reads when the client's path leads elsewhere (a symlink): a server path its failure
+    lines name that the client never sent."""
+    said = os.path.normpath(os.path.expanduser(args.path))
+    return tuple({str(path) for path in (plan.target, plan.base) if not said.startswith(str(path))})
+
+
 class FileWalk:
     def __init__(self, reader: FileReader, writer: WritePipeline, disk: DiskGuard, limits: FileLimits) -> None:
         self._reader = reader
@@ -134,14 +151,26 @@ class FileWalk:
         """Check a path before a job is queued for it; raises PathRefused with the reason."""
         return plan_walk(path, self._limits.roots)
 
+    def refuses(self, args: WalkArgs) -> OutsideRoots | None:
+        """A path outside this server's allowed roots is left to a server whose roots hold it; any other trouble
+        (the path is gone) fails the job when it runs, where every server would find the same."""
+        try:
+            self.plan(args.path)
+        except OutsideRoots as exc:
+            return exc
+        except PathRefused:
+            pass
+        return None
+
     async def run(self, args: WalkArgs, run: JobRun) -> WalkOutcome:
         plan = self.plan(args.path)
         entries = await asyncio.to_thread(self._entries, plan, args)
         found = [e for e in entries if isinstance(e, FoundFile)]
         # Every count is reported, zeros too: "0 removed" is an answer.
         counts: Counter[str] = Counter(dict.fromkeys(COUNTS, 0))
+        unsaid = _unsaid(plan, args)
         for refused in (e for e in entries if isinstance(e, Refused)):
-            await run.fail_item(refused.path, refused.reason)
+            await run.fail_item(refused.path, refused.reason, (*unsaid, *refused.hidden))
             counts["refused"] += 1
         stored = await self._stored(run.stores, plan)
         seen: set[str] = set()
@@ -186,7 +215,7 @@ class FileWalk:
                 read_file, item, roots=self._limits.roots, max_file_bytes=self._limits.max_file_bytes
             )
         except FileRefused as exc:
-            await run.fail_item(path, str(exc))
+            await run.fail_item(path, str(exc), (*_unsaid(plan, args), *exc.paths, *exc.hosts))
             return "refused"
         if not data.strip():
             if old is None:
@@ -206,14 +235,14 @@ class FileWalk:
             content = await off_loop(self._reader.read, item, data)
             _check_size(content)
         except UnreadableFile as exc:
-            await run.fail_item(path, str(exc))
+            await run.fail_item(path, str(exc), (*_unsaid(plan, args), *exc.paths, *exc.hosts))
             return "failed"
         try:
             rows = await self._writer.placed_rows(
                 [p.text for p in content.pieces], [p.place for p in content.pieces], JOB_CONTEXT
             )
         except EmbedderUnavailable as exc:
-            await run.fail_item(path, str(exc))
+            await run.fail_item(path, str(exc), (*_unsaid(plan, args), *exc.paths, *exc.hosts))
             return "failed"
         text_bytes = len(content.text.encode(errors="surrogatepass"))
         await self._disk.ensure_writable(write_estimate(text_bytes, len(rows[0].embedding), chunks=len(rows)))

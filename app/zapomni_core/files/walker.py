@@ -31,6 +31,7 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pathspec
 
@@ -40,6 +41,7 @@ __all__ = [
     "ALWAYS_SKIPPED_DIRS",
     "FileRefused",
     "FoundFile",
+    "OutsideRoots",
     "PathRefused",
     "Refused",
     "WalkPlan",
@@ -78,6 +80,10 @@ class PathRefused(InvalidRequest):
     """The path asked for cannot be read at all; nothing was queued."""
 
 
+class OutsideRoots(PathRefused):
+    """The path is outside this server's allowed roots (or it has none): another server's may hold it."""
+
+
 class FileRefused(ZapomniError):
     """One file cannot be read; str is the reason (the job records it and goes on)."""
 
@@ -93,6 +99,7 @@ class FoundFile:
 class Refused:
     path: str  # the path as found in the tree (absolute, not resolved), for the report
     reason: str  # one line for a user
+    hidden: tuple[str, ...] = ()  # the server paths `reason` names beyond the tree (a symlink's target)
 
 
 @dataclass(frozen=True)
@@ -184,41 +191,50 @@ def plan_walk(target: str, roots: Sequence[Path]) -> WalkPlan:
     absolute = given.absolute()
     roots = allowed_roots(roots)
     if not roots:
-        raise PathRefused(
+        raise OutsideRoots(
             f"'{absolute}' cannot be read: no allowed roots are configured (ZAPOMNI_ALLOWED_ROOTS is empty); "
             "set it to the directories Zapomni may read",
-            paths=(absolute,),
+            **_server_side(target, absolute),
         )
-    resolved = _resolve_target(absolute)
+    resolved = _resolve_target(target, absolute)
     if not _inside(resolved, roots):
         via = "" if resolved == absolute else f" (it resolves to '{resolved}')"
-        raise PathRefused(
+        raise OutsideRoots(
             f"'{absolute}'{via} is outside the allowed roots (ZAPOMNI_ALLOWED_ROOTS={_roots_setting(roots)}); "
             "add a root or move the files",
-            paths=(absolute, resolved, *roots),
+            **_server_side(target, absolute, resolved, *roots),
         )
     try:
         mode = os.stat(resolved).st_mode
     except OSError as exc:
-        raise PathRefused(f"'{absolute}' cannot be read ({_os_reason(exc)})", paths=(absolute,)) from exc
+        raise PathRefused(f"'{absolute}' cannot be read ({_os_reason(exc)})", **_server_side(target, absolute)) from exc
     if stat.S_ISDIR(mode):
         return WalkPlan(target=resolved, base=resolved)
     if stat.S_ISREG(mode):
         return WalkPlan(target=resolved, base=resolved.parent)
-    raise PathRefused(f"'{absolute}' is not a regular file or directory (it is a {_kind(mode)})", paths=(absolute,))
+    raise PathRefused(
+        f"'{absolute}' is not a regular file or directory (it is a {_kind(mode)})", **_server_side(target, absolute)
+    )
 
 
-def _resolve_target(absolute: Path) -> Path:
+def _resolve_target(target: str, absolute: Path) -> Path:
     if not os.path.lexists(absolute):
-        raise PathRefused(f"'{absolute}' does not exist", paths=(absolute,))
+        raise PathRefused(f"'{absolute}' does not exist", **_server_side(target, absolute))
     try:
         return Path(os.path.realpath(absolute, strict=True))
     except FileNotFoundError as exc:
         raise PathRefused(
-            f"'{absolute}' is a broken symlink (it leads to a path that does not exist)", paths=(absolute,)
+            f"'{absolute}' is a broken symlink (it leads to a path that does not exist)",
+            **_server_side(target, absolute),
         ) from exc
     except OSError as exc:
-        raise PathRefused(f"'{absolute}' cannot be read ({_os_reason(exc)})", paths=(absolute,)) from exc
+        raise PathRefused(f"'{absolute}' cannot be read ({_os_reason(exc)})", **_server_side(target, absolute)) from exc
+
+
+def _server_side(target: str, *paths: Path) -> dict[str, Any]:
+    """A refusal's `paths` (what a remote client is not shown): those its message names that the client did not
+    send itself; the client's own path is kept whole, even where a root it starts with is left out."""
+    return {"paths": tuple(path for path in paths if str(path) != target), "theirs": (target,)}
 
 
 # --- filters -----------------------------------------------------------------------------------------
@@ -307,7 +323,7 @@ def walk(
     name, then its subdirectories by name)."""
     roots = allowed_roots(roots)
     if not _inside(plan.target, roots):
-        raise PathRefused(
+        raise OutsideRoots(
             f"'{plan.target}' is outside the allowed roots (ZAPOMNI_ALLOWED_ROOTS={_roots_setting(roots)}); "
             "add a root or move the files"
         )
@@ -420,29 +436,31 @@ def _symlink_outcome(
     except OSError as exc:
         if filters.drops_file(levels, rel):
             return None
-        return Refused(entry.path, _broken_link_reason(entry.path, exc))
+        return Refused(entry.path, *_broken_link_reason(entry.path, exc))
     if stat.S_ISDIR(info.st_mode):
         if entry.name in ALWAYS_SKIPPED_DIRS or filters.drops_dir(levels, rel):
             return None
         if not _inside(Path(resolved), roots):
-            return Refused(entry.path, f"symlink leading outside the allowed roots (to {resolved})")
+            return Refused(entry.path, f"symlink leading outside the allowed roots (to {resolved})", (resolved,))
         # Not followed even inside the roots: the same files would be indexed twice, and loops become possible.
         return Refused(entry.path, f"directory symlink not followed (to {resolved}); index that directory directly")
     if filters.drops_file(levels, rel):
         return None
     if not _inside(Path(resolved), roots):
-        return Refused(entry.path, f"symlink leading outside the allowed roots (to {resolved})")
+        return Refused(entry.path, f"symlink leading outside the allowed roots (to {resolved})", (resolved,))
     return _checked_file(entry.path, resolved, info, rel, max_file_bytes)
 
 
-def _broken_link_reason(path: str, exc: OSError) -> str:
+def _broken_link_reason(path: str, exc: OSError) -> tuple[str, tuple[str, ...]]:
+    """The reason, and the server path it names (an absolute destination)."""
     try:
         destination = os.readlink(path)
     except OSError:
         destination = "?"
+    hidden = (destination,) if destination.startswith("/") else ()
     if exc.errno == errno.ENOENT:
-        return f"broken symlink (to {destination}, which does not exist)"
-    return f"symlink cannot be followed (to {destination}: {_os_reason(exc)})"
+        return f"broken symlink (to {destination}, which does not exist)", hidden
+    return f"symlink cannot be followed (to {destination}: {_os_reason(exc)})", hidden
 
 
 def _checked_file(
@@ -490,7 +508,7 @@ def _read_open(fd: int, path: Path, roots: Sequence[Path], max_file_bytes: int) 
         raise FileRefused(f"not a regular file ({_kind(info.st_mode)})")
     where = _descriptor_path(fd, path)
     if not _inside(where, roots):
-        raise FileRefused(f"now outside the allowed roots (at {where})")
+        raise FileRefused(f"now outside the allowed roots (at {where})", paths=(where,))
     if info.st_size > max_file_bytes:
         raise FileRefused(_too_big(info.st_size, max_file_bytes))
     data = _read_at_most(fd, max_file_bytes + 1)

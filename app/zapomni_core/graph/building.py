@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 
 import structlog
 
-from zapomni_core.errors import ExtractorUnavailable
+from zapomni_core.errors import ExtractorUnavailable, ZapomniError
 from zapomni_core.graph.extraction import EXCLUSIVE_RELATIONS, ChunkGraph, Extractor
 from zapomni_core.graph.merge import EntityIndex, merge_chunk_entities
 from zapomni_core.jobs.runner import JobOutcome, JobRun
@@ -82,6 +82,9 @@ class BuildGraph:
     def __init__(self, extractor: Extractor, match_threshold: float) -> None:
         self._extractor = extractor
         self._threshold = match_threshold
+
+    def refuses(self, job: JobRow) -> ZapomniError | None:
+        return None  # every server on the store can
 
     async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
         graph = run.stores.graph

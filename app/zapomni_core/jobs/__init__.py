@@ -1,6 +1,6 @@
 """Durable background jobs: the runner, the job kinds, and what the job tools ask of them."""
 
-from zapomni_core.jobs.replies import CancelJobResult, JobInfo, JobList
+from zapomni_core.jobs.replies import CancelJobResult, JobInfo, JobList, for_remote
 from zapomni_core.jobs.requests import CancelJobRequest, JobStatusRequest, ListJobsRequest
 from zapomni_core.jobs.runner import JobRunner, JobSettings
 from zapomni_core.jobs.service import JobService
@@ -15,4 +15,5 @@ __all__ = [
     "JobSettings",
     "JobStatusRequest",
     "ListJobsRequest",
+    "for_remote",
 ]

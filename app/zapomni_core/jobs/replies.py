@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
+from zapomni_core.errors import without_server_details
 from zapomni_core.jobs.requests import JobState
+
+Model = TypeVar("Model", bound=BaseModel)
 
 
 class JobProgress(BaseModel):
@@ -33,7 +37,7 @@ class JobInfo(BaseModel):
         None,
         description="Why an unfinished job is not running: 'server' (no `zapomni serve` runs jobs on this store; "
         "one runs it when it starts, as an MCP client starts one), 'disk' (space to write), 'turn' (a server "
-        "runs other jobs first). None while it runs, and once it has ended.",
+        "runs older jobs in every slot it has). None while it runs, and once it has ended.",
     )
     counts: dict[str, int] = Field(description="What a finished job did, e.g. {'chunks': 812}.")
     failed_items: int = Field(description="Items that failed; a job with failed items ends completed_with_errors.")
@@ -44,6 +48,41 @@ class JobInfo(BaseModel):
     started_at: str | None
     updated_at: str
     finished_at: str | None
+    # The server paths and hosts its message, error and failures name: left out for a client on another machine.
+    _hidden: tuple[str, ...] = PrivateAttr(default=())
+
+    def hiding(self, hidden: Sequence[str]) -> JobInfo:
+        self._hidden = tuple(hidden)
+        return self
+
+    def for_remote(self) -> JobInfo:
+        paths = [h for h in self._hidden if h.startswith("/")]
+        hosts = [h for h in self._hidden if not h.startswith("/")]
+
+        def hide(text: str | None) -> str | None:
+            return None if text is None else without_server_details(text, paths, hosts)
+
+        return self.model_copy(
+            update={
+                "message": hide(self.message),
+                "error": hide(self.error),
+                "failures": [without_server_details(line, paths, hosts) for line in self.failures],
+            }
+        )
+
+
+def for_remote(result: Model) -> Model:
+    """`result` as a client on another machine is shown it: every job in it without the server paths and hosts
+    its lines name (an error reply leaves them out the same way: zapomni_mcp.errors)."""
+    if isinstance(result, JobInfo):
+        return result.for_remote()  # type: ignore[return-value]  # a JobInfo, as given
+    updates: dict[str, object] = {}
+    for name, value in result:
+        if isinstance(value, BaseModel):
+            updates[name] = for_remote(value)
+        elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+            updates[name] = [for_remote(item) for item in value]
+    return result.model_copy(update=updates) if updates else result
 
 
 class JobList(BaseModel):

@@ -1,5 +1,11 @@
 """The job runner: one worker per process claims durable jobs from every workspace and runs them.
 
+It runs up to `slots` jobs at once, claiming the oldest claimable job of any workspace whenever a slot is
+free, one job of a kind per workspace at a time: a large add queued behind a folder ingest starts beside it
+instead of waiting for it to end (a 1 MB add waited over 5 minutes behind a 150-file ingest when jobs ran one
+at a time; issue 38). Their embeddings
+share the background lane, which interactive requests always go ahead of (decision 0039).
+
 A job is claimed under a lease that the worker renews as it reports progress; a worker that dies
 (kill -9) stops renewing, and any server on the store takes the job over once the lease lapses
 (at once when the dead owner was a process on this machine). Handlers resume from what they
@@ -19,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -42,6 +49,7 @@ from zapomni_db import (
     GraphStores,
     JobRow,
     JobRunners,
+    JobStore,
     PersistenceFailed,
 )
 
@@ -59,6 +67,7 @@ class JobSettings:
     max_attempts: int = 3  # claims before a job that keeps dying with its worker is given up
     retry_s: float = 1.0  # first wait after a database failure (doubles, up to `lease_s / 3`)
     disk_wait_s: float = 5.0  # between free-space checks while a job waits for disk space
+    slots: int = 2  # jobs one process runs at once
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,10 @@ class JobLost(ZapomniError):
 
 class JobHandler(Protocol):
     kind: str
+
+    def refuses(self, job: JobRow) -> ZapomniError | None:
+        """Why this process must leave `job` to another server (a path outside its allowed roots); None: it may
+        run it. Replicas of one store may be configured differently."""
 
     async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
         """Do the job, resuming from whatever an earlier attempt stored; None when the handler's own
@@ -112,9 +125,10 @@ class JobRun:
         if not alive:
             raise JobLost(self.job.id)
 
-    async def fail_item(self, item: str, reason: str) -> None:
+    async def fail_item(self, item: str, reason: str, hidden: Sequence[str] = ()) -> None:
+        """Record a failed item; `hidden`: the server paths and hosts its line names (kept from remote clients)."""
         log.warning("job.item_failed", job_id=self.job.id, item=item, reason=reason)
-        if not await self.stores.jobs.record_failure(self.job.id, self.owner, f"{item}: {reason}"):
+        if not await self.stores.jobs.record_failure(self.job.id, self.owner, f"{item}: {reason}", hidden):
             raise JobLost(self.job.id)
 
 
@@ -136,6 +150,9 @@ class JobRunner:
         self.owner = f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._running: dict[str, asyncio.Task[None]] = {}  # by job id: the jobs in hand
+        self._busy: dict[str, tuple[str, str]] = {}  # by job id: the workspace and kind of each job in hand
+        self._left: set[str] = set()  # jobs this process refused to run and said so on the job
         self._presence: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -174,6 +191,10 @@ class JobRunner:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
+        running = list(self._running.values())
+        for task in running:  # each hands its job back (`_execute`)
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
         if self._presence is not None and self._runners is not None:
             self._presence.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -185,7 +206,8 @@ class JobRunner:
     async def _loop(self) -> None:
         while not self._stopping:
             try:
-                ran = False if await self._pause_for_disk() else await self._run_next()
+                full = len(self._running) >= self.settings.slots
+                ran = False if full or await self._pause_for_disk() else await self._start_next()
             except asyncio.CancelledError:
                 raise
             except (StorageFull, PersistenceFailed) as exc:  # a claim refused: the disk filled meanwhile
@@ -200,9 +222,18 @@ class JobRunner:
                 log.exception("jobs.loop_failed")
                 ran = False
             if not ran:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.settings.poll_s)
-                self._wake.clear()
+                await self._idle()
+
+    async def _idle(self) -> None:
+        """Until a job is queued here, one in hand ends, or the next poll."""
+        waker = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait(
+                [waker, *self._running.values()], timeout=self.settings.poll_s, return_when="FIRST_COMPLETED"
+            )
+        finally:
+            waker.cancel()
+        self._wake.clear()
 
     async def _disk_status(self) -> DiskStatus | None:
         return await asyncio.to_thread(self._disk.status) if self._disk is not None else None
@@ -230,28 +261,62 @@ class JobRunner:
         while await self._pause_for_disk():
             await asyncio.sleep(self.settings.disk_wait_s)
 
-    async def _run_next(self) -> bool:
-        """Claim and run one job from any workspace; False when there was none to claim."""
-        for name in await self._workspaces.names():
+    async def _start_next(self) -> bool:
+        """Claim the oldest claimable job of any workspace and start it in a free slot; False when there was none."""
+        queued = [(name, seen) for name in await self._workspaces.names() for seen in await self._active(name)]
+        for name, seen in sorted(queued, key=lambda pair: pair[1].created_at):
+            if (name, seen.kind) in self._busy.values():
+                # One job of a kind per workspace at a time here, as before slots: two graph builds over the
+                # same pending memories would both extract them.
+                continue
             stores = self._workspaces.stores(name)
-            for seen in await stores.jobs.active():
-                if not self._claimable(seen):
-                    continue
-                if seen.state == "running" and seen.attempts >= self.settings.max_attempts:
-                    await stores.jobs.give_up(
-                        seen, f"gave up after {seen.attempts} attempts: each ended with its server stopping"
-                    )
-                    log.error("job.given_up", workspace=name, job_id=seen.id, attempts=seen.attempts)
-                    continue
-                job = await stores.jobs.claim(seen, self.owner, self.settings.lease_s)
-                if job is None:
-                    continue  # another worker was quicker
-                workspace = await self._workspaces.get(name, create=False)
-                if workspace is None:  # the workspace was deleted meanwhile, and its jobs with it
-                    continue
-                await self._execute(job, workspace)
-                return True
+            if seen.state == "running" and seen.attempts >= self.settings.max_attempts:
+                await stores.jobs.give_up(
+                    seen, f"gave up after {seen.attempts} attempts: each ended with its server stopping"
+                )
+                log.error("job.given_up", workspace=name, job_id=seen.id, attempts=seen.attempts)
+                continue
+            job = await stores.jobs.claim(seen, self.owner, self.settings.lease_s)
+            if job is None:
+                continue  # another worker was quicker
+            workspace = await self._workspaces.get(name, create=False)
+            if workspace is None:  # the workspace was deleted meanwhile, and its jobs with it
+                continue
+            task = asyncio.create_task(self._execute(job, workspace), name=f"zapomni-job-{job.id}")
+            self._running[job.id] = task
+            self._busy[job.id] = (name, job.kind)
+            task.add_done_callback(functools.partial(self._ended, job.id))
+            return True
         return False
+
+    def _ended(self, job_id: str, task: asyncio.Task[None]) -> None:
+        self._running.pop(job_id, None)
+        self._busy.pop(job_id, None)
+        if not task.cancelled() and task.exception() is not None:  # `_execute` records every failure it can
+            log.error("job.ended_unrecorded", job_id=job_id, error=repr(task.exception()))
+
+    async def _active(self, workspace: str) -> list[JobRow]:
+        """The workspace's jobs this runner may claim now (not those it runs already, nor those it must leave)."""
+        with contextlib.suppress(GraphMissing):  # deleted since it was listed
+            stores = self._workspaces.stores(workspace)
+            claimable = []
+            for job in await stores.jobs.active():
+                if job.id in self._running or not self._claimable(job):
+                    continue
+                refused = self._handlers[job.kind].refuses(job)
+                if refused is None:
+                    claimable.append(job)
+                elif job.id not in self._left and job.state == "pending":
+                    await self._leave(stores.jobs, job, refused)
+            return claimable
+        return []
+
+    async def _leave(self, jobs: JobStore, job: JobRow, refused: ZapomniError) -> None:
+        """Say once on a pending job why this server leaves it to another (without this server's paths)."""
+        message = f"waiting for a server that may run it: the one on {_HOST} cannot ({refused.public()})"
+        if await jobs.note_pending(job.id, message):
+            self._left.add(job.id)
+            log.info("job.left_to_another_server", job_id=job.id, kind=job.kind, reason=str(refused))
 
     async def run_now(self, workspace_name: str, job_id: str) -> bool:
         """Run one job in this process now (a command that reads files itself); False when it is not ours to run
@@ -259,6 +324,8 @@ class JobRunner:
         workspace = await self._workspaces.get(workspace_name, create=False)
         seen = await workspace.stores.jobs.get(job_id) if workspace else None
         if workspace is None or seen is None or seen.state not in ("pending", "running") or not self._claimable(seen):
+            return False
+        if self._handlers[seen.kind].refuses(seen) is not None:
             return False
         job = await workspace.stores.jobs.claim(seen, self.owner, self.settings.lease_s)
         if job is None:
@@ -314,10 +381,17 @@ class JobRunner:
                 raise
         except Exception as exc:
             reason = str(exc) if isinstance(exc, ZapomniError) else "internal error (the server log has the details)"
+            hidden = (*exc.paths, *exc.hosts) if isinstance(exc, ZapomniError) else ()
             log.exception("job.failed", workspace=workspace.name, job_id=job.id, kind=job.kind)
             with contextlib.suppress(Exception):
                 await workspace.stores.jobs.finish(
-                    job.id, self.owner, state="failed", done=run.progress.done, counts_json="{}", error=reason
+                    job.id,
+                    self.owner,
+                    state="failed",
+                    done=run.progress.done,
+                    counts_json="{}",
+                    error=reason,
+                    hidden=hidden,
                 )
 
     async def _keep_alive(self, run: JobRun) -> None:

@@ -152,4 +152,4 @@ def job_info(job: JobRow, workspace: str, waits: JobWaits | None = None) -> JobI
         started_at=iso(job.started_at) if job.started_at is not None else None,
         updated_at=iso(job.updated_at),
         finished_at=iso(job.finished_at) if job.finished_at is not None else None,
-    )
+    ).hiding(job.hidden)

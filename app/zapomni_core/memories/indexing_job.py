@@ -17,7 +17,7 @@ import structlog
 
 from zapomni_core.context import JOB_CONTEXT
 from zapomni_core.disk import DiskGuard, write_estimate
-from zapomni_core.errors import EmbedderUnavailable
+from zapomni_core.errors import EmbedderUnavailable, ZapomniError
 from zapomni_core.jobs.runner import JobLost, JobOutcome, JobRun
 from zapomni_core.memories.conversation import reading_context
 from zapomni_core.memories.writing import WritePipeline, chunk_rows, metadata_of, new_id
@@ -57,6 +57,9 @@ class IndexMemory:
         self._writer = writer
         self._disk = disk
         self._on_indexed = on_indexed  # e.g. queue the new memory's entity extraction
+
+    def refuses(self, job: JobRow) -> ZapomniError | None:
+        return None  # every server on the store can
 
     async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
         stores = run.stores

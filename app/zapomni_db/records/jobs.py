@@ -45,12 +45,13 @@ class JobRow:
     started_at: float | None
     updated_at: float
     finished_at: float | None
+    hidden: list[str]  # the server paths and hosts its lines name (never shown to a client on another machine)
 
     # The Cypher projection that `from_row` reads, for a job bound to `j`.
     PROJECTION = (
         "j.id, j.kind, j.state, j.memory_id, j.args, j.done, j.total, j.unit, j.counts, j.failed, j.failures, "
         "j.error, j.message, j.attempts, j.owner, j.lease_until, j.created_at, j.started_at, j.updated_at, "
-        "j.finished_at"
+        "j.finished_at, j.hidden"
     )
 
     @classmethod
@@ -76,4 +77,5 @@ class JobRow:
             started_at=None if r[17] is None else float(r[17]),
             updated_at=float(r[18] or r[16]),
             finished_at=None if r[19] is None else float(r[19]),
+            hidden=list(r[20] or []),
         )
