@@ -25,10 +25,10 @@ else
 OP := $(RUN_COMPOSE) exec -T zapomni /app/ops/docker-entrypoint.sh
 endif
 
-.PHONY: help install run test test-appliance lint bench bench-1m bench-appliance dist clean up down logs ps backup restore migrate export import health up-local down-local
+.PHONY: help install run test test-appliance test-properties lint bench bench-1m bench-appliance dist clean up down logs ps backup restore migrate export import health up-local down-local
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 	@echo "  (backup, restore, migrate, export, import, health: add RUNTIME=local for the native appliance)"
 
 # Install output goes to stderr: stdout may already belong to an MCP client (`make -s run`).
@@ -74,6 +74,11 @@ run: $(STAMP)  ## start the MCP server on stdin/stdout (embedded FalkorDB + ONNX
 test: lint  ## lint, then run the whole test suite (all but the container stack) on 3 workers; adds the test and bench tools
 	$(BIN)/python -m pytest --ignore=tests/containers -n 3 --dist loadfile --durations=20
 
+# The property runs of the suite (hostile strings in every tool, any text through the database) with 20 times the
+# examples `make test` gives them.
+test-properties: $(TEST_STAMP)  ## the property tests with 20 times their examples (~10 min on 2 cores)
+	ZAPOMNI_TEST_EXHAUSTIVE=1 $(BIN)/python -m pytest -m property -p no:cacheprovider tests
+
 # The appliance as an operator runs it, in containers: podman (installed and configured by ops/setup-podman),
 # stand-ins for the images no registry can give here (tests/containers/standins), then the real Dockerfile
 # and compose.yaml driven end to end by tests/containers (about 9 min from a machine without podman, 3 when
@@ -84,7 +89,7 @@ test-appliance: $(APPLIANCE_STAMP)  ## build the image and run the whole compose
 	CONTAINERS_CONF=$(CURDIR)/ops/podman/containers.conf $(BIN)/python -m pytest -v -p no:cacheprovider tests/containers
 
 # mypy reads its packages and flags from pyproject.toml ([tool.mypy]): app/ is checked, tests and bench are not.
-lint: $(TEST_STAMP)  ## static checks (ruff, mypy); adds the test and bench tools
+lint: $(TEST_STAMP)  ## static checks (ruff; mypy on app, tests and bench); adds the test and bench tools
 	$(BIN)/ruff check --no-cache app tests bench healthchecks/probe ops/image-smoke.py ops/first-token.py
 	$(BIN)/ruff format --check --no-cache app tests bench healthchecks/probe ops/image-smoke.py ops/first-token.py
 	$(BIN)/mypy

@@ -213,7 +213,7 @@ async def run(
     data_dir: Path, workdir: Path, size: int, embed_upto: int, phase_s: float, results: dict[str, Any]
 ) -> dict[str, Any]:
     texts = memory_texts(sentences(data_dir), size, seed=5)
-    settings = Settings(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
     async with open_core(settings) as (core, _info):
         stored = (await core.workspaces.stats()).total_chunks
         if stored == 0:

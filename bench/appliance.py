@@ -130,7 +130,8 @@ def export_file(path: Path) -> None:
         out.write(json.dumps(header) + "\n")
         for i in range(MEMORIES):
             text = f"Maintenance note {i}: pump {i % 97} at station {i % 13} was serviced and logged {i * 3} hours."
-            memory = {"type": "memory", "id": str(uuid.UUID(int=i + 1, version=4)), "workspace": "bench",
+            memory: dict[str, Any] = {
+                      "type": "memory", "id": str(uuid.UUID(int=i + 1, version=4)), "workspace": "bench",
                       "text": text, "created_at": "2026-11-26T00:00:00+00:00", "tags": [], "source": None,
                       "date": None, "metadata": {}, "chunks": [{"index": 0, "text": text}]}  # fmt: skip
             out.write(json.dumps(memory) + "\n")

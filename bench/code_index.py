@@ -212,7 +212,7 @@ async def measure(label: str, root: Path, workdir: Path, truth: dict[str, Any] |
     print(f"{label}: parsing {root} alone", file=sys.stderr)
     source = parse_tree(root)
     data_dir = workdir / f"data-{len(list(workdir.iterdir()))}"
-    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_ALLOWED_ROOTS=str(root), LOG_LEVEL="WARNING")
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_ALLOWED_ROOTS=str(root), LOG_LEVEL="WARNING")
     reset = reset_peak_rss()
     async with open_core(settings) as (core, _info):
         await core.memories.add(AddMemoryRequest(text=WARM_UP))

@@ -85,7 +85,7 @@ async def fill(data_dir: Path, chunks: int) -> int:
     """A store of `chunks` one-chunk memories; returns how many chunks it holds."""
     pool = sentences(DATA_DIR)
     texts = memory_texts(pool, chunks, seed=11)
-    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
     async with open_core(settings) as (core, _info):
         embedded = min(EMBEDDED, chunks // 2)
         for text in texts[:embedded]:
@@ -97,7 +97,7 @@ async def fill(data_dir: Path, chunks: int) -> int:
 def summarise(starts: list[dict[str, float | None]]) -> dict[str, Any]:
     summary: dict[str, Any] = {"starts": starts}
     for key in ("tools_list_ms", "startup_ms", "workspace_open_ms", "keyword_sync_ms"):
-        values = [s[key] for s in starts if s[key] is not None]
+        values = [value for s in starts if (value := s[key]) is not None]
         summary[key] = {"median": round(statistics.median(values), 1), "max": round(max(values), 1)} if values else None
     return summary
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -153,7 +153,7 @@ async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> 
 T = TypeVar("T")
 
 
-def in_scratch_dir(prefix: str, work: Callable[[Path], Awaitable[T]]) -> T:
+def in_scratch_dir(prefix: str, work: Callable[[Path], Coroutine[Any, Any, T]]) -> T:
     """Run `work` in a fresh directory under /tmp (short: unix socket paths are limited), removed after."""
     workdir = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     try:

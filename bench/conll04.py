@@ -134,9 +134,10 @@ class RelationScore:
             self.gold[type_] += 1
         seen: set[tuple[str, str, str]] = set()
         for p in predicted:
-            type_ = conll_type(p.type, p.subject_type)
-            if type_ is None:
+            found = conll_type(p.type, p.subject_type)
+            if found is None:
                 continue
+            type_ = found
             subjects, objects = {norm(n) for n in p.subjects}, {norm(n) for n in p.objects}
             if self.chains and sentence.chains:
                 if any(

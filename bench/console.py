@@ -69,7 +69,9 @@ async def write_graph(core: Any, memory_ids: list[str]) -> int:
     stores = space.stores
     pairs = [(HUB, name) for name in people(100)] + [(FIRST, name) for name in people(199)[100:]]
     entities: dict[str, EntityRow] = {}
-    mentions, relations, now = [], [], time.time()
+    mentions: list[Any] = []
+    relations: list[Any] = []
+    now = time.time()
     for (subject, obj), memory_id in zip(pairs, memory_ids, strict=False):
         [chunk] = await stores.reads.chunks(memory_id)
         for name in (subject, obj):
@@ -94,7 +96,7 @@ async def build_store(workdir: Path, memories: int) -> str:
     """Grow the store, draw its graph, and make a read token; the engine is closed again before serving."""
     pool, pyrng = sentences(DATA_DIR), random.Random(5)
     texts = [f"{pyrng.choice(pool)} {pyrng.choice(pool)} ({i})" for i in range(memories)]
-    async with open_core(Settings(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING")) as (core, _info):
+    async with open_core(Settings.from_variables(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING")) as (core, _info):
         base = np.asarray(await core.embedder.embed_documents(texts[:300]), dtype=np.float32)
         ids = await grow(core, None, texts, base, np.random.default_rng(5))
         entities = await write_graph(core, ids)
@@ -131,7 +133,7 @@ def measure(base: str, token: str, repeats: int) -> dict[str, Any]:
             page.fill("#token", token)
             page.click("button[type=submit]")
             page.wait_for_url(f"{base}/")
-            cookies = signin.cookies()
+            cookies: Any = signin.cookies()  # what add_cookies takes, though typed apart
             signin.close()
             for _ in range(repeats):
                 for name, path in (("list", "/"), ("graph", f"/graph?entity={HUB.replace(' ', '+')}&depth=1")):
@@ -180,7 +182,7 @@ def expand(page: Any) -> dict[str, Any]:
 
 
 def median(runs: list[dict[str, Any]], key: str) -> float:
-    return round(statistics.median(run[key] for run in runs), 1)
+    return round(float(statistics.median(run[key] for run in runs)), 1)
 
 
 def summarise(pages: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

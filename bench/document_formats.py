@@ -50,6 +50,7 @@ import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
@@ -199,9 +200,19 @@ def added_mb(names: Iterable[str]) -> tuple[float, list[str]]:
     return sum(installed_mb(n) for n in extra), sorted(extra)
 
 
+def _attribute(element: Any, name: str) -> str:
+    """An XML element's attribute, "" when the element or the attribute is missing."""
+    return "" if element is None else element.get(name) or ""
+
+
+def list_of(extract: Callable[[Any], Any], inputs: Sequence[Any]) -> list[Any]:
+    """`extract` applied to each input: what one timed run does."""
+    return [extract(item) for item in inputs]
+
+
 def version_licence(name: str) -> tuple[str, str]:
     meta = distribution(name).metadata
-    licence = meta.get("License-Expression") or meta.get("License") or ""
+    licence = meta["License-Expression"] or meta["License"] or ""
     if not licence or len(licence) > 60:
         classifiers = [c.split(" :: ")[-1] for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]
         licence = ", ".join(classifiers) or licence[:60]
@@ -351,12 +362,12 @@ def bench_pdf() -> tuple[list[list[str]], list[str]]:
             )
             row.append(" / ".join(f"{statistics.mean(v):.3f}" for v in (rec, prec, order)))
         pages = sum(len(pdf_pdfium(d)) for d, _ in generated["1 col"])
-        seconds = median_seconds(lambda ex=extract: [ex(d) for d, _ in generated["1 col"]])
+        seconds = median_seconds(partial(list_of, extract, [d for d, _ in generated["1 col"]]))
         row.append(f"{pages / seconds:.0f}")
         if real:
             outputs[name]["real"] = [extract(d) for d in real]
             real_pages = sum(len(p) for p in outputs[name]["real"])
-            seconds = median_seconds(lambda ex=extract: [ex(d) for d in real])
+            seconds = median_seconds(partial(list_of, extract, real))
             row.append(f"{real_pages / seconds:.0f}")
         rows.append(row)
     if real:
@@ -443,6 +454,10 @@ def content_root(adapter: Adapter, doc: Any) -> Any:
     return body if body is not None else doc
 
 
+def html_text(adapter: Adapter, data: bytes) -> str:
+    return "\n".join(block.text for block in html_blocks(adapter, data))
+
+
 def html_blocks(adapter: Adapter, data: bytes) -> list[Block]:
     doc = adapter.parse(data)
     root = content_root(adapter, doc)
@@ -527,7 +542,8 @@ def selectolax_adapter() -> Adapter:
 
 
 def bs4_adapter() -> Adapter:
-    from bs4 import BeautifulSoup, NavigableString, Tag
+    from bs4 import BeautifulSoup, Tag
+    from bs4.element import NavigableString
 
     def tag(node: Any) -> str:
         if isinstance(node, Tag):
@@ -657,7 +673,7 @@ def bench_html() -> tuple[list[list[str]], list[str]]:
         ("lxml.html + rule", lxml_adapter, ["lxml"]),
     ):
         adapter = make()
-        extractors[label] = (lambda data, a=adapter: "\n".join(b.text for b in html_blocks(a, data)), dists)
+        extractors[label] = (partial(html_text, adapter), dists)
     if has_production():
         extractors["production (`extract_document`)"] = (html_production, [])
     rows = []
@@ -674,7 +690,7 @@ def bench_html() -> tuple[list[list[str]], list[str]]:
                 leaks.append(leak(boiler, got, set(truth)))
             row += [f"{statistics.mean(recalls):.3f}", f"{statistics.mean(leaks):.3f}"]
         speed_set = real or generated
-        seconds = median_seconds(lambda ex=extract, docs=speed_set: [ex(d) for d, _, _ in docs])
+        seconds = median_seconds(partial(list_of, extract, [d for d, _, _ in speed_set]))
         row.append(f"{len(speed_set) / seconds:.1f}")
         if dists:
             mb, extra = added_mb(dists)
@@ -740,9 +756,10 @@ def docx_stdlib(data: bytes) -> tuple[str, list[str]]:
     heading_ids = {
         s.get(f"{W}styleId")
         for s in styles.iter(f"{W}style")
-        if re.match(r"(heading \d|title)$", (s.find(f"{W}name").get(f"{W}val") or "").lower())
+        if re.match(r"(heading \d|title)$", (_attribute(s.find(f"{W}name"), f"{W}val")).lower())
     }
     parts, headings = [], []
+    assert body is not None, "a DOCX without a body"
     for para in body.iter(f"{W}p"):
         text = "".join(t.text or "" for t in para.iter(f"{W}t"))
         parts.append(text)
@@ -771,7 +788,7 @@ def bench_docx() -> list[list[str]]:
             text, found = extract(data)
             recalls.append(recall_precision(truth, words(text))[0])
             heads.append(found == headings)
-        seconds = median_seconds(lambda ex=extract: [ex(d) for d, _, _ in docs])
+        seconds = median_seconds(partial(list_of, extract, [d for d, _, _ in docs]))
         row = [name, f"{len(docs) / seconds:.0f}", f"{statistics.mean(recalls):.3f}"]
         row.append("" if name.startswith("production") else f"{sum(heads)}/{len(heads)}")
         if dists:
@@ -838,7 +855,7 @@ def bench_markdown() -> tuple[list[list[str]], str]:
     ):
         found = [extract(t) for t in texts]
         same = sum(f == t for f, t in zip(found, truth, strict=True))
-        seconds = median_seconds(lambda ex=extract: [ex(t) for t in texts])
+        seconds = median_seconds(partial(list_of, extract, texts))
         row = [name, f"{len(texts) / seconds:.0f}", f"{size / seconds:.1f}", f"{same}/{len(texts)}"]
         if dists:
             mb, extra = added_mb(dists)

@@ -108,7 +108,7 @@ def write_pdf(path: Path, text: str) -> int:
     pages = 0
     for start in range(0, len(lines), LINES_PER_PAGE):
         pdf.setFont("Helvetica", 10)
-        y = 800
+        y = 800.0
         for line in lines[start : start + LINES_PER_PAGE]:
             pdf.drawString(56, y, line)
             y -= 13.5
@@ -193,7 +193,7 @@ async def run(pdfs: int, markdown: int | None, rich: int, workdir: Path) -> dict
     corpus = workdir / "corpus"
     written = make_corpus(corpus, pdfs, markdown, rich)
     alone = {fmt: extract_alone(corpus / fmt) for fmt in FORMATS}
-    settings = Settings(
+    settings = Settings.from_variables(
         ZAPOMNI_DATA_DIR=workdir / "data",
         ZAPOMNI_ALLOWED_ROOTS=str(corpus),
         ZAPOMNI_GRAPH_AUTO=False,

@@ -23,7 +23,9 @@ import sys
 import tempfile
 import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -83,9 +85,9 @@ async def through_mcp(data_dir: Path, memories: list[str], queries: list[str]) -
         ):
             await session.initialize()
             for text in memories:
-                adds.append(await timed_ms(lambda t=text: session.call_tool("add_memory", {"text": t})))
+                adds.append(await timed_ms(partial(session.call_tool, "add_memory", {"text": text})))
             for query in queries:
-                searches.append(await timed_ms(lambda q=query: session.call_tool("search_memory", {"query": q})))
+                searches.append(await timed_ms(partial(session.call_tool, "search_memory", {"query": query})))
             stats = (await session.call_tool("get_stats", {})).structured_content
     assert stats["total_memories"] == len(memories), stats
     return {"add_memory": summary_ms(adds), "search_memory": summary_ms(searches)}
@@ -93,11 +95,11 @@ async def through_mcp(data_dir: Path, memories: list[str], queries: list[str]) -
 
 async def through_core(data_dir: Path, memories: list[str], queries: list[str]) -> dict[str, dict[str, float]]:
     adds, searches = [], []
-    async with open_core(Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
+    async with open_core(Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
         for text in memories:
-            adds.append(await timed_ms(lambda t=text: core.memories.add(AddMemoryRequest(text=t))))
+            adds.append(await timed_ms(partial(core.memories.add, AddMemoryRequest(text=text))))
         for query in queries:
-            searches.append(await timed_ms(lambda q=query: core.memories.search(SearchRequest(query=q))))
+            searches.append(await timed_ms(partial(core.memories.search, SearchRequest(query=query))))
     return {"add_memory": summary_ms(adds), "search_memory": summary_ms(searches)}
 
 
@@ -136,7 +138,7 @@ async def run(count: int, starts: int) -> dict[str, object]:
     }
 
 
-def render(result: dict[str, object]) -> str:
+def render(result: dict[str, Any]) -> str:
     cold = result["cold_start_ms"]
     mcp, core = result["mcp"], result["core"]
     lines = [

@@ -127,17 +127,17 @@ class Score:
                 pair = frozenset((_key(relation.subject), _key(relation.object)))
                 self.cooccurrence["related" if pair in related else "unrelated"] += 1
                 continue
-            key = _relation_key(relation.subject, relation.type, relation.object)
-            if key in found:
+            stated = _relation_key(relation.subject, relation.type, relation.object)
+            if stated in found:
                 continue
-            found.add(key)
-            hit = key in labelled
+            found.add(stated)
+            hit = stated in labelled
             self.relation[f"{'tp' if hit else 'fp'}|{relation.method}"] += 1
             if not hit:
                 wrong.append(f"+{relation.subject} {relation.type} {relation.object} ({relation.method})")
-        for key in labelled - found:
+        for subject, type_, object_ in labelled - found:
             self.relation["fn"] += 1
-            wrong.append(f"-{key[0]} {key[1]} {key[2]}")
+            wrong.append(f"-{subject} {type_} {object_}")
         if wrong:
             self.errors.append({"id": row["id"], "text": row["text"], "errors": wrong})
 
@@ -191,7 +191,7 @@ async def quality(extractor: Extractor, rows: Sequence[dict[str, Any]]) -> dict[
             scores[split].add(row, graph)
         for relation in graph.relations:
             strengths.setdefault(relation.method, []).append(relation.strength)
-    report = {split: score.report() for split, score in scores.items()}
+    report: dict[str, Any] = {split: score.report() for split, score in scores.items()}
     report["strength_range"] = {m: [min(v), max(v)] for m, v in sorted(strengths.items())}
     report["errors"] = scores["all"].errors
     return report
@@ -318,13 +318,13 @@ async def run(
     configurations: dict[str, SpacyExtractor] = {}
     load_s: dict[str, float] = {}
     for label, parse in (("spacy (with parser)", True), ("spacy (NER only, no parser)", False)):
-        extractor = SpacyExtractor(parse=parse)
-        configurations[label], load_s[label] = extractor, extractor.load_seconds
+        spacy_extractor = SpacyExtractor(parse=parse)
+        configurations[label], load_s[label] = spacy_extractor, spacy_extractor.load_seconds
     results: dict[str, Any] = {"extractors": {}}
     for label, extractor in configurations.items():
         results["extractors"][label] = {"load_s": round(load_s[label], 2), "quality": await quality(extractor, rows)}
         extractor.extract_sync(chunks[:4])  # warm-up: first-call allocations out of the clock
-    totals = {label: [0, 0.0] for label in configurations}
+    totals: dict[str, list[float]] = {label: [0, 0.0] for label in configurations}
     size = -(-len(chunks) // rounds)
     for start in range(0, len(chunks), size):
         for label, extractor in configurations.items():
@@ -332,8 +332,8 @@ async def run(
             totals[label][0] += count
             totals[label][1] += seconds
         print(f"round {start // size + 1}/{rounds} done", file=sys.stderr)
-    for label, (count, seconds) in totals.items():
-        results["extractors"][label]["chunks_per_s"] = round(count / seconds, 2) if seconds else None
+    for label, (chunks_done, spent_s) in totals.items():
+        results["extractors"][label]["chunks_per_s"] = round(chunks_done / spent_s, 2) if spent_s else None
     default = "spacy (with parser)"  # the product's configuration
     results["cost_per_1000"] = {default: {kind: await cost(configurations[default], group) for kind, group in kinds}}
     for extractor in configurations.values():
@@ -341,12 +341,12 @@ async def run(
     # The LLM rows go apart from "extractors": the stand-in's quality is a regular expression's, not a model's.
     results["llm_stand_in"] = {}
     with stand_in_server() as url:
-        for label, extractor in await later_extractors(url):
+        for label, llm in await later_extractors(url):
             try:
-                results["llm_stand_in"][label] = await measure(extractor, rows, chunks)
-                results["cost_per_1000"][label] = {kind: await cost(extractor, group) for kind, group in kinds}
+                results["llm_stand_in"][label] = await measure(llm, rows, chunks)
+                results["cost_per_1000"][label] = {kind: await cost(llm, group) for kind, group in kinds}
             finally:
-                await extractor.aclose()
+                await llm.aclose()
     with tempfile.TemporaryDirectory(prefix="zapomni-graph-bench-") as workdir:
         # CoNLL04 dev and the everyday sentences through the product's path: store, build_graph, export.
         if (conll.CONLL04 / "conll04_dev.json").is_file():

@@ -229,7 +229,7 @@ async def locomo_run(
     scored = Scored()
     builds = []
     for number, conversation in enumerate(conversations):
-        settings = Settings(
+        settings = Settings.from_variables(
             ZAPOMNI_DATA_DIR=workdir / f"locomo-{number}",
             ZAPOMNI_APPENDFSYNC="everysec",
             ZAPOMNI_GRAPH_AUTO=False,
@@ -296,7 +296,7 @@ async def scifact_run(
     doc_ids, texts = scifact_sample(data, docs)
     known = set(doc_ids)
     test = [(q, t) for q, t in zip(data.query_ids, data.query_texts, strict=True) if set(data.qrels[q]) & known]
-    settings = Settings(
+    settings = Settings.from_variables(
         ZAPOMNI_DATA_DIR=workdir / "scifact",
         ZAPOMNI_APPENDFSYNC="everysec",
         ZAPOMNI_GRAPH_AUTO=False,

@@ -45,7 +45,7 @@ def settings_for(data_dir: Path, **overrides: Any) -> Settings:
         "ZAPOMNI_APPENDFSYNC": "everysec",
         "LOG_LEVEL": "WARNING",
     }
-    return Settings(**values, **overrides)
+    return Settings.from_variables(**values, **overrides)
 
 
 async def store(core: ZapomniCore, texts: Sequence[str], workspace: str | None = None) -> list[str]:
@@ -98,7 +98,7 @@ async def conll04(sentences: Sequence[Sentence], workdir: Path, *, chains: bool 
         store_s = time.perf_counter() - started
         build_s = await build(core)
         exported = next(iter((await export(core)).values()), Exported({}, {}))
-    reports = {}
+    reports: dict[str, Any] = {}
     for label, lenient in (("strict", False), ("chains", True)):
         score = RelationScore(chains=lenient)
         for sentence, memory in zip(sentences, ids, strict=True):
@@ -158,15 +158,15 @@ async def everyday(cases: Sequence[dict[str, Any]], workdir: Path, **overrides: 
                         "by_typed_relations": _key(check["to"]) in typed,
                     }
                 )
-    p = counts["tp"] / counts["predicted"] if counts["predicted"] else None
-    r = counts["tp"] / counts["gold"] if counts["gold"] else None
+    precision = counts["tp"] / counts["predicted"] if counts["predicted"] else None
+    recall = counts["tp"] / counts["gold"] if counts["gold"] else None
     return {
         "cases": len(cases),
         "typed_relations": {
             **counts,
-            "precision": None if p is None else round(p, 3),
-            "recall": None if r is None else round(r, 3),
-            "f1": round(2 * p * r / (p + r), 3) if p and r else 0.0,
+            "precision": None if precision is None else round(precision, 3),
+            "recall": None if recall is None else round(recall, 3),
+            "f1": round(2 * precision * recall / (precision + recall), 3) if precision and recall else 0.0,
         },
         "reaches": reaches,
         "errors": errors,

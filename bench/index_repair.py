@@ -53,7 +53,7 @@ async def top_k(client: GraphClient) -> int:
         "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($v)) YIELD node RETURN count(node)",
         {"k": K, "v": list(probe)},
     )
-    return rows[0][0]
+    return int(rows[0][0])
 
 
 async def fill(settings: Settings, size: int) -> float:
@@ -91,7 +91,9 @@ async def restart(settings: Settings, *, repair: bool) -> tuple[float, int, floa
 async def measure(size: int) -> dict[str, float]:
     data_dir = Path(tempfile.mkdtemp(prefix="zb-", dir="/tmp"))
     try:
-        settings = Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_APPENDFSYNC="everysec")
+        settings = Settings.from_variables(
+            ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_APPENDFSYNC="everysec"
+        )
         fill_s = await fill(settings, size)
         replay_load, replay_found, repair_s = await restart(settings, repair=True)
         clean_load, clean_found, _ = await restart(settings, repair=False)

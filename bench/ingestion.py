@@ -135,7 +135,7 @@ async def later_sections(workdir: Path) -> dict[str, Any]:
 async def run(data_dir: Path, docs: int, rounds: int, workdir: Path) -> dict[str, Any]:
     texts = sample(data_dir, docs)
     embedder = OnnxMiniLMEmbedder()
-    chunker = chunker_for(embedder, Settings(ZAPOMNI_DATA_DIR=workdir / "unused"))
+    chunker = chunker_for(embedder, Settings.from_variables(ZAPOMNI_DATA_DIR=workdir / "unused"))
     pieces = [chunker.split(text) for text in texts]
     tokens = embedder.count_tokens([chunk for chunks in pieces for chunk in chunks])
     embedder.embed_sync([WARM_UP])
@@ -146,9 +146,15 @@ async def run(data_dir: Path, docs: int, rounds: int, workdir: Path) -> dict[str
     per_round: list[dict[str, float]] = []
     async with (
         open_core(
-            Settings(ZAPOMNI_DATA_DIR=workdir / "everysec", ZAPOMNI_APPENDFSYNC="everysec", LOG_LEVEL="WARNING")
+            Settings.from_variables(
+                ZAPOMNI_DATA_DIR=workdir / "everysec", ZAPOMNI_APPENDFSYNC="everysec", LOG_LEVEL="WARNING"
+            )
         ) as (fast, _i1),
-        open_core(Settings(ZAPOMNI_DATA_DIR=workdir / "always", ZAPOMNI_APPENDFSYNC="always", LOG_LEVEL="WARNING")) as (
+        open_core(
+            Settings.from_variables(
+                ZAPOMNI_DATA_DIR=workdir / "always", ZAPOMNI_APPENDFSYNC="always", LOG_LEVEL="WARNING"
+            )
+        ) as (
             safe,
             _i2,
         ),

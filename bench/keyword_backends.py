@@ -61,6 +61,8 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make `bench.` importable like under `python -m`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from functools import partial
+
 from bench.common import SciFact, load_scifact
 from bench.metrics import mean_ndcg
 from bench.vector_ef_runtime import percentile_ms
@@ -669,7 +671,7 @@ def measure_in_process(
             else query_sample(len(data.query_texts), SCALED_QUERY_SAMPLE)
         )
         queries = [data.query_texts[i] for i in sample]
-        found, lat = timed_queries(lambda t, r=retriever, i=ids: bm25s_search(r, i, stemmer, t), queries)
+        found, lat = timed_queries(partial(bm25s_search, retriever, ids, stemmer), queries)
         p50, p95 = p50_p95(lat)
         note = f"tokenise {tokenize_s:.2f} s + index {index_s:.2f} s"
         if copies == 1:
@@ -721,7 +723,7 @@ def measure_in_process(
         okapi_add_s = time.perf_counter() - started
         if copies > 1:
             queries = queries[:slow_queries]
-        found, lat = timed_queries(lambda t, o=okapi, i=ids: rank_bm25_search(o, i, stemmer, t), queries)
+        found, lat = timed_queries(partial(rank_bm25_search, okapi, ids, stemmer), queries)
         p50, p95 = p50_p95(lat)
         if copies == 1:
             rankings["rank-bm25"] = found

@@ -23,6 +23,7 @@ import shutil
 import tempfile
 import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,7 @@ from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.memories.cursors import encode_cursor
 from zapomni_core.memories.requests import ListMemoriesRequest, SearchFilters
 from zapomni_core.workspaces.requests import StatsRequest
-from zapomni_db import GraphClient
-from zapomni_db.memory_reads import PageKey
+from zapomni_db import GraphClient, PageKey
 from zapomni_db.records.memories import MemoryInfo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,11 +75,11 @@ async def grow(core: ZapomniCore, count: int, days: float, rng: random.Random) -
 async def measure(core: ZapomniCore, client: GraphClient) -> dict[str, Any]:
     out: dict[str, Any] = {"load_before": load_now()}
     for order in ("newest", "oldest"):  # untimed: the first page finds the store's bounds, once
-        await core.memories.page(ListMemoriesRequest(limit=20, order=order))  # type: ignore[arg-type]
+        await core.memories.page(ListMemoriesRequest(limit=20, order=order))
     for order in ("newest", "oldest"):
         request = ListMemoriesRequest(limit=20, order=order)  # type: ignore[arg-type]
         out[f"page_{order}_ms"] = summary_ms(
-            [await timed_ms(lambda r=request: core.memories.page(r)) for _ in range(SAMPLES)]
+            [await timed_ms(partial(core.memories.page, request)) for _ in range(SAMPLES)]
         )
     # A cursor in the middle of the store: the median memory by creation time.
     rows = await client.ro_query("MATCH (m:Memory) RETURN m.id, toInteger(m.created_at * 1000000) AS k ORDER BY k")
@@ -88,7 +88,7 @@ async def measure(core: ZapomniCore, client: GraphClient) -> dict[str, Any]:
         cursor = encode_cursor(PageKey(int(middle[1]), middle[0]), order)
         request = ListMemoriesRequest(limit=20, order=order, cursor=cursor)  # type: ignore[arg-type]
         out[f"page_middle_{order}_ms"] = summary_ms(
-            [await timed_ms(lambda r=request: core.memories.page(r)) for _ in range(SAMPLES)]
+            [await timed_ms(partial(core.memories.page, request)) for _ in range(SAMPLES)]
         )
     nothing = ListMemoriesRequest(limit=20, filters=SearchFilters(speaker="nobody"))
     out["page_filter_matching_nothing_ms"] = summary_ms(
@@ -109,7 +109,7 @@ async def measure(core: ZapomniCore, client: GraphClient) -> dict[str, Any]:
 
 
 async def run(sizes: list[int], store: Path, days: float) -> dict[str, Any]:
-    settings = Settings(ZAPOMNI_DATA_DIR=store, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=store, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
     results: dict[str, Any] = {
         "commit": commit(),
         "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",

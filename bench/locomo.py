@@ -73,7 +73,7 @@ def session_date(text: str | None) -> str | None:
 
 
 def load_locomo(path: Path) -> list[Conversation]:
-    conversations = []
+    conversations: list[Conversation] = []
     for sample in json.loads(path.read_text(encoding="utf-8")):
         chat = sample["conversation"]
         sessions = sorted(

@@ -33,7 +33,7 @@ from bench.common import DATA_DIR, progress, summary_ms, timed_ms
 from bench.scale import borrowed_vectors, sentences, single_chunk_memory
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.logs import configure_logging
-from zapomni_core.memories.requests import DeleteMemoryRequest, ListMemoriesRequest, SearchRequest
+from zapomni_core.memories.requests import DeleteMemoryRequest, ListMemoriesRequest, SearchFilters, SearchRequest
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STORE = 10_000
@@ -68,7 +68,7 @@ async def run(workdir: Path, store: int) -> dict[str, Any]:
     rng, pyrng = np.random.default_rng(3), random.Random(3)
     texts = [f"{pyrng.choice(pool)} {pyrng.choice(pool)} ({i})" for i in range(store + 4000)]
     results: dict[str, Any] = {"date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "store_memories": store}
-    async with open_core(Settings(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING")) as (core, _info):
+    async with open_core(Settings.from_variables(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING")) as (core, _info):
         seed_vectors = await core.embedder.embed_documents(texts[:300])
         base = np.asarray(seed_vectors, dtype=np.float32)
         ids = await grow(core, None, texts[:store], base, rng)
@@ -105,7 +105,7 @@ async def run(workdir: Path, store: int) -> dict[str, Any]:
             "first page, oldest": await timings(lambda: core.memories.page(ListMemoriesRequest(order="oldest"))),
             "page in the middle": await timings(lambda: core.memories.page(ListMemoriesRequest(cursor=deep_cursor))),
             "tag filter (10% match)": await timings(
-                lambda: core.memories.page(ListMemoriesRequest(filters={"tags": ["sampled"]}))
+                lambda: core.memories.page(ListMemoriesRequest(filters=SearchFilters(tags=["sampled"])))
             ),
             "page of 100": await timings(lambda: core.memories.page(ListMemoriesRequest(limit=100))),
         }

@@ -31,7 +31,7 @@ SEED_MEMORIES = 200
 
 async def seeded(data_dir: Path, fsync: str, texts: list[str]) -> None:
     """A store with real vectors to borrow (the model embeds these few)."""
-    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_APPENDFSYNC=fsync, LOG_LEVEL="WARNING")
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_APPENDFSYNC=fsync, LOG_LEVEL="WARNING")
     async with open_core(settings, background_jobs=False) as (core, _info):
         for text in texts[:SEED_MEMORIES]:
             await core.memories.add(AddMemoryRequest(text=text))
@@ -79,7 +79,7 @@ async def measure(workdir: Path, seconds: float) -> dict[str, Any]:
         data_dir = workdir / fsync
         await seeded(data_dir, fsync, texts)
         # The embedded database stops with its last client: a core keeps it up while the writers run.
-        settings = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_APPENDFSYNC=fsync, LOG_LEVEL="WARNING")
+        settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_APPENDFSYNC=fsync, LOG_LEVEL="WARNING")
         async with open_core(settings, background_jobs=False):
             for writers in WRITERS:
                 rate = await write_rate(data_dir, texts, writers, seconds)

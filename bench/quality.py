@@ -35,10 +35,11 @@ from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.runtime import chunker_for
+from zapomni_core.search.types import SearchMode
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-MODES = ("vector", "keyword", "hybrid")
+MODES: tuple[SearchMode, ...] = ("vector", "keyword", "hybrid")
 RRF_CANDIDATES = (10, 30, 60, 100)
 CONCURRENCY = 4
 RAW_SAMPLE = 1000  # chunks embedded bare to measure the ceiling
@@ -89,7 +90,7 @@ async def ingest(core: ZapomniCore, doc_ids: list[str], texts: list[str]) -> tup
 
 
 async def rank_documents(
-    core: ZapomniCore, queries: Sequence[str], mode: str, memory_to_doc: dict[str, str]
+    core: ZapomniCore, queries: Sequence[str], mode: SearchMode, memory_to_doc: dict[str, str]
 ) -> list[list[str]]:
     rankings = []
     for query in queries:
@@ -135,10 +136,10 @@ async def run(data_dir: Path, limit_docs: int | None, workdir: Path) -> tuple[Qu
 
     quality = Quality(test_queries=len(test_ids))
     base = {"ZAPOMNI_DATA_DIR": workdir, "ZAPOMNI_APPENDFSYNC": "everysec", "LOG_LEVEL": "WARNING"}
-    async with open_core(Settings(**base)) as (core, _info):
+    async with open_core(Settings.from_variables(**base)) as (core, _info):
         memory_to_doc, seconds = await ingest(core, data.doc_ids, data.doc_texts)
         stats = await core.workspaces.stats()
-    raw_rate, raw_chunks = raw_embedder_throughput(data.doc_texts, Settings(**base))
+    raw_rate, raw_chunks = raw_embedder_throughput(data.doc_texts, Settings.from_variables(**base))
     quality.ingestion = {
         "documents": len(data.doc_ids),
         "chunks": stats.total_chunks,
@@ -151,13 +152,13 @@ async def run(data_dir: Path, limit_docs: int | None, workdir: Path) -> tuple[Qu
     assert raw_chunks == stats.total_chunks, (raw_chunks, stats.total_chunks)
 
     for k in RRF_CANDIDATES if tr_ids else ():
-        async with open_core(Settings(**base, ZAPOMNI_RRF_K=k)) as (core, _info):
+        async with open_core(Settings.from_variables(**base, ZAPOMNI_RRF_K=k)) as (core, _info):
             rankings = await rank_documents(core, tr_texts, "hybrid", memory_to_doc)
         quality.rrf_on_train[k] = round(mean_ndcg(rankings, tr_ids, train_qrels), 4)
     if quality.rrf_on_train:
         quality.chosen_rrf_k = max(quality.rrf_on_train, key=lambda k: (quality.rrf_on_train[k], -abs(k - 60)))
 
-    async with open_core(Settings(**base, ZAPOMNI_RRF_K=quality.chosen_rrf_k)) as (core, _info):
+    async with open_core(Settings.from_variables(**base, ZAPOMNI_RRF_K=quality.chosen_rrf_k)) as (core, _info):
         for mode in MODES:
             rankings = await rank_documents(core, test_texts, mode, memory_to_doc)
             quality.ndcg10[mode] = round(mean_ndcg(rankings, test_ids, data.qrels), 4)

@@ -46,13 +46,13 @@ from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import SearchRequest
 from zapomni_core.search import Candidate, RetrievalQuery, Retriever, SearchPipeline
-from zapomni_core.search.types import LegName
+from zapomni_core.search.types import LegName, SearchMode
 from zapomni_core.workspaces.registry import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-MODES = ("hybrid", "vector", "keyword")
-SWEPT_MODES = ("hybrid", "vector")  # keyword mode keeps every hit whatever the floor
+MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "keyword")
+SWEPT_MODES: tuple[SearchMode, ...] = ("hybrid", "vector")  # keyword mode keeps every hit whatever the floor
 FLOORS = tuple(round(0.025 * i, 3) for i in range(17))  # 0.0 ... 0.40
 LIMITS = (100, 10)
 TOLERANCE = 0.001  # train nDCG@10 a floor may cost, per mode
@@ -104,7 +104,7 @@ class Run:
 
 
 async def search_all(
-    core: ZapomniCore, texts: Sequence[str], mode: str, limit: int, memory_to_doc: dict[str, str]
+    core: ZapomniCore, texts: Sequence[str], mode: SearchMode, limit: int, memory_to_doc: dict[str, str]
 ) -> Run:
     rankings, similarities = [], []
     for text in texts:
@@ -230,7 +230,7 @@ async def locomo_sweep(
     found: dict[float, dict[str, list[tuple[list[str], frozenset[str]]]]] = {}
     cross: list[dict[float, dict[str, Run]]] = []
     for number, conversation in enumerate(conversations):
-        settings = Settings(
+        settings = Settings.from_variables(
             ZAPOMNI_DATA_DIR=workdir / f"locomo-{number}", ZAPOMNI_APPENDFSYNC="everysec", LOG_LEVEL="WARNING"
         )
         async with open_core(settings) as (core, _info):
@@ -241,12 +241,12 @@ async def locomo_sweep(
             questions = [q.text for q in conversation.questions]
             for floor, by_mode in (await sweep_floors(core, memo, settings, questions, 10, to_turn)).items():
                 for mode, run_ in by_mode.items():
-                    pairs = zip(run_.rankings, (q.evidence for q in conversation.questions), strict=True)
-                    found.setdefault(floor, {}).setdefault(mode, []).extend(pairs)
+                    evidence = zip(run_.rankings, (q.evidence for q in conversation.questions), strict=True)
+                    found.setdefault(floor, {}).setdefault(mode, []).extend(evidence)
             cross.append(await sweep_floors(core, memo, settings, claims, 10, to_turn))
     sweep: dict[float, dict[str, dict[str, float]]] = {}
-    for floor, by_mode in found.items():
-        for mode, pairs in by_mode.items():
+    for floor, found_by_mode in found.items():
+        for mode, pairs in found_by_mode.items():
             sweep.setdefault(floor, {})[mode] = {
                 "recall5": round(float(np.mean([evidence_recall(r[:5], e) for r, e in pairs])), 4),
                 "recall10": round(float(np.mean([evidence_recall(r[:10], e) for r, e in pairs])), 4),
@@ -262,7 +262,9 @@ async def run(data_dir: Path, limit_docs: int | None, workdir: Path, locomo: Pat
 
     conversations = load_locomo(locomo) if locomo is not None and locomo.is_file() else []
     locomo_questions = [q.text for conversation in conversations for q in conversation.questions]
-    settings = Settings(ZAPOMNI_DATA_DIR=workdir / "scifact", ZAPOMNI_APPENDFSYNC="everysec", LOG_LEVEL="WARNING")
+    settings = Settings.from_variables(
+        ZAPOMNI_DATA_DIR=workdir / "scifact", ZAPOMNI_APPENDFSYNC="everysec", LOG_LEVEL="WARNING"
+    )
     report = Report(
         documents=len(data.doc_ids),
         train_queries=len(tr_ids),
@@ -282,10 +284,10 @@ async def run(data_dir: Path, limit_docs: int | None, workdir: Path, locomo: Pat
             for floor, by_mode in (await sweep_floors(core, memo, settings, tr_texts, limit, memory_to_doc)).items():
                 for mode, run_ in by_mode.items():
                     sweep_runs.setdefault(floor, {}).setdefault(mode, {})[limit] = run_
-        for floor, by_mode in sweep_runs.items():
+        for floor, runs_by_mode in sweep_runs.items():
             report.sweep[floor] = {
                 mode: figures(runs, sweep_runs[0.0][mode] if floor else None, tr_ids, train_qrels)
-                for mode, runs in by_mode.items()
+                for mode, runs in runs_by_mode.items()
             }
         for mode in SWEPT_MODES:
             report.relevant_similarity_train[mode] = relevant_similarity(
@@ -308,10 +310,10 @@ async def run(data_dir: Path, limit_docs: int | None, workdir: Path, locomo: Pat
                 for limit in LIMITS:
                     run_ = await search_all(core, test_texts, mode, limit, memory_to_doc)
                     test_runs.setdefault(label, {}).setdefault(mode, {})[limit] = run_
-        for label, by_mode in test_runs.items():
+        for label, tested_by_mode in test_runs.items():
             report.test[label] = {
                 mode: figures(runs, test_runs["without"][mode] if label == "with" else None, test_ids, data.qrels)
-                for mode, runs in by_mode.items()
+                for mode, runs in tested_by_mode.items()
             }
         if locomo_questions:
             cross = await sweep_floors(core, memo, settings, locomo_questions, 10, memory_to_doc)

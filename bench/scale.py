@@ -39,6 +39,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, Gr
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, ListMemoriesRequest, SearchRequest
 from zapomni_core.memories.writing import content_hash
+from zapomni_core.search.types import SearchMode
 from zapomni_db import (
     ChunkRow,
     Connection,
@@ -67,7 +69,7 @@ from zapomni_db.embedded import EmbeddedPaths, probe
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-MODES = ("vector", "keyword", "hybrid")
+MODES: tuple[SearchMode, ...] = ("vector", "keyword", "hybrid")
 CONCURRENCY = 8
 QUERIES = 200
 MCP_QUERIES = 100
@@ -156,8 +158,8 @@ async def search_latency(core: ZapomniCore, texts: list[str], tag: str) -> dict[
         # New text per mode and size, so the first pass always pays for the query embedding.
         fresh = [f"{t} ({mode} {tag})" for t in texts]
         requests = [SearchRequest(query=q[:1000], mode=mode) for q in fresh]
-        cold = [await timed_ms(lambda r=r: core.memories.search(r)) for r in requests]
-        warm = [await timed_ms(lambda r=r: core.memories.search(r)) for r in requests]
+        cold = [await timed_ms(partial(core.memories.search, r)) for r in requests]
+        warm = [await timed_ms(partial(core.memories.search, r)) for r in requests]
         out[mode] = {"with_embedding": summary_ms(cold), "cached_embedding": summary_ms(warm)}
     return out
 
@@ -178,8 +180,8 @@ async def mcp_overhead(core: ZapomniCore, data_dir: Path, texts: list[str]) -> d
             # Interleaved, so a change in machine load hits both sides alike.
             via_mcp, direct, stats_mcp, stats_direct = [], [], [], []
             for q in texts:
-                via_mcp.append(await timed_ms(lambda q=q: session.call_tool("search_memory", {"query": q})))
-                direct.append(await timed_ms(lambda q=q: core.memories.search(SearchRequest(query=q))))
+                via_mcp.append(await timed_ms(partial(session.call_tool, "search_memory", {"query": q})))
+                direct.append(await timed_ms(partial(core.memories.search, SearchRequest(query=q))))
                 stats_mcp.append(await timed_ms(lambda: session.call_tool("get_stats", {})))
                 stats_direct.append(await timed_ms(core.workspaces.stats))
     return {
@@ -344,7 +346,7 @@ async def spawned_server(workdir: Path, log_path: Path) -> AsyncIterator[tuple[C
 async def timed_samples(make: Callable[[int], Awaitable[Any]], count: int) -> dict[str, float] | None:
     if count == 0:
         return None
-    return summary_ms([await timed_ms(lambda i=i: make(i)) for i in range(count)])
+    return summary_ms([await timed_ms(partial(make, i)) for i in range(count)])
 
 
 async def wait_for_job(core: ZapomniCore, job_id: str) -> str:
@@ -377,20 +379,21 @@ async def operations(
     """A page, deletes of 1 and of 1,000, get_related depth 2 and an add, each timed through ZapomniCore."""
     out: dict[str, Any] = {"load": load_now()}
     for order in ("newest", "oldest"):
-        request = ListMemoriesRequest(limit=20, order=order)  # type: ignore[arg-type]
-        out[f"list_page_{order}_ms"] = await timed_samples(lambda _i, r=request: core.memories.page(r), samples)
+        page = ListMemoriesRequest(limit=20, order=order)
+        # Awaited before the loop moves on: the lambda never sees a later `page`.
+        out[f"list_page_{order}_ms"] = await timed_samples(lambda _i: core.memories.page(page), samples)  # noqa: B023
     singles, batches = doomed[:samples], doomed[samples:]
     out["delete_1_ms"] = await timed_samples(
         lambda i: core.memories.delete(DeleteMemoryRequest(memory_ids=[singles[i]])), len(singles)
     )
     runs = []
     for start in range(0, len(batches) - batch + 1, batch):
-        request = DeleteMemoryRequest(memory_ids=batches[start : start + batch])
-        runs.append(round(await timed_ms(lambda r=request: core.memories.delete(r)), 1))
+        doomed_batch = DeleteMemoryRequest(memory_ids=batches[start : start + batch])
+        runs.append(round(await timed_ms(partial(core.memories.delete, doomed_batch)), 1))
     out["delete_1000_runs_ms"] = runs
     if entity is not None:
-        request = GetRelatedRequest(entity=entity, depth=2)
-        out["get_related_depth2_ms"] = await timed_samples(lambda _i: core.graph.related(request), samples)
+        related = GetRelatedRequest(entity=entity, depth=2)
+        out["get_related_depth2_ms"] = await timed_samples(lambda _i: core.graph.related(related), samples)
     out["add_ms"] = await timed_samples(
         lambda i: core.memories.add(AddMemoryRequest(text=fresh_texts[i])), min(samples, len(fresh_texts))
     )
@@ -474,7 +477,7 @@ async def run(
         "raw_embedder_chunks_per_s": round(raw_embedder_rate(all_texts), 1),
         "sizes": {},
     }
-    settings = Settings(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
     stored, next_text, entity = 0, 0, None
     grown_ids: list[str] = []  # memories the deletes may take (those the graph was built from are kept)
     logs = workdir.parent / f"{workdir.name}-logs"
@@ -796,7 +799,11 @@ async def existing(store: Path, data_dir: Path, catch_up: int, count: int) -> di
     logs.mkdir(exist_ok=True)
     # Texts past any the store holds (a million-chunk store took the first ~1M and their catch-ups).
     texts = memory_texts(pool, catch_up, seed=int(time.time()))
-    results = {"commit": commit(), "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "store": str(store)}
+    results: dict[str, Any] = {
+        "commit": commit(),
+        "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "store": str(store),
+    }
     results["start"], _ = await cold_start_and_catch_up(store, texts, 7, logs, queries(data_dir, pool, 50))
     results["more_starts"] = await more_starts(store, count)
     return results

@@ -149,7 +149,7 @@ async def dump(store: Path, data_dir: Path, depth: int, workdir: Path, max_claim
     started = time.perf_counter()
     copy = workdir / "store"
     shutil.copytree(store, copy, ignore=shutil.ignore_patterns("run"))
-    settings = Settings(
+    settings = Settings.from_variables(
         ZAPOMNI_DATA_DIR=copy, ZAPOMNI_APPENDFSYNC="everysec", LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False
     )
     async with open_core(settings, background_jobs=False) as (core, _info):

@@ -56,7 +56,7 @@ def turns(n: int) -> list[list[tuple[str, dict[str, str]]]]:
 
 async def run(n: int, searches: int, workdir: Path, before_settings: dict[str, Any] | None = None) -> dict[str, Any]:
     before_settings = BEFORE if before_settings is None else before_settings
-    settings = Settings(
+    settings = Settings.from_variables(
         ZAPOMNI_DATA_DIR=workdir,
         ZAPOMNI_APPENDFSYNC="everysec",
         LOG_LEVEL="WARNING",
@@ -72,7 +72,9 @@ async def run(n: int, searches: int, workdir: Path, before_settings: dict[str, A
         async def worker() -> None:
             while queue:
                 for text, metadata in queue.pop():
-                    await core.memories.add(AddMemoryRequest(text=text, metadata=MemoryMetadata(**metadata)))
+                    await core.memories.add(
+                        AddMemoryRequest(text=text, metadata=MemoryMetadata.model_validate(metadata))
+                    )
 
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
         ingest_s = time.perf_counter() - started

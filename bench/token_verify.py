@@ -42,7 +42,7 @@ async def samples(call: Callable[[], Awaitable[Any]], count: int) -> dict[str, f
 
 async def run(workdir: Path, tokens: int, count: int) -> dict[str, Any]:
     load_before = os.getloadavg()
-    settings = Settings(ZAPOMNI_DATA_DIR=workdir)
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=workdir)
     async with AsyncExitStack() as stack:
         database = await open_database(settings, stack)
         store = AccessStore(database.connection, settings.graph_name)

@@ -99,7 +99,7 @@ def cached_embeddings(
 ) -> np.ndarray:
     path = CACHE_DIR / f"scifact-{kind}-{cache_key(model, texts)}.npy"
     if path.is_file():
-        vectors = np.load(path)
+        vectors: np.ndarray = np.load(path)
         if vectors.shape == (len(texts), DIMENSION):
             print(f"{kind}: {len(texts)} embeddings from cache {path.name}", file=sys.stderr)
             return vectors

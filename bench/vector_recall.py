@@ -235,7 +235,7 @@ async def grown(
 ) -> None:
     sizes = sorted(sizes)
     texts = memory_texts(sentences(data_dir), sizes[-1], seed=1)
-    settings = Settings(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
     stored = 0
     for size in sizes:
         async with open_core(settings) as (core, _info):

@@ -72,10 +72,10 @@ def settings(request: pytest.FixtureRequest, shared_database: SharedDatabase) ->
     """A test's engine settings: a graph of its own in the worker's database (a data directory of its own
     with the `own_database` marker, see above)."""
     if request.node.get_closest_marker("own_database"):
-        yield Settings(ZAPOMNI_DATA_DIR=request.getfixturevalue("data_dir"), LOG_LEVEL="WARNING")
+        yield Settings.from_variables(ZAPOMNI_DATA_DIR=request.getfixturevalue("data_dir"), LOG_LEVEL="WARNING")
         return
     with shared_database.graph() as graph:
-        yield Settings(ZAPOMNI_DATA_DIR=shared_database.data_dir, GRAPH_NAME=graph, LOG_LEVEL="WARNING")
+        yield Settings.from_variables(ZAPOMNI_DATA_DIR=shared_database.data_dir, GRAPH_NAME=graph, LOG_LEVEL="WARNING")
 
 
 @pytest.fixture

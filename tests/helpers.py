@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, MutableMapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from mcp.types import (
+    CallToolResult,
+    ReadResourceResult,
+    TextContent,
+    TextResourceContents,
+    Tool,
+    ToolAnnotations,
+)
 from structlog.testing import capture_logs
 
 from zapomni_core import RuntimeInfo, Settings, ZapomniCore
@@ -78,7 +87,7 @@ async def open_core(
 def configured(settings: Settings, **variables: str) -> Settings:
     """`settings` (a test's data directory and graph) with more settings named as in the environment
     (ZAPOMNI_GRAPH_AUTO="true", OLLAMA_HOST=...): what `zapomni serve` would run with those variables set."""
-    return Settings(
+    return Settings.from_variables(
         ZAPOMNI_DATA_DIR=settings.data_dir, GRAPH_NAME=settings.graph_name, LOG_LEVEL=settings.log_level, **variables
     )
 
@@ -98,6 +107,35 @@ async def local_session(settings: Settings, *, background_jobs: bool = True) -> 
         server = build_server(core, build_registry(core), local=STDIO_IS_LOCAL)
         async with Client(server, mode="legacy") as client:
             yield client.session
+
+
+# `make test-properties` sets it: the property runs' examples, 20 times the default run's.
+EXHAUSTIVE = os.environ.get("ZAPOMNI_TEST_EXHAUSTIVE") == "1"
+
+
+def examples(count: int) -> int:
+    """A property run's example count: `count` in the default run, 20 × `count` in `make test-properties`."""
+    return count * 20 if EXHAUSTIVE else count
+
+
+def text_of(result: CallToolResult) -> str:
+    """The readable text of a tool call's result (its first content block, which every Zapomni tool makes text)."""
+    block = result.content[0]
+    assert isinstance(block, TextContent), result.content
+    return block.text
+
+
+def resource_text(read: ReadResourceResult) -> str:
+    """The text of a read resource (a memory is read as text)."""
+    contents = read.contents[0]
+    assert isinstance(contents, TextResourceContents), read.contents
+    return contents.text
+
+
+def annotations_of(tool: Tool) -> ToolAnnotations:
+    """A listed tool's annotations, which every Zapomni tool declares."""
+    assert tool.annotations is not None, tool.name
+    return tool.annotations
 
 
 def unit_vector(rng: random.Random, dimension: int = 384) -> list[float]:
@@ -125,7 +163,7 @@ async def until(condition: Callable[[], bool], timeout_s: float = 60.0, what: st
 
 
 @contextmanager
-def logged_events() -> Iterator[list[dict[str, Any]]]:
+def logged_events() -> Iterator[list[MutableMapping[str, Any]]]:
     """Every structlog event this process logs meanwhile, at any level (whatever an earlier test configured)."""
     saved = structlog.get_config()
     with capture_logs() as events:
@@ -145,7 +183,7 @@ def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        return int(probe.getsockname()[1])
 
 
 def server_pids(data_dir: Path) -> list[int]:

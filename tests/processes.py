@@ -176,11 +176,12 @@ async def mcp_session(data_dir: Path, errlog: TextIO | None = None, **extra_env:
             log.close()
 
 
-async def call(session: ClientSession, tool: str, arguments: dict[str, Any] | None = None) -> Any:
+async def call(session: ClientSession, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
     """Call a tool that must succeed; return its structured content."""
     result = await session.call_tool(tool, arguments or {})
-    assert not result.is_error, result.content
-    return result.structured_content
+    content: dict[str, Any] | None = result.structured_content
+    assert not result.is_error and content is not None, result.content
+    return content
 
 
 async def call_with_progress(
@@ -230,13 +231,15 @@ class RawServer(Child):
         """A line as bytes, whatever they are (`send_line` can only write text)."""
         assert self.process.stdin is not None
         self.process.stdin.flush()
-        self.process.stdin.buffer.write(line + b"\n")
-        self.process.stdin.buffer.flush()
+        stdin: Any = self.process.stdin  # a text stream over the pipe; its buffer takes raw bytes
+        stdin.buffer.write(line + b"\n")
+        stdin.buffer.flush()
 
     def receive(self, timeout_s: float = 60.0) -> dict[str, Any]:
         line = self._lines.get(timeout=timeout_s)
         assert line is not None, "the server closed stdout"
-        return json.loads(line)
+        message: dict[str, Any] = json.loads(line)
+        return message
 
     def receive_until(self, wanted: Callable[[dict[str, Any]], bool], timeout_s: float = 60.0) -> dict[str, Any]:
         """The next message `wanted` accepts; the ones before it are skipped (still in `stdout_lines`)."""
@@ -273,7 +276,8 @@ def raw_call(server: RawServer, request_id: int, tool: str, arguments: dict[str,
     """Call a tool on a raw server; it must succeed. Returns its structured content."""
     reply = server.request(request_id, "tools/call", {"name": tool, "arguments": arguments})
     assert not reply["result"].get("isError"), reply
-    return reply["result"]["structuredContent"]
+    content: dict[str, Any] = reply["result"]["structuredContent"]
+    return content
 
 
 # -- zapomni serve --http ----------------------------------------------------------------------------
@@ -413,14 +417,14 @@ class HealthServer(Child):
         return self.get("/readyz")
 
     def wait_status(self, status: int, timeout_s: float = 30.0) -> dict[str, Any]:
-        last: list[Any] = []
+        last: list[tuple[int, dict[str, Any]]] = []
 
         def reached() -> bool:
-            last[:] = self.readyz()
-            return last[0] == status
+            last[:] = [self.readyz()]
+            return last[0][0] == status
 
         assert wait_for(reached, timeout_s=timeout_s), f"/readyz never answered {status}; last: {last}"
-        return last[1]
+        return last[0][1]
 
 
 # -- FalkorDB ---------------------------------------------------------------------------------------

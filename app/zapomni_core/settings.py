@@ -33,6 +33,12 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True)
 
+    @classmethod
+    def from_variables(cls, **variables: Any) -> Settings:
+        """Settings with these values named as in the environment (`ZAPOMNI_DATA_DIR=...`, `LOG_LEVEL="WARNING"`), over
+        what the environment itself says: what a process started with those variables would run with."""
+        return cls(**variables)
+
     # Storage
     db_mode: Literal["embedded", "server"] = Field("embedded", alias="ZAPOMNI_DB_MODE")
     data_dir: Path = Field(default_factory=default_data_dir, alias="ZAPOMNI_DATA_DIR")

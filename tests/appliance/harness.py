@@ -147,7 +147,7 @@ class Appliance:
 
     def settings(self) -> Settings:
         """The engine's settings for this appliance's FalkorDB (server mode)."""
-        return Settings(
+        return Settings.from_variables(
             ZAPOMNI_DB_MODE="server",
             FALKORDB_HOST="127.0.0.1",
             FALKORDB_PORT=self.falkordb_port,

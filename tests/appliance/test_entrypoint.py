@@ -18,8 +18,8 @@ import redis
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.appliance.harness import ENTRYPOINT, OPS, Appliance, alive, clean_environ, free_port
-from tests.helpers import wait_for
+from tests.appliance.harness import ENTRYPOINT, OPS, Appliance, alive, clean_environ
+from tests.helpers import free_port, wait_for
 
 PROGRAMS = ("falkordb", "redis", "health")
 # What the image's ENV says for the compose stack; standalone must not follow any of it.
@@ -34,10 +34,11 @@ IMAGE_ENV = {
 }
 
 
-async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> Any:
+async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     result = await session.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    return result.structured_content
+    content: dict[str, Any] | None = result.structured_content
+    assert not result.is_error and content is not None, result.content
+    return content
 
 
 @pytest.mark.anyio
@@ -193,7 +194,7 @@ def test_health_mode_migrates_then_serves_readiness(appliance: Appliance, tmp_pa
 def _get(url: str) -> int:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status
+            return int(response.status)
     except OSError:
         return 0
 

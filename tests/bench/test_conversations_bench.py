@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.conversations import LOCOMO, main
+from bench.conversations import main
+from bench.locomo import LOCOMO
 
 needs_locomo = pytest.mark.skipif(
     not LOCOMO.is_file(), reason=f"LoCoMo development half not found at {LOCOMO} (see ../shared/data/README.md)"

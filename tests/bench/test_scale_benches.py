@@ -47,7 +47,7 @@ def test_scale_bench_measures_every_figure_at_each_size(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_scale_bench_measures_the_starts_of_an_existing_store(tmp_path: Path, data_dir: Path) -> None:
-    async with open_core(Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
+    async with open_core(Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
         for i in range(12):
             await core.memories.add(AddMemoryRequest(text=f"Memory number {i} about tides and the moon, item {i}."))
     out = tmp_path / "start.md"

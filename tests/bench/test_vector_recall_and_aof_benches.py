@@ -39,7 +39,7 @@ def test_vector_recall_grows_a_store_measures_each_size_and_an_index_variant(tmp
 @pytest.mark.anyio
 async def test_vector_recall_reads_an_existing_store_without_changing_it(tmp_path: Path, data_dir: Path) -> None:
     write_beir(tmp_path / "beir")
-    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
     async with open_core(settings) as (core, _info):
         for i in range(12):
             await core.memories.add(AddMemoryRequest(text=f"Memory number {i} about volcanoes and lava, item {i}."))

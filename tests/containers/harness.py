@@ -86,7 +86,8 @@ def container(service: str) -> str:
 
 
 def inspect(name: str) -> dict[str, Any]:
-    return json.loads(podman("inspect", name).stdout)[0]
+    inspected: list[dict[str, Any]] = json.loads(podman("inspect", name).stdout)
+    return inspected[0]
 
 
 def main_pid(service: str) -> int:
@@ -137,8 +138,9 @@ async def mcp_client(command: list[str], errlog: TextIO) -> AsyncIterator[Client
         yield session
 
 
-async def call(session: ClientSession, tool: str, arguments: dict[str, Any] | None = None) -> Any:
+async def call(session: ClientSession, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
     """A tool call that must succeed; its structured content."""
     result = await session.call_tool(tool, arguments or {})
-    assert not result.is_error, result.content
-    return result.structured_content
+    content: dict[str, Any] | None = result.structured_content
+    assert not result.is_error and content is not None, result.content
+    return content

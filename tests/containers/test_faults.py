@@ -53,7 +53,7 @@ async def stream_adds(
         for _ in range(120):
             result = await session.call_tool("add_memory", {"text": text, "workspace": workspace})
             if not result.is_error:
-                acknowledged[text] = result.structured_content["memory_id"]  # type: ignore[index]
+                acknowledged[text] = result.structured_content["memory_id"]
                 break
             errors.append(text_of(result))
             await anyio.sleep(0.5)
@@ -71,7 +71,7 @@ async def stored_ids(session: ClientSession, workspace: str) -> list[str]:
 
 def restarted(service: str, count_before: int) -> bool:
     details = inspect(container(service))
-    return details["RestartCount"] > count_before and details["State"]["Running"]
+    return bool(details["RestartCount"] > count_before and details["State"]["Running"])
 
 
 async def test_falkordb_killed_while_adds_stream_loses_nothing_acknowledged_and_comes_back(tmp_path: Path) -> None:

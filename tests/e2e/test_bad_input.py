@@ -12,7 +12,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.helpers import graph_client, server_pids, wait_for
+from tests.helpers import graph_client, server_pids, text_of, wait_for
 from tests.processes import RawServer, call, mcp_session
 from zapomni_db.embedded import EmbeddedPaths
 
@@ -61,7 +61,7 @@ async def test_each_bad_call_is_refused_and_changes_nothing(data_dir: Path) -> N
         await call(session, "add_memory", {"text": "A memory that must stay the only one."})
         for tool, arguments, expected in BAD_CALLS:
             result = await session.call_tool(tool, arguments)
-            text = result.content[0].text
+            text = text_of(result)
             assert result.is_error, (tool, arguments)
             assert expected in text, (expected, text)
             assert "Allowed arguments:" in text
@@ -124,7 +124,7 @@ async def test_a_dead_database_gets_a_clear_retriable_answer_and_the_server_keep
 
             result = await session.call_tool("search_memory", {"query": "anything"})
             assert result.is_error
-            text = result.content[0].text
+            text = text_of(result)
             assert text.startswith("The database is not answering right now") and "Retry" in text
             assert str(data_dir) not in text and "Traceback" not in text and "sock" not in text
             # Still serving: the protocol answers, tools answer (with the same clear error).
@@ -147,7 +147,7 @@ async def test_an_internal_failure_is_sanitised_and_the_server_keeps_serving(dat
 
             result = await session.call_tool("get_memory", {"memory_id": added["memory_id"]})
             assert result.is_error
-            text = result.content[0].text
+            text = text_of(result)
             assert text.startswith("Internal error while running get_memory (request ")
             assert str(data_dir) not in text and "Traceback" not in text and "JSONDecodeError" not in text
             # Still serving: the healthy record reads fine.

@@ -323,7 +323,9 @@ async def add_in_background(
     data_dir: Path, text: str, before: Callable[[], None] = lambda: None, **settings: Any
 ) -> tuple[AddMemoryResult, JobInfo]:
     """A large add as a server makes it (answered at once, indexed by a job), and its job once it ended."""
-    configured = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_BACKGROUND_ADD_BYTES=4096, LOG_LEVEL="WARNING", **settings)
+    configured = Settings.from_variables(
+        ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_BACKGROUND_ADD_BYTES=4096, LOG_LEVEL="WARNING", **settings
+    )
     async with open_core(configured) as (core, _info):
         before()
         added = await core.memories.add(AddMemoryRequest(text=text))

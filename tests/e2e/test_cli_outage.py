@@ -106,7 +106,7 @@ def test_a_database_that_answers_errors_mid_command_is_one_line(falkordb: Falkor
 
 
 def _graph_key(port: int, workspace: str) -> str:
-    keys = [k.decode() for k in redis.Redis(port=port).keys(f"{GRAPH}*")]
+    keys = [k.decode() for k in redis.Redis(port=port).keys(f"{GRAPH}*")]  # type: ignore[union-attr]  # bytes: no decode_responses
     matching = [k for k in keys if k != GRAPH and k.endswith(workspace)]
     assert len(matching) == 1, keys
     return matching[0]

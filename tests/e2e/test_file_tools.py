@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_cli import zapomni
+from tests.helpers import text_of
 from tests.processes import call, mcp_session
 
 pytestmark = pytest.mark.anyio
@@ -58,9 +59,9 @@ async def test_files_and_code_through_the_mcp_client(data_dir: Path, tmp_path: P
         assert all(h["kind"] == "code" for h in code_hits["results"])
 
         refused = await session.call_tool("ingest_path", {"path": "/etc"})
-        assert refused.is_error and "outside the allowed roots" in refused.content[0].text
+        assert refused.is_error and "outside the allowed roots" in text_of(refused)
         unknown = await session.call_tool("get_callees", {"symbol": "no_such_function_anywhere"})
-        assert unknown.is_error and "symbol" in unknown.content[0].text
+        assert unknown.is_error and "symbol" in text_of(unknown)
         assert (await call(session, "list_jobs", {}))["count"] == 2  # nothing was queued for the refusal
 
 

@@ -47,7 +47,7 @@ def test_a_server_killed_mid_build_leaves_the_job_to_the_next_which_finishes_it_
         assert wait_for(lambda: not server_pids(data_dir), 60)
 
         async def second() -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
-            async with mcp_session(data_dir, **env) as session:
+            async with mcp_session(data_dir, None, **env) as session:
                 status = await graph_settled(session)
                 jobs = (await call(session, "list_jobs", {}))["jobs"]
                 async with graph_client(data_dir, "zapomni") as graph:

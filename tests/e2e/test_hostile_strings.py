@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import ClientSession
 
+from tests.helpers import examples, text_of
 from tests.processes import call, mcp_session
 
 pytestmark = pytest.mark.anyio
@@ -56,7 +57,7 @@ async def test_a_nul_character_is_refused_naming_the_field(data_dir: Path) -> No
         before = await totals(session)
         for tool, arguments, field in NUL_CALLS:
             result = await session.call_tool(tool, arguments)
-            text = result.content[0].text
+            text = text_of(result)
             assert result.is_error, (tool, arguments, text)
             assert f"- {field}: " in text and "NUL" in text, (tool, field, text)
             assert await totals(session) == before, (tool, arguments)
@@ -75,10 +76,10 @@ NFC_GROWS = ["\ufb4d", "\u0b5c"]
 SPECIALS = [NUL, "\\", '"', "'", "`", "\\u0000", "\\x00", "\\n", "\n", "\r", "\t", "\u2028", "\u2029", "\x85"]
 SPECIALS += ["\ufeff", "\x7f", "\x1b", "$", "{", "}", "[", "]", "CYPHER x=1 ", "*/", "//", "\U0010ffff", "é", "😀"]
 SPECIALS += NFC_GROWS
-piece = st.one_of(st.characters(exclude_categories=("Cs",)), st.sampled_from(SPECIALS))
+piece = st.one_of(st.characters(exclude_categories=["Cs"]), st.sampled_from(SPECIALS))
 hostile = st.lists(piece, max_size=16).map("".join)
 # Examples per tool (20 tools), so that the whole run stays well under a minute on a busy 2-core machine.
-EXAMPLES_PER_TOOL = 15
+EXAMPLES_PER_TOOL = examples(15)
 KNOWN = "<the id of a stored memory>"  # replaced by a real id, so that some calls reach the stored data
 some_id = st.one_of(hostile, st.just(KNOWN))
 workspace = st.one_of(st.sampled_from(["default", "second"]), hostile)
@@ -141,7 +142,7 @@ async def _one_call(session: ClientSession, tool: str, arguments: dict[str, Any]
     """Call `tool`, check what it answered and did; whether it succeeded."""
     before = await totals(session)
     result = await session.call_tool(tool, arguments)
-    text = result.content[0].text if result.content else ""
+    text = text_of(result) if result.content else ""
     after = await totals(session)  # answering this is the server still serving
     if result.is_error:
         assert text and not text.startswith("Internal error"), (tool, arguments, text)
@@ -169,6 +170,7 @@ def _try_tool(portal: BlockingPortal, session: ClientSession, tool: str, known_i
     return succeeded
 
 
+@pytest.mark.property
 def test_any_string_in_any_tool_answers_success_or_a_clear_error(data_dir: Path, tmp_path: Path) -> None:
     roots = tmp_path / "roots"  # empty: a walk that is allowed finds nothing, so no job adds memories later
     roots.mkdir()

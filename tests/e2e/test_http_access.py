@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.helpers import access_service, make_tokens
+from tests.helpers import access_service, make_tokens, resource_text
 from tests.processes import HttpServer, call, http_server, http_session
 from zapomni_core import RevokeTokenRequest
 from zapomni_mcp.tools import TOOLS
@@ -62,7 +62,7 @@ def stored(server: HttpServer, tokens: dict[str, str]) -> dict[str, str]:
 def arguments(tool: str, ids: dict[str, str], store: Path) -> dict[str, Any]:
     """Arguments under which each tool, if it ran, would read or change the `default` workspace."""
     memory, job = ids["memory"], ids["job"]
-    return {
+    by_tool: dict[str, dict[str, Any]] = {
         "add_memory": {"text": "A memory the token may not add."},
         "search_memory": {"query": "boiler"},
         "get_memory": {"memory_id": memory},
@@ -83,7 +83,8 @@ def arguments(tool: str, ids: dict[str, str], store: Path) -> dict[str, Any]:
         "find_symbol": {"name": "main"},
         "get_callers": {"symbol": "main"},
         "get_callees": {"symbol": "main"},
-    }[tool]
+    }
+    return by_tool[tool]
 
 
 async def snapshot(server: HttpServer, admin: str) -> Any:
@@ -180,7 +181,7 @@ async def test_listings_show_only_the_workspaces_a_token_sees(
         resources = await team.list_resources()
         assert [str(r.uri) for r in resources.resources] == [f"memory://team/{stored['team_memory']}"]
         read = await team.read_resource(f"memory://team/{stored['team_memory']}")
-        assert read.contents[0].text == "The team offsite is in Porto."
+        assert resource_text(read) == "The team offsite is in Porto."
         with pytest.raises(MCPError, match="may not use workspace 'default'"):
             await team.read_resource(f"memory://default/{stored['memory']}")
         # get_stats tells it nothing of the rest of the store: neither how many workspaces, nor the database's size.

@@ -15,6 +15,7 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx
@@ -39,7 +40,7 @@ LIMITS = {
     "ZAPOMNI_BACKGROUND_ADD_BYTES": str(MAX_TEXT_BYTES + 1),
     "ZAPOMNI_HTTP_IDLE_TIMEOUT_S": str(IDLE_S),
 }
-TOKENS = {
+TOKENS: dict[str, dict[str, Any]] = {
     "admin": {"role": "admin", "workspaces": None},
     "burst": {"role": "read", "workspaces": None},
     "monitor": {"role": "read", "workspaces": None},

@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from tests.e2e.test_large_adds import document
+from tests.helpers import text_of
 from tests.processes import ZAPOMNI, FalkorDB, HttpServer, call, child_env, create_token, http_server, http_session
 
 pytestmark = pytest.mark.anyio
@@ -82,7 +83,7 @@ async def test_a_write_through_one_replica_is_found_through_the_other_at_once(
         assert got["text"].startswith("The kayak club")
         await call(b, "delete_memory", {"memory_ids": [added["memory_id"]]})
         gone = await a.call_tool("get_memory", {"memory_id": added["memory_id"]})
-        assert gone.is_error and "no memory" in gone.content[0].text
+        assert gone.is_error and "no memory" in text_of(gone)
 
 
 async def test_a_token_revoked_through_one_replica_is_refused_by_both(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_large_adds import document
-from tests.helpers import make_tokens
+from tests.helpers import make_tokens, resource_text, text_of
 from tests.processes import HttpServer, call, call_with_progress, http_server, http_session, mcp_session
 from zapomni_mcp.tools import TOOLS
 
@@ -92,11 +92,11 @@ async def test_every_tool_and_the_resources_answer_over_http(server: HttpServer,
         resources = await session.list_resources()
         uri = f"memory://tools/{added['memory_id']}"
         assert uri in [str(r.uri) for r in resources.resources]
-        assert (await session.read_resource(uri)).contents[0].text == "Marta fixed it."
+        assert resource_text(await session.read_resource(uri)) == "Marta fixed it."
 
         # A remote client is told what went wrong without the server's paths.
         outside = await session.call_tool("ingest_path", {"path": "/etc", **ws})
-        assert outside.is_error and str(roots) not in outside.content[0].text, outside.content
+        assert outside.is_error and str(roots) not in text_of(outside), outside.content
 
         deleted = await call(session, "delete_memory", {"memory_ids": [added["memory_id"]], **ws})
         assert deleted["deleted_count"] == 1

@@ -62,7 +62,7 @@ def test_bytes_that_are_not_utf8_are_refused_naming_the_offset_and_nothing_is_st
 def test_a_tool_call_without_params_or_with_arguments_not_an_object_says_what_is_wrong(raw_server: Any) -> None:
     server: RawServer = raw_server()
     server.initialize()
-    cases = {
+    cases: dict[int, tuple[Any, str]] = {
         31: (None, "tools/call needs params"),
         32: ({"name": "get_stats", "arguments": [1]}, "params.arguments must be an object"),
         33: ({"arguments": {}}, "params.name must be the name of a tool"),

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 def document(topic: str, kilobytes: int) -> str:
     """About `kilobytes` KB of prose on `topic` (a large add: above the 32 KB default threshold)."""
-    paragraphs = []
+    paragraphs: list[str] = []
     i = 0
     while sum(len(p) + 2 for p in paragraphs) < kilobytes * 1024:
         paragraphs.append(

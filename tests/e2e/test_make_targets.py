@@ -49,7 +49,7 @@ def test_make_help_puts_every_description_in_one_column() -> None:
     assert len(lines) >= 20, listing
     columns = {re.match(r"  make \S+\s+", line).end() for line in lines}  # type: ignore[union-attr]
     assert len(columns) == 1, listing
-    assert "make test-appliance  build the image" in listing, listing
+    assert "make test-appliance   build the image" in listing, listing
 
 
 def test_a_docker_without_compose_v2_is_named_with_what_to_install(tmp_path: Path) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.helpers import annotations_of, text_of
 from tests.processes import call, mcp_session, server_env
 
 pytestmark = pytest.mark.anyio
@@ -46,7 +48,7 @@ async def test_tools_are_listed_with_strict_schemas(data_dir: Path) -> None:
     assert tools["search_memory"].input_schema["properties"]["limit"]["maximum"] == 100
     assert tools["search_memory"].annotations is not None and tools["search_memory"].annotations.read_only_hint
     # Every tool that writes says whether it can remove what was stored (MCP's default would be "yes").
-    writers = {name: tool.annotations for name, tool in tools.items() if not tool.annotations.read_only_hint}
+    writers = {name: annotations_of(tool) for name, tool in tools.items() if not annotations_of(tool).read_only_hint}
     assert all(annotations.destructive_hint is not None for annotations in writers.values()), writers
     destructive = {name for name, annotations in writers.items() if annotations.destructive_hint}
     assert destructive == {"delete_memory", "update_memory", "delete_workspace", "cancel_job", "ingest_path",
@@ -67,7 +69,7 @@ async def test_store_search_filter_and_count(data_dir: Path, tmp_path: Path) -> 
 
             result = await session.call_tool("search_memory", {"query": "flowers for a birthday"})
             assert result.structured_content["results"][0]["memory_id"] == ids[1]
-            assert "orchids" in result.content[0].text  # the readable block says the same
+            assert "orchids" in text_of(result)  # the readable block says the same
 
             # Filters restrict what both legs may return; unrelated results are asked for here, so the
             # filter alone decides (by default "birthday" finds nothing relevant among infra notes).
@@ -116,7 +118,7 @@ async def test_two_servers_on_one_data_dir_see_each_others_writes(data_dir: Path
 
 async def test_concurrent_calls_are_all_answered(data_dir: Path) -> None:
     async with mcp_session(data_dir) as session:
-        results: list[dict] = []
+        results: list[dict[str, Any]] = []
 
         async def add(i: int) -> None:
             results.append(await call(session, "add_memory", {"text": f"Concurrent fact number {i}."}))

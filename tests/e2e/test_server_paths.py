@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_port
+from tests.helpers import free_port, text_of
 from tests.processes import mcp_session
 from zapomni_core.disk import DiskGuard
 from zapomni_core.embedders.ollama import OllamaEmbedder
@@ -44,12 +44,12 @@ async def test_a_local_client_is_shown_the_paths(data_dir: Path, tmp_path: Path)
     roots, link = _roots_with_a_link(tmp_path)
     async with mcp_session(data_dir, ZAPOMNI_ALLOWED_ROOTS=str(roots)) as session:
         refused = await session.call_tool("ingest_path", {"path": str(link)})
-        text = refused.content[0].text
+        text = text_of(refused)
         assert refused.is_error and f"ZAPOMNI_ALLOWED_ROOTS={roots}" in text, text
         assert "it resolves to '/proc/" in text and REDACTED_PATH not in text
     async with mcp_session(data_dir, ZAPOMNI_MIN_FREE_MB=str(HUGE_MB)) as session:
         full = await session.call_tool("add_memory", {"text": "Refused for want of space."})
-        text = full.content[0].text
+        text = text_of(full)
         assert full.is_error and str(data_dir) in text and "Nothing was stored" in text, text
 
 

@@ -43,7 +43,7 @@ def wait_embedding(server: RawServer, request_id: int) -> None:
 
 
 async def stored_memories(data_dir: Path) -> int:
-    async with open_core(Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
+    async with open_core(Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
         return (await core.workspaces.stats()).total_memories
 
 

@@ -205,7 +205,8 @@ def model_not_found() -> ChatReply:
 
 def load_recording(name: str) -> dict[str, Any]:
     """A recorded exchange from chat_answers/: `{"note", "chunks": [texts], "response": {...}}`."""
-    return json.loads((CHAT_ANSWERS / f"{name}.json").read_text(encoding="utf-8"))
+    answer: dict[str, Any] = json.loads((CHAT_ANSWERS / f"{name}.json").read_text(encoding="utf-8"))
+    return answer
 
 
 def recorded(name: str) -> ChatReply:
@@ -276,7 +277,7 @@ class FakeOllama:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     # -- test controls -----------------------------------------------------------------------
     def fail_next(self, count: int, status: int = 503) -> None:

@@ -68,7 +68,8 @@ def _call(method: str, path: str, body: dict[str, Any] | None = None) -> dict[st
     request.add_header("Content-Type", "application/json")
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(request, timeout=10) as response:
-        return json.loads(response.read() or b"{}")
+        reply: dict[str, Any] = json.loads(response.read() or b"{}")
+    return reply
 
 
 def main(argv: list[str]) -> int:

@@ -97,7 +97,7 @@ async def observe(core: ZapomniCore, data_dir: Path) -> Observed:
 
 async def build_store(data_dir: Path) -> Observed:
     # everysec: the build only needs the data, not an fsync per memory.
-    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_APPENDFSYNC="everysec")
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_APPENDFSYNC="everysec")
     async with open_core(settings) as (core, _info):
         for start in range(0, MEMORIES, 100):
             await asyncio.gather(
@@ -341,7 +341,7 @@ async def test_a_restore_that_runs_out_of_disk_changes_nothing(store: Store, sto
         assert "writing the AOF" in str(failed.value)
         assert tree_digest(data_dir / "db") == files_before
         assert leftovers(data_dir) == []
-        settings = Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
+        settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
         async with open_core(settings) as (core, _info):
             assert (await core.workspaces.stats()).total_memories == MEMORIES
 
@@ -482,7 +482,9 @@ def test_cli_backup_list_and_restore(store: Store, data_dir: Path) -> None:
 
 @pytest.mark.anyio
 async def test_a_backup_carries_the_knowledge_graph(data_dir: Path) -> None:
-    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=True, ZAPOMNI_JOB_POLL_S=0.2)
+    settings = Settings.from_variables(
+        ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=True, ZAPOMNI_JOB_POLL_S=0.2
+    )
 
     async def graph_of(core: ZapomniCore) -> tuple[Any, list[tuple[str, str]]]:
         related = await core.graph.related(GetRelatedRequest(entity="Maria Garcia"))

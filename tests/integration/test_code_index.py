@@ -25,7 +25,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "code"
 
 @pytest.fixture
 async def code_core(tmp_path: Path, data_dir: Path) -> AsyncIterator[ZapomniCore]:
-    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_ALLOWED_ROOTS=str(tmp_path))
+    settings = Settings.from_variables(
+        ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_ALLOWED_ROOTS=str(tmp_path)
+    )
     async with open_core(settings) as (core, _info):
         yield core
 

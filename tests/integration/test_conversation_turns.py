@@ -11,6 +11,8 @@ from zapomni_core.memories.requests import (
     DeleteMemoryRequest,
     GetMemoryRequest,
     ListMemoriesRequest,
+    MemoryMetadata,
+    SearchFilters,
     SearchRequest,
     UpdateMemoryRequest,
 )
@@ -30,7 +32,7 @@ CHAT = [
 async def add_chat(core: ZapomniCore, thread: str = "chat-1") -> list[str]:
     ids = []
     for speaker, text in CHAT:
-        metadata = {"speaker": speaker, "date": DATE, "thread": thread}
+        metadata = MemoryMetadata(speaker=speaker, date=DATE, thread=thread)
         ids.append((await core.memories.add(AddMemoryRequest(text=text, metadata=metadata))).memory_id)
     return ids
 
@@ -83,12 +85,12 @@ async def test_editing_a_turn_changes_what_its_neighbours_are_found_by(core: Zap
 async def test_moving_a_turn_to_another_thread_or_speaker_reindexes_it(core: ZapomniCore) -> None:
     ids = await add_chat(core)
     moved = await core.memories.update(
-        UpdateMemoryRequest(memory_id=ids[3], metadata={"speaker": "Caroline", "date": DATE, "thread": "chat-2"})
+        UpdateMemoryRequest(memory_id=ids[3], metadata=MemoryMetadata(speaker="Caroline", date=DATE, thread="chat-2"))
     )
     assert moved.metadata_changed and not moved.text_changed and moved.chunks_embedded == 0
     assert ids[3] not in await keyword_hits(core, "pottery workshop")  # its window is its new thread now
     renamed = await core.memories.update(
-        UpdateMemoryRequest(memory_id=ids[3], metadata={"speaker": "Caro", "date": DATE, "thread": "chat-2"})
+        UpdateMemoryRequest(memory_id=ids[3], metadata=MemoryMetadata(speaker="Caro", date=DATE, thread="chat-2"))
     )
     assert renamed.chunks_embedded == 1  # who said it is part of what was embedded
     assert ids[3] in await keyword_hits(core, "Caro")
@@ -103,21 +105,23 @@ async def test_bad_turn_metadata_is_refused_by_name(core: ZapomniCore) -> None:
 
 async def test_a_thread_filters_the_list_and_the_search(core: ZapomniCore) -> None:
     first = await add_chat(core, "chat-1")
-    other = {"speaker": "Tom", "date": DATE, "thread": "chat-2"}
+    other = MemoryMetadata(speaker="Tom", date=DATE, thread="chat-2")
     second = (await core.memories.add(AddMemoryRequest(text="My blue bowl broke.", metadata=other))).memory_id
-    listed = await core.memories.page(ListMemoriesRequest(filters={"thread": "chat-2"}, limit=50))
+    listed = await core.memories.page(ListMemoriesRequest(filters=SearchFilters(thread="chat-2"), limit=50))
     assert [memory.memory_id for memory in listed.memories] == [second]
-    found = await core.memories.search(SearchRequest(query="blue bowl", filters={"thread": "chat-1"}, limit=10))
+    found = await core.memories.search(
+        SearchRequest(query="blue bowl", filters=SearchFilters(thread="chat-1"), limit=10)
+    )
     assert {hit.memory_id for hit in found.results} <= set(first) and found.results
 
 
 # A turn sent with its speaker, one whose speaker is read from its `Name:` lead, another speaker's turn that
 # names Caroline, a turn with a thread and no speaker, and notes (one naming her, one with a label lead).
 SPEAKERS = [
-    ("I adopted a puppy named Biscuit.", {"speaker": "Caroline", "thread": "chat-9"}),
+    ("I adopted a puppy named Biscuit.", MemoryMetadata(speaker="Caroline", thread="chat-9")),
     ("Caroline: We hiked up Mount Tam yesterday.", None),
     ("Melanie: Caroline, that sounds wonderful!", None),
-    ("Somebody laughed in the background.", {"thread": "chat-9"}),
+    ("Somebody laughed in the background.", MemoryMetadata(thread="chat-9")),
     ("Lunch with Caroline on Friday at noon.", None),
     ("Note: Caroline prefers tea to coffee.", None),
 ]
@@ -131,7 +135,7 @@ async def add_speakers(core: ZapomniCore) -> list[str]:
 
 
 async def listed(core: ZapomniCore, **filters: object) -> set[str]:
-    page = await core.memories.page(ListMemoriesRequest(filters=filters, limit=50))
+    page = await core.memories.page(ListMemoriesRequest(filters=SearchFilters.model_validate(filters), limit=50))
     return {memory.memory_id for memory in page.memories}
 
 
@@ -142,12 +146,12 @@ async def test_a_speaker_sent_or_inferred_filters_the_list_the_search_and_a_dele
     assert await listed(core, speaker="Melanie") == {ids[2]}
     assert await listed(core, speaker="caroline") == set(), "a speaker matches exactly, as a source does"
     found = await core.memories.search(
-        SearchRequest(query="Caroline", filters={"speaker": "Caroline"}, limit=10, include_unrelated=True)
+        SearchRequest(query="Caroline", filters=SearchFilters(speaker="Caroline"), limit=10, include_unrelated=True)
     )
     assert {hit.memory_id for hit in found.results} == caroline
-    preview = await core.memories.delete(DeleteMemoryRequest(filters={"speaker": "Caroline"}, dry_run=True))
+    preview = await core.memories.delete(DeleteMemoryRequest(filters=SearchFilters(speaker="Caroline"), dry_run=True))
     assert set(preview.memory_ids) == caroline
-    page = await core.memories.page(ListMemoriesRequest(filters={"speaker": "Caroline"}, limit=50))
+    page = await core.memories.page(ListMemoriesRequest(filters=SearchFilters(speaker="Caroline"), limit=50))
     assert {(m.speaker, m.kind) for m in page.memories} == {("Caroline", "turn")}
     with pytest.raises(ValueError, match="speaker"):
         ListMemoriesRequest.model_validate({"filters": {"speaker": ""}})
@@ -165,10 +169,12 @@ async def test_a_turn_is_a_memory_with_a_speaker_or_a_thread(core: ZapomniCore) 
 
 async def test_an_edit_moves_a_turn_to_another_speaker_or_makes_it_a_note(core: ZapomniCore) -> None:
     ids = await add_speakers(core)
-    await core.memories.update(UpdateMemoryRequest(memory_id=ids[0], metadata={"speaker": "Tom", "thread": "chat-9"}))
+    await core.memories.update(
+        UpdateMemoryRequest(memory_id=ids[0], metadata=MemoryMetadata(speaker="Tom", thread="chat-9"))
+    )
     assert await listed(core, speaker="Caroline") == {ids[1]}
     assert await listed(core, speaker="Tom") == {ids[0]}
-    await core.memories.update(UpdateMemoryRequest(memory_id=ids[0], metadata={"tags": ["plain"]}))
+    await core.memories.update(UpdateMemoryRequest(memory_id=ids[0], metadata=MemoryMetadata(tags=["plain"])))
     assert await listed(core, speaker="Tom") == set()
     assert ids[0] in await listed(core, kind="note")
     # A speaker read from the text is read again when the text changes; the inferred thread stays.
@@ -183,6 +189,6 @@ async def test_an_edit_moves_a_turn_to_another_speaker_or_makes_it_a_note(core: 
     [chunk] = await workspace.stores.reads.chunks(ids[1])
     assert chunk.context == "Tom", "read with its new speaker"
     # A note given a speaker becomes a turn; a duplicate add that brings one does too.
-    await core.memories.add(AddMemoryRequest(text=SPEAKERS[4][0], metadata={"speaker": "Melanie"}))
+    await core.memories.add(AddMemoryRequest(text=SPEAKERS[4][0], metadata=MemoryMetadata(speaker="Melanie")))
     assert await listed(core, speaker="Melanie") == {ids[2], ids[4]}
     assert ids[4] in await listed(core, kind="turn")

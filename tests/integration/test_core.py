@@ -116,7 +116,7 @@ async def test_stats_count_memories_and_chunks(core: ZapomniCore, facts: dict[st
     assert stats.avg_query_latency_ms is not None and stats.avg_query_latency_ms > 0
     assert stats.cache_backend == "memory"
     assert stats.cache_hit_rate == 0.0  # three documents and one query, all new
-    assert stats.database_size_mb > 0
+    assert stats.database_size_mb is not None and stats.database_size_mb > 0
     assert stats.graph_name == settings.graph_name
 
 
@@ -137,7 +137,7 @@ async def test_a_long_text_is_chunked_and_every_part_is_findable(core: ZapomniCo
 async def test_a_memory_bigger_than_one_write_batch_is_stored_whole(data_dir: Path) -> None:
     # Small chunks keep this quick: the point is the number of chunks, not their size.
     # Indexed in the request (as the CLI and imports do), not by a background job.
-    settings = Settings(
+    settings = Settings.from_variables(
         ZAPOMNI_DATA_DIR=data_dir,
         ZAPOMNI_CHUNK_MAX_TOKENS=16,
         ZAPOMNI_BACKGROUND_ADD_BYTES=MAX_TEXT_BYTES + 1,

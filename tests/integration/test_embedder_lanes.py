@@ -74,6 +74,7 @@ async def test_a_cancelled_caller_leaves_the_others_intact(embedder: OnnxMiniLME
     results = await asyncio.gather(blocker, victim, *rest, return_exceptions=True)
     assert isinstance(results[1], asyncio.CancelledError)
     for got, expected in zip(results[2:], alone, strict=True):
+        assert not isinstance(got, BaseException), got
         assert_same_vectors(got, expected)
     assert batcher.texts_run - texts_before == 8 + 8, "the cancelled caller's texts were never embedded"
     assert_same_vectors(await embedder.embed_documents(others[0]), alone[0])  # and the lane still serves

@@ -138,7 +138,7 @@ async def test_unreachable_redis_falls_back_with_a_warning(data_dir: Path, onnx:
 
 
 async def test_stats_report_the_redis_backend_and_hit_rate(redis_url: str, data_dir: Path) -> None:
-    settings = Settings(ZAPOMNI_DATA_DIR=data_dir / "store", REDIS_URL=redis_url, LOG_LEVEL="WARNING")
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir / "store", REDIS_URL=redis_url, LOG_LEVEL="WARNING")
     async with open_core(settings) as (core, _info):
         first = await core.memories.add(AddMemoryRequest(text="Re-added text should not be embedded twice."))
         # Adding the same text again while it is stored deduplicates without embedding anything;
@@ -151,4 +151,4 @@ async def test_stats_report_the_redis_backend_and_hit_rate(redis_url: str, data_
         stats = await core.workspaces.stats()
     assert stats.cache_backend == "redis"
     assert stats.cache_hit_rate == pytest.approx(0.5)  # 2 hits of 4 lookups
-    assert "***" in str(Settings(REDIS_URL="redis://u:pw@h:6379/0").masked()["redis_url"])
+    assert "***" in str(Settings.from_variables(REDIS_URL="redis://u:pw@h:6379/0").masked()["redis_url"])

@@ -18,7 +18,7 @@ from tests.fakes.ollama_server import FakeOllama
 from tests.helpers import graph_client, open_core
 from tests.processes import ZAPOMNI, child_env, run_zapomni
 from zapomni_core import Settings, ZapomniCore
-from zapomni_core.memories.requests import AddMemoryRequest, ListMemoriesRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, ListMemoriesRequest, SearchFilters, SearchRequest
 from zapomni_core.progress import Progress
 from zapomni_core.transfer import TransferError, export, importer
 from zapomni_core.transfer.format import EXPORTING, IMPORTING, VALIDATING
@@ -86,7 +86,7 @@ def anyio_backend() -> str:
 def _settings(data_dir: Path, **extra: Any) -> Settings:
     # No automatic graph extraction: these tests compare exports line by line, and a build job
     # running in the background would add entity and relation lines (test_graph_store covers those).
-    return Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False, **extra)
+    return Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False, **extra)
 
 
 @pytest.fixture
@@ -457,7 +457,7 @@ async def test_a_turn_keeps_its_speaker_and_kind_through_a_round_trip(data_dir: 
     assert [line["kind"] for line in memories] == ["note", "note"], "the stored kind: turns are notes"
     async with open_core(_settings(data_dir)) as (core, _info):
         await core.transfer.import_from(io.BytesIO(exported))
-        page = await core.memories.page(ListMemoriesRequest(filters={"speaker": "Caroline"}))
+        page = await core.memories.page(ListMemoriesRequest(filters=SearchFilters(speaker="Caroline")))
         assert {(m.memory_id, m.kind) for m in page.memories} == {(ids[0], "turn"), (ids[1], "turn")}
         workspace = await core.workspaces.registry.get(None, create=False)
         assert workspace is not None

@@ -74,7 +74,7 @@ def make_tree(root: Path) -> Path:
 
 @pytest.fixture
 async def files_core(tmp_path: Path, data_dir: Path) -> AsyncIterator[ZapomniCore]:
-    settings = Settings(
+    settings = Settings.from_variables(
         ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_ALLOWED_ROOTS=str(tmp_path), ZAPOMNI_MAX_FILE_MB=0.05
     )
     async with open_core(settings) as (core, _info):
@@ -186,7 +186,7 @@ async def test_an_export_carries_files_with_their_places_and_the_next_ingest_fin
     await ingest(files_core, docs)
     out = io.StringIO()
     await files_core.transfer.export_to(out)
-    other = Settings(
+    other = Settings.from_variables(
         ZAPOMNI_DATA_DIR=Path(tempfile.mkdtemp(prefix="zt-imp-", dir="/tmp")),
         LOG_LEVEL="WARNING",
         ZAPOMNI_ALLOWED_ROOTS=str(tmp_path),

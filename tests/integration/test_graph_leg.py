@@ -52,7 +52,7 @@ QUERY = "Which dog did Maria Lindqvist adopt?"
 
 @pytest.fixture
 async def expanding(data_dir: Path) -> AsyncIterator[ZapomniCore]:
-    settings = Settings(
+    settings = Settings.from_variables(
         ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_EXPANSION=True, ZAPOMNI_GRAPH_AUTO=False
     )
     async with open_core(settings, background_jobs=False) as (engine, _info):

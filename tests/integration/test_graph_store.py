@@ -208,7 +208,7 @@ async def opened(settings: Settings, *graphs: str) -> AsyncIterator[list[Store]]
 
 def quiet(data_dir: Path, **extra: Any) -> Settings:
     """Settings without automatic graph extraction: these tests write every graph themselves."""
-    return Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False, **extra)
+    return Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False, **extra)
 
 
 @pytest.fixture

@@ -301,7 +301,7 @@ def test_doctor_exit_codes_and_json_shape(falkordb: FalkorDB, data_dir: Path, he
 
 
 async def test_embedded_mode_observes_without_starting_a_database(data_dir: Path) -> None:
-    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
     async with open_health_checker(settings) as checker:
         report = await checker.readiness()
         assert report.failing == ["falkordb", "schema"]
@@ -324,7 +324,9 @@ async def test_embedded_mode_observes_without_starting_a_database(data_dir: Path
 
 async def test_an_embedder_that_failed_to_build_is_rebuilt_by_a_later_check(data_dir: Path) -> None:
     closed = f"http://127.0.0.1:{free_port()}"
-    settings = Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_EMBEDDER="ollama", OLLAMA_HOST=closed, LOG_LEVEL="WARNING")
+    settings = Settings.from_variables(
+        ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_EMBEDDER="ollama", OLLAMA_HOST=closed, LOG_LEVEL="WARNING"
+    )
     async with open_health_checker(settings) as checker:
         report = await checker.readiness()
     by_name = {c.name: c for c in report.checks}

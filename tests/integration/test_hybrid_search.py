@@ -13,6 +13,7 @@ import pytest
 from tests.helpers import all_chunk_ids, graph_client, open_core
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
+from zapomni_core.search.types import SearchMode
 
 pytestmark = pytest.mark.anyio
 
@@ -28,7 +29,7 @@ PARAPHRASED = {
 PINNED = "The pod was OOMKilled after the memory limit was reached."  # found by both legs
 
 
-async def rank_of(core: ZapomniCore, query: str, memory_id: str, mode: str) -> int | None:
+async def rank_of(core: ZapomniCore, query: str, memory_id: str, mode: SearchMode) -> int | None:
     results = (await core.memories.search(SearchRequest(query=query, limit=10, mode=mode))).results
     return next((i for i, hit in enumerate(results, start=1) if hit.memory_id == memory_id), None)
 
@@ -49,7 +50,7 @@ async def store() -> AsyncIterator[Store]:
     """The 64 memories, added once for the tests that only search them (the others get their own core)."""
     data_dir = Path(tempfile.mkdtemp(prefix="zt-", dir="/tmp"))
     try:
-        async with open_core(Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
+        async with open_core(Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
             ids = {}
             for text in [*ERROR_CODES, *CVES, *TICKETS, *PARAPHRASED, PINNED]:
                 ids[text] = (await core.memories.add(AddMemoryRequest(text=text))).memory_id

@@ -4,7 +4,7 @@ background, failures recorded, deletes and cancellations leaving nothing behind.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from zapomni_core.memories.requests import (
     DeleteMemoryRequest,
     GetMemoryRequest,
     ListMemoriesRequest,
+    MemoryMetadata,
     SearchRequest,
     UpdateMemoryRequest,
 )
@@ -42,7 +43,7 @@ def long_text(topic: str, paragraphs: int) -> str:
 
 
 def job_settings(data_dir: Path, **extra: object) -> Settings:
-    return Settings(
+    return Settings.from_variables(
         ZAPOMNI_DATA_DIR=data_dir,
         ZAPOMNI_BACKGROUND_ADD_BYTES=THRESHOLD,
         ZAPOMNI_JOB_POLL_S=0.2,
@@ -77,7 +78,7 @@ async def wait_started(core: ZapomniCore, job_id: str) -> JobInfo:
 LET_GO = {"job.finished", "job.lost", "job.failed", "job.released"}
 
 
-async def worker_let_go(events: list[dict[str, Any]], job_id: str) -> None:
+async def worker_let_go(events: Sequence[Mapping[str, Any]], job_id: str) -> None:
     """Until the worker has stopped working on `job_id`: past this, nothing more of it can be written."""
     await until(lambda: any(e["event"] in LET_GO and e.get("job_id") == job_id for e in events), what="the worker")
 
@@ -87,7 +88,9 @@ async def test_a_large_add_answers_at_once_and_becomes_searchable_when_its_job_c
         small = await core.memories.add(AddMemoryRequest(text="Kestrels hover over the motorway verge."))
         assert small.status == "indexed" and small.job_id is None
 
-        added = await core.memories.add(AddMemoryRequest(text=long_text("otter", 120), metadata={"tags": ["survey"]}))
+        added = await core.memories.add(
+            AddMemoryRequest(text=long_text("otter", 120), metadata=MemoryMetadata(tags=["survey"]))
+        )
         assert added.status == "indexing" and added.job_id and added.chunks_created == 0
         shown = await core.memories.get(GetMemoryRequest(memory_id=added.memory_id))
         assert (shown.status, shown.job_id, shown.chunk_count) == ("indexing", added.job_id, 0)
@@ -239,7 +242,9 @@ async def test_a_job_pauses_on_a_full_disk_and_resumes_when_space_is_freed() -> 
 async def test_a_job_says_it_waits_for_a_server_only_while_none_runs_jobs(settings: Settings) -> None:
     """A command (no job runner) queues the graph's extraction; a server that starts takes it; one that stops
     is no longer counted."""
-    auto = Settings(ZAPOMNI_DATA_DIR=settings.data_dir, GRAPH_NAME=settings.graph_name, ZAPOMNI_GRAPH_AUTO="true")
+    auto = Settings.from_variables(
+        ZAPOMNI_DATA_DIR=settings.data_dir, GRAPH_NAME=settings.graph_name, ZAPOMNI_GRAPH_AUTO="true"
+    )
     async with open_core(auto, background_jobs=False) as (command, _info):
         await command.memories.add(AddMemoryRequest(text="Maria Garcia works for Siemens in Berlin."))
         (job,) = (await command.jobs.list(ListJobsRequest())).jobs

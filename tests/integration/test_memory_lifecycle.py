@@ -16,6 +16,7 @@ from zapomni_core.memories.requests import (
     DeleteMemoryRequest,
     GetMemoryRequest,
     ListMemoriesRequest,
+    MemoryMetadata,
     SearchRequest,
     UpdateMemoryRequest,
 )
@@ -39,7 +40,9 @@ async def test_an_update_re_embeds_only_what_changed(core: ZapomniCore) -> None:
     assert added.chunks_created >= 4
 
     before = lookups(core)
-    meta = await core.memories.update(UpdateMemoryRequest(memory_id=added.memory_id, metadata={"tags": ["ops"]}))
+    meta = await core.memories.update(
+        UpdateMemoryRequest(memory_id=added.memory_id, metadata=MemoryMetadata(tags=["ops"]))
+    )
     assert lookups(core) == before and meta.chunks_embedded == 0 and meta.metadata_changed
 
     edited = text.replace("part 4 of the deployment runbook", "part 4 of the rollback plan")
@@ -124,12 +127,12 @@ async def test_pages_neither_skip_nor_repeat_while_others_add_and_delete(core: Z
 
 
 async def test_export_and_import_cover_every_workspace(core: ZapomniCore, tmp_path: Path) -> None:
-    await core.memories.add(AddMemoryRequest(text="Default workspace fact.", metadata={"tags": ["a"]}))
+    await core.memories.add(AddMemoryRequest(text="Default workspace fact.", metadata=MemoryMetadata(tags=["a"])))
     falcon = await core.memories.add(AddMemoryRequest(text="Falcon fact.", workspace="falcon"))
     out = io.StringIO()
     report = await core.transfer.export_to(out)
     assert report.memories == 2
-    target = Settings(ZAPOMNI_DATA_DIR=tmp_path / "copy", LOG_LEVEL="WARNING")
+    target = Settings.from_variables(ZAPOMNI_DATA_DIR=tmp_path / "copy", LOG_LEVEL="WARNING")
     async with open_core(target) as (copy, _info):
         imported = await copy.transfer.import_from(io.BytesIO(out.getvalue().encode()))
         assert imported.imported == 2

@@ -227,7 +227,7 @@ async def test_memories_added_after_migration_are_numbered_after_the_old_ones(
         again = await core.memories.add(AddMemoryRequest(text=" ".join(FIXTURE["bike"][1])))
         assert (again.memory_id, again.deduplicated) == (version_zero["bike"], True)
     async with graph(settings) as client:
-        seqs = dict(await client.ro_query("MATCH (m:Memory) RETURN m.id, m.seq"))
+        seqs = {memory_id: int(seq) for memory_id, seq in await client.ro_query("MATCH (m:Memory) RETURN m.id, m.seq")}
     assert seqs[added.memory_id] == len(FIXTURE) + 1
     assert sorted(seqs.values()) == list(range(1, len(FIXTURE) + 2))
 

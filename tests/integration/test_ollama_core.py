@@ -22,7 +22,9 @@ def fake() -> Iterator[FakeOllama]:
 
 
 def ollama_settings(data_dir: Path, fake: FakeOllama) -> Settings:
-    return Settings(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_EMBEDDER="ollama", OLLAMA_HOST=fake.url, LOG_LEVEL="WARNING")
+    return Settings.from_variables(
+        ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_EMBEDDER="ollama", OLLAMA_HOST=fake.url, LOG_LEVEL="WARNING"
+    )
 
 
 async def test_add_and_search_with_ollama_embeddings(data_dir: Path, fake: FakeOllama) -> None:
@@ -63,7 +65,7 @@ async def test_add_and_search_with_ollama_embeddings(data_dir: Path, fake: FakeO
 
 
 async def test_a_store_built_with_onnx_refuses_ollama(data_dir: Path, fake: FakeOllama) -> None:
-    onnx = Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
+    onnx = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
     text = "The spare key to the shed is under the blue flower pot."
     async with open_core(onnx) as (core, info):
         assert info.embedder.startswith("onnx:")

@@ -56,12 +56,12 @@ def fake() -> Iterator[FakeOllama]:
 
 
 def onnx_settings(data_dir: Path) -> Settings:
-    return Settings(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
+    return Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
 
 
 def ollama_settings(data_dir: Path, fake: FakeOllama) -> Settings:
     # No retries: an injected failure stops the run at once.
-    return Settings(
+    return Settings.from_variables(
         ZAPOMNI_DATA_DIR=data_dir,
         ZAPOMNI_EMBEDDER="ollama",
         OLLAMA_HOST=fake.url,
@@ -327,7 +327,9 @@ async def test_reembed_with_the_stored_embedder_does_nothing(data_dir: Path, onn
         assert await vector_index_dimension(client) == 384
 
 
-def zapomni(data_dir: Path, fake: FakeOllama, *args: str, log_level: str = "WARNING") -> subprocess.CompletedProcess:
+def zapomni(
+    data_dir: Path, fake: FakeOllama, *args: str, log_level: str = "WARNING"
+) -> subprocess.CompletedProcess[str]:
     env = server_env(data_dir, LOG_LEVEL=log_level, ZAPOMNI_EMBEDDER="ollama", OLLAMA_HOST=fake.url)
     return run_zapomni(list(args), env, input="", timeout_s=300)
 
@@ -376,8 +378,8 @@ async def test_reembed_in_server_mode(data_dir: Path, fake: FakeOllama) -> None:
     try:
         assert wait_for(lambda: ping(sock))
         remote = {"ZAPOMNI_DB_MODE": "server", "FALKORDB_HOST": "127.0.0.1", "FALKORDB_PORT": port}
-        onnx = Settings(**remote, ZAPOMNI_DATA_DIR=data_dir / "unused", LOG_LEVEL="WARNING")
-        ollama = Settings(
+        onnx = Settings.from_variables(**remote, ZAPOMNI_DATA_DIR=data_dir / "unused", LOG_LEVEL="WARNING")
+        ollama = Settings.from_variables(
             **remote, ZAPOMNI_DATA_DIR=data_dir / "unused", ZAPOMNI_EMBEDDER="ollama", OLLAMA_HOST=fake.url
         )
         async with open_core(onnx) as (core, info):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -36,7 +38,7 @@ async def add_all(core: ZapomniCore, texts: list[str]) -> list[str]:
     return [(await core.memories.add(AddMemoryRequest(text=text))).memory_id for text in texts]
 
 
-def events(logs: list[dict[str, object]], name: str) -> list[dict[str, object]]:
+def events(logs: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[str, Any]]:
     return [entry for entry in logs if entry["event"] == name]
 
 

@@ -37,7 +37,7 @@ def falkordb_server(data_dir: Path) -> Iterator[FalkorDB]:
 
 
 def server_settings(port: int, **extra: object) -> Settings:
-    return Settings(
+    return Settings.from_variables(
         ZAPOMNI_DB_MODE="server",
         FALKORDB_HOST="127.0.0.1",
         FALKORDB_PORT=port,

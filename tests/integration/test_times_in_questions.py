@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from zapomni_core import ZapomniCore
-from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
+from zapomni_core.memories.requests import AddMemoryRequest, MemoryMetadata, SearchRequest
 from zapomni_core.search import RetrievalQuery, SearchOptions, SearchPipeline
 from zapomni_db import SearchFilter
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def turn(core: ZapomniCore, text: str, date: str, thread: str) -> str:
-    metadata = {"speaker": "Caroline", "date": date, "thread": thread}
+    metadata = MemoryMetadata(speaker="Caroline", date=date, thread=thread)
     return (await core.memories.add(AddMemoryRequest(text=text, metadata=metadata))).memory_id
 
 

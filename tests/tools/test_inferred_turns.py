@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
-from tests.helpers import local_session
+from tests.helpers import local_session, text_of
 from tests.processes import call
 from zapomni_core import Settings
 
@@ -43,9 +43,8 @@ async def test_turns_without_speaker_or_thread_get_them_inferred_per_session_and
         got = await call(first, "get_memory", {"memory_id": ids[3]})
         assert (got["text"], got["metadata"], got["date"]) == (TURNS[3][0], {}, "2023-05-08T13:57:00+00:00")
         assert got["inferred"]["speaker"] == "Caroline"
-        assert (
-            "inferred: speaker Caroline, thread "
-            in (await first.call_tool("get_memory", {"memory_id": ids[3]})).content[0].text
+        assert "inferred: speaker Caroline, thread " in text_of(
+            await first.call_tool("get_memory", {"memory_id": ids[3]})
         )
         threads = {(await inferred(first, i))["thread"] for i in ids}
         assert len(threads) == 1  # one session, within the gap: one conversation
@@ -121,7 +120,7 @@ async def test_the_speaker_and_kind_filters_reach_list_search_and_delete(setting
 
         for bad, field in (({"speaker": ""}, "filters.speaker"), ({"kind": "turns"}, "filters.kind")):
             refused = await session.call_tool("list_memories", {"filters": bad})
-            assert refused.is_error and field in refused.content[0].text
+            assert refused.is_error and field in text_of(refused)
 
         preview = await call(session, "delete_memory", {"filters": caroline, "dry_run": True})
         assert set(preview["memory_ids"]) == {sent, told}

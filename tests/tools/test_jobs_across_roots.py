@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client, ClientSession
 
-from tests.helpers import configured, open_core
+from tests.helpers import configured, open_core, text_of
 from zapomni_core import Settings
 from zapomni_core.errors import REDACTED_PATH
 from zapomni_core.files.requests import IngestPathRequest
@@ -95,5 +95,5 @@ async def test_a_remote_client_sees_a_jobs_failures_without_server_paths_and_its
 
         # An immediate refusal names the path the client sent, and hides only what it did not send.
         missing = await remote.call_tool("ingest_path", {"path": str(roots / "no-such-folder")})
-        text = missing.content[0].text
+        text = text_of(missing)
         assert missing.is_error and f"'{roots / 'no-such-folder'}' does not exist" in text, text

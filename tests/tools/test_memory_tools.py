@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
-from tests.helpers import local_session
+from tests.helpers import annotations_of, local_session, resource_text, text_of
 from tests.processes import call
 from zapomni_core import Settings
 
@@ -55,7 +55,7 @@ async def test_get_list_update_and_idempotent_add(settings: Settings) -> None:
         oldest = await call(session, "list_memories", {"limit": 1, "order": "oldest"})
         assert oldest["memories"][0]["memory_id"] == first["memory_id"]
         bad = await session.call_tool("list_memories", {"cursor": page["next_cursor"], "order": "oldest"})
-        assert bad.is_error and "cursor" in bad.content[0].text
+        assert bad.is_error and "cursor" in text_of(bad)
 
         meta = await call(session, "update_memory", {"memory_id": others[0], "metadata": {"tags": ["release"]}})
         assert (meta["metadata_changed"], meta["text_changed"], meta["chunks_embedded"]) == (True, False, 0)
@@ -67,9 +67,9 @@ async def test_get_list_update_and_idempotent_add(settings: Settings) -> None:
         assert "Tuesday" not in str(await search_ids(session, "Release 0 Tuesday", filters={"tags": ["release"]}))
 
         clash = await session.call_tool("update_memory", {"memory_id": others[1], "text": PEANUTS})
-        assert clash.is_error and first["memory_id"] in clash.content[0].text
+        assert clash.is_error and first["memory_id"] in text_of(clash)
         missing = await session.call_tool("get_memory", {"memory_id": "0f8e3a52-6c1d-4b7a-9e2f-5d4c3b2a1908"})
-        assert missing.is_error and "no memory" in missing.content[0].text
+        assert missing.is_error and "no memory" in text_of(missing)
 
 
 async def test_a_deleted_memory_leaves_no_trace_in_any_server(settings: Settings) -> None:
@@ -104,15 +104,21 @@ async def test_a_deleted_memory_leaves_no_trace_in_any_server(settings: Settings
 async def test_delete_by_filter_refuses_an_empty_filter(settings: Settings) -> None:
     async with local_session(settings) as session:
         keep = (await add(session, "Keep this one.", metadata={"tags": ["keep"]}))["memory_id"]
-        for arguments in ({"filters": {}}, {}, {"memory_ids": []}, {"memory_ids": [keep], "filters": {"tags": ["x"]}}):
+        refused: list[dict[str, Any]] = [
+            {"filters": {}},
+            {},
+            {"memory_ids": []},
+            {"memory_ids": [keep], "filters": {"tags": ["x"]}},
+        ]
+        for arguments in refused:
             result = await session.call_tool("delete_memory", arguments)
             assert result.is_error, arguments
-        text = (await session.call_tool("delete_memory", {"filters": {}})).content[0].text
+        text = text_of(await session.call_tool("delete_memory", {"filters": {}}))
         assert "- filters: give at least one of tags, source, date_from, date_to" in text
         assert (await call(session, "get_stats"))["total_memories"] == 1
         tools = {t.name: t for t in (await session.list_tools()).tools}
-        assert tools["delete_memory"].annotations.destructive_hint is True
-        assert all(t.annotations.open_world_hint is False for t in tools.values())
+        assert annotations_of(tools["delete_memory"]).destructive_hint is True
+        assert all(annotations_of(t).open_world_hint is False for t in tools.values())
 
 
 async def test_a_conversation_stored_turn_by_turn_is_searched_as_a_conversation(settings: Settings) -> None:
@@ -127,7 +133,7 @@ async def test_a_conversation_stored_turn_by_turn_is_searched_as_a_conversation(
         metadata = tools["add_memory"].input_schema["properties"]["metadata"]["anyOf"][0]
         assert {"speaker", "thread", "date"} <= set(metadata["properties"])
         assert "conversation" in metadata["properties"]["thread"]["description"]
-        assert "one memory per turn" in tools["add_memory"].description
+        assert "one memory per turn" in (tools["add_memory"].description or "")
         ids = [
             (await add(session, text, metadata={"speaker": who, "date": "2023-05-08T13:56", "thread": "s1"}))[
                 "memory_id"
@@ -139,7 +145,7 @@ async def test_a_conversation_stored_turn_by_turn_is_searched_as_a_conversation(
         stored = await call(session, "get_memory", {"memory_id": ids[3]})
         assert stored["text"] == turns[3][1] and stored["metadata"] == {"speaker": "Caroline", "thread": "s1"}
         refused = await session.call_tool("add_memory", {"text": "Hi", "metadata": {"speaker": "", "thread": "s1"}})
-        assert refused.is_error and "metadata.speaker" in refused.content[0].text
+        assert refused.is_error and "metadata.speaker" in text_of(refused)
         assert (await call(session, "get_stats"))["total_memories"] == len(turns)
 
 
@@ -168,13 +174,13 @@ async def test_workspaces_are_isolated_in_every_tool(settings: Settings) -> None
         assert spaces["default"] == "default"
         assert {(w["name"], w["memories"]) for w in spaces["workspaces"]} == {("default", 1), ("falcon", 2)}
         bad_name = await session.call_tool("add_memory", {"text": "x", "workspace": "Has Spaces"})
-        assert bad_name.is_error and "workspace" in bad_name.content[0].text
+        assert bad_name.is_error and "workspace" in text_of(bad_name)
 
         refused = await session.call_tool("delete_workspace", {"name": "falcon", "confirm": "falco"})
         assert refused.is_error
         # The field and what it must be, not "- arguments:".
-        assert "- confirm: must repeat the workspace name exactly ('falcon', got 'falco')" in refused.content[0].text
-        assert "- arguments:" not in refused.content[0].text
+        assert "- confirm: must repeat the workspace name exactly ('falcon', got 'falco')" in text_of(refused)
+        assert "- arguments:" not in text_of(refused)
         dropped = await call(session, "delete_workspace", {"name": "falcon", "confirm": "falcon"})
         assert (dropped["deleted_memories"], dropped["deleted_chunks"]) == (2, 2)
         assert [w["name"] for w in (await call(session, "list_workspaces"))["workspaces"]] == ["default"]
@@ -191,6 +197,6 @@ async def test_memories_are_readable_resources(settings: Settings) -> None:
         listed = {str(r.uri) for r in (await session.list_resources()).resources}
         assert listed == {f"memory://default/{one}", f"memory://falcon/{two}"}
         read = await session.read_resource(f"memory://falcon/{two}")
-        assert read.contents[0].text == "Falcon notes."
+        assert resource_text(read) == "Falcon notes."
         with pytest.raises(Exception, match="no memory"):
             await session.read_resource(f"memory://default/{two}")

@@ -174,7 +174,8 @@ def test_log_levels(monkeypatch: pytest.MonkeyPatch) -> None:
 def printed(result: Any, width: int = 80) -> list[str]:
     out = Console(file=io.StringIO(), width=width, highlight=False, emoji=False)
     render.render(result, out)
-    return out.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    lines: list[str] = out.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    return lines
 
 
 def column_widths(lines: list[str], names: list[str]) -> list[int]:

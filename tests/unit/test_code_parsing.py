@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -159,9 +160,10 @@ def test_call_graph_facts_checked_by_hand(language: str) -> None:
 def test_languages_do_not_leak_into_each_other() -> None:
     everything = [f for language in EXPECTED for f in load(language)]
     links = resolve(everything)
-    assert set(links.calls) == set().union(*(e["calls"] for e in EXPECTED.values()))
-    assert set(links.inherits) == set().union(*(e["inherits"] for e in EXPECTED.values()))
-    assert links.unresolved_calls == sum(e["unresolved"] for e in EXPECTED.values())
+    expected: list[dict[str, Any]] = list(EXPECTED.values())
+    assert set(links.calls) == set().union(*(e["calls"] for e in expected))
+    assert set(links.inherits) == set().union(*(e["inherits"] for e in expected))
+    assert links.unresolved_calls == sum(e["unresolved"] for e in expected)
 
 
 # ---- symbols, by hand -------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import pytest
 
 from zapomni_core.search import Candidate, best_per_memory, reciprocal_rank_fusion, score_fusion
 from zapomni_core.search.fusion import fractional_ranks
+from zapomni_core.search.types import LegName
 from zapomni_db import ChunkHit, MemoryInfo
 
 
@@ -33,12 +34,10 @@ def test_a_chunk_found_by_both_legs_outranks_single_leg_winners() -> None:
 
 
 def test_a_leg_weight_scales_its_ranks() -> None:
-    legs = {"vector": leg("v"), "keyword": leg("k")}
+    legs: dict[LegName, list[Candidate]] = {"vector": leg("v"), "keyword": leg("k")}
     fused = reciprocal_rank_fusion(legs, k=60, weights={"vector": 0.7})
-    assert [(r.candidate.chunk_id, r.rank_score) for r in fused] == [
-        ("k", pytest.approx(1 / 61)),
-        ("v", pytest.approx(0.7 / 61)),
-    ]
+    assert [r.candidate.chunk_id for r in fused] == ["k", "v"]
+    assert [r.rank_score for r in fused] == pytest.approx([1 / 61, 0.7 / 61])
     # Unweighted legs count 1: a keyword rank of 2 still beats a vector rank of 1 weighted 0.7 only
     # while 1 / (k + 2) > 0.7 / (k + 1).
     close = reciprocal_rank_fusion({"vector": leg("v"), "keyword": leg("k1", "k2")}, k=60, weights={"vector": 0.7})
@@ -61,7 +60,7 @@ def test_ties_break_on_similarity_then_chunk_id() -> None:
 
 
 def test_the_order_does_not_depend_on_leg_order() -> None:
-    legs = {"vector": leg("a", "b", "c"), "keyword": leg("c", "d")}
+    legs: dict[LegName, list[Candidate]] = {"vector": leg("a", "b", "c"), "keyword": leg("c", "d")}
     forward = [r.candidate.chunk_id for r in reciprocal_rank_fusion(legs)]
     backward = [r.candidate.chunk_id for r in reciprocal_rank_fusion(dict(reversed(list(legs.items()))))]
     assert forward == backward
@@ -114,7 +113,7 @@ def test_score_fusion_unlike_ranks_lets_a_far_stronger_match_win() -> None:
     # sees only ranks and puts the keyword leg's first ahead; score fusion keeps the clear vector winner.
     vector = scored(("clear", 0.90, 0.90), ("second", 0.40, 0.40))
     keyword = scored(("second", 0.40, 5.0), ("clear", 0.90, 4.9))
-    legs = {"vector": vector, "keyword": keyword}
+    legs: dict[LegName, list[Candidate]] = {"vector": vector, "keyword": keyword}
     by_ranks = reciprocal_rank_fusion(legs, k=10, weights={"vector": 0.7})
     assert [r.candidate.chunk_id for r in by_ranks] == ["second", "clear"]
     fused = score_fusion(legs, vector_share=0.6, k=10, vector_weight=0.7)
@@ -122,7 +121,10 @@ def test_score_fusion_unlike_ranks_lets_a_far_stronger_match_win() -> None:
 
 
 def test_score_fusion_share_runs_from_keywords_only_to_vectors_only() -> None:
-    legs = {"vector": scored(("v", 0.9, 0.9), ("k", 0.3, 0.3)), "keyword": scored(("k", 0.3, 5.0))}
+    legs: dict[LegName, list[Candidate]] = {
+        "vector": scored(("v", 0.9, 0.9), ("k", 0.3, 0.3)),
+        "keyword": scored(("k", 0.3, 5.0)),
+    }
     by_keywords = score_fusion(legs, vector_share=0.0, k=10, vector_weight=0.7)
     by_vectors = score_fusion(legs, vector_share=1.0, k=10, vector_weight=0.7)
     assert [r.candidate.chunk_id for r in by_keywords] == ["k", "v"]

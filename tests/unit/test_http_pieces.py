@@ -40,22 +40,29 @@ def test_beyond_the_loopback_the_server_needs_tls_or_insecure(tmp_path: Path) ->
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     cert.write_text("-")
     key.write_text("-")
-    assert refusal(Settings(ZAPOMNI_HTTP_HOST="127.0.0.1")) is None
-    assert refusal(Settings(ZAPOMNI_HTTP_HOST="::1")) is None
-    assert refusal(Settings(ZAPOMNI_HTTP_HOST="localhost")) is None
-    refused = refusal(Settings(ZAPOMNI_HTTP_HOST="192.168.1.5"))
+    assert refusal(Settings.from_variables(ZAPOMNI_HTTP_HOST="127.0.0.1")) is None
+    assert refusal(Settings.from_variables(ZAPOMNI_HTTP_HOST="::1")) is None
+    assert refusal(Settings.from_variables(ZAPOMNI_HTTP_HOST="localhost")) is None
+    refused = refusal(Settings.from_variables(ZAPOMNI_HTTP_HOST="192.168.1.5"))
     assert refused is not None and refused.startswith("refusing to listen on 192.168.1.5 without TLS")
-    assert refusal(Settings(ZAPOMNI_HTTP_HOST="0.0.0.0", ZAPOMNI_HTTP_INSECURE="true")) is None
-    assert refusal(Settings(ZAPOMNI_HTTP_HOST="0.0.0.0", ZAPOMNI_TLS_CERT=cert, ZAPOMNI_TLS_KEY=key)) is None
-    assert "go together" in str(refusal(Settings(ZAPOMNI_TLS_CERT=cert)))
-    assert "no such file" in str(refusal(Settings(ZAPOMNI_TLS_CERT=cert, ZAPOMNI_TLS_KEY=tmp_path / "none.pem")))
+    assert refusal(Settings.from_variables(ZAPOMNI_HTTP_HOST="0.0.0.0", ZAPOMNI_HTTP_INSECURE="true")) is None
+    assert (
+        refusal(Settings.from_variables(ZAPOMNI_HTTP_HOST="0.0.0.0", ZAPOMNI_TLS_CERT=cert, ZAPOMNI_TLS_KEY=key))
+        is None
+    )
+    assert "go together" in str(refusal(Settings.from_variables(ZAPOMNI_TLS_CERT=cert)))
+    assert "no such file" in str(
+        refusal(Settings.from_variables(ZAPOMNI_TLS_CERT=cert, ZAPOMNI_TLS_KEY=tmp_path / "none.pem"))
+    )
 
 
 def test_the_public_url_and_the_hosts_and_origins_it_allows(tmp_path: Path) -> None:
-    settings = Settings(ZAPOMNI_HTTP_PORT=9000)
+    settings = Settings.from_variables(ZAPOMNI_HTTP_PORT=9000)
     assert public_url(settings) == "http://127.0.0.1:9000/mcp"
-    assert public_url(Settings(ZAPOMNI_HTTP_HOST="::1", ZAPOMNI_HTTP_PORT=9000)) == "http://[::1]:9000/mcp"
-    behind = Settings(ZAPOMNI_HTTP_PUBLIC_URL="https://memory.example.org/mcp/")
+    assert (
+        public_url(Settings.from_variables(ZAPOMNI_HTTP_HOST="::1", ZAPOMNI_HTTP_PORT=9000)) == "http://[::1]:9000/mcp"
+    )
+    behind = Settings.from_variables(ZAPOMNI_HTTP_PUBLIC_URL="https://memory.example.org/mcp/")
     assert public_url(behind) == "https://memory.example.org/mcp"
 
     security = transport_security(behind, public_url(behind))
@@ -66,7 +73,9 @@ def test_the_public_url_and_the_hosts_and_origins_it_allows(tmp_path: Path) -> N
         security.allowed_origins
     )
     assert "http://127.0.0.1:9000" in transport_security(settings, public_url(settings)).allowed_origins
-    configured = Settings(ZAPOMNI_HTTP_ALLOWED_HOSTS="mem.lan:8765, mem.lan", ZAPOMNI_HTTP_CORS_ORIGINS="https://app.x")
+    configured = Settings.from_variables(
+        ZAPOMNI_HTTP_ALLOWED_HOSTS="mem.lan:8765, mem.lan", ZAPOMNI_HTTP_CORS_ORIGINS="https://app.x"
+    )
     security = transport_security(configured, public_url(configured))
     assert security.allowed_hosts == ["mem.lan:8765", "mem.lan", "mem.lan:*"]  # as configured, nothing else
     assert "https://app.x" in security.allowed_origins

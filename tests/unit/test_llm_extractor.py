@@ -11,6 +11,7 @@ import logging
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
 
 import httpx
 import pytest
@@ -101,7 +102,7 @@ def triples(graph: ChunkGraph) -> list[tuple[str, str, str]]:
     return [(r.subject, r.type, r.object) for r in graph.relations]
 
 
-def prompt_chunks(request_body: dict) -> dict[int, str]:
+def prompt_chunks(request_body: dict[str, Any]) -> dict[int, str]:
     (user,) = [m["content"] for m in request_body["messages"] if m["role"] == "user"]
     return chunks_in_prompt(user)
 
@@ -153,7 +154,7 @@ async def test_name_and_protocol(fake: FakeOllama) -> None:
     extractor: Extractor = OllamaExtractor(host=fake.url, model="qwen2.5:3b")
     assert extractor.name == "ollama:qwen2.5:3b"
     assert await extractor.extract([]) == []
-    await extractor.aclose()  # type: ignore[attr-defined]
+    await extractor.aclose()
 
 
 async def test_the_fake_model_runs_the_llm_path_end_to_end(fake: FakeOllama, extractor: OllamaExtractor) -> None:

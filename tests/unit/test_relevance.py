@@ -7,6 +7,7 @@ candidates), so each case says exactly what the vector and keyword legs found.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,7 @@ def pipeline(
     return SearchPipeline(legs, relevance_floor=floor, vector_weight=1.0, fusion=fusion)
 
 
-async def chunks(search: SearchPipeline, **options: object) -> list[str]:
+async def chunks(search: SearchPipeline, **options: Any) -> list[str]:
     return [r.candidate.chunk_id for r in await search.run(QUERY, SearchOptions(**{"limit": 10, **options}))]
 
 
