@@ -55,12 +55,12 @@ from bench import conll04 as conll
 from bench.common import DATA_DIR, load_scifact
 from bench.graph_store_path import conll04, everyday, load_everyday
 from bench.locomo import LOCOMO, load_locomo
+from zapomni_core.content.chunking import Chunker
 from zapomni_core.embedders.tokens import TokenCounter
 from zapomni_core.graph.extraction import ChunkGraph, Extractor
 from zapomni_core.graph.llm_extractor import OllamaExtractor
 from zapomni_core.graph.spacy_extractor import SpacyExtractor
 from zapomni_core.logs import configure_logging
-from zapomni_core.memories.chunking import Chunker
 
 RESULTS = Path(__file__).resolve().parent / "results"
 LABELS = Path(__file__).resolve().parent / "data" / "graph_sentences.jsonl"

@@ -16,7 +16,7 @@ multi-hop, temporal, open-domain, adversarial): 1 multi-hop, 2 temporal, 3 open-
 world knowledge), 4 single-hop. The data agrees: 137 of the 142 category-1 questions of this half cite
 two or more evidence turns. Category 1 is the multi-hop set; 2-4 show what expansion does elsewhere.
 
-Variants (`zapomni_core.search.graph_leg.ExpansionConfig`) run over one store per conversation: the
+Variants (`zapomni_core.graph.expansion.ExpansionConfig`) run over one store per conversation: the
 vector and keyword legs are memoised, so every variant sees the same two lists and only the graph
 list and the fusion differ. Latency is measured apart, with live legs, for the baseline and the
 default configuration.
@@ -60,11 +60,11 @@ from bench.locomo import CATEGORIES, LOCOMO, Conversation, Question, load_locomo
 from bench.metrics import evidence_recall, mean_ndcg, recall_at_100
 from bench.relevance import MemoisedLeg, default_workspace
 from zapomni_core import Settings, ZapomniCore, open_core
+from zapomni_core.graph.expansion import ExpansionConfig, GraphExpansion
 from zapomni_core.graph.requests import BuildGraphRequest, GraphStatusRequest
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import AddMemoryRequest, MemoryMetadata, SearchRequest
 from zapomni_core.search import Retriever, SearchPipeline
-from zapomni_core.search.graph_leg import ExpansionConfig, GraphExpansion
 from zapomni_db.graph_neighbours import GraphNeighbours
 
 ROOT = Path(__file__).resolve().parent.parent

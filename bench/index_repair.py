@@ -24,8 +24,8 @@ from pathlib import Path
 
 from zapomni_core import Settings
 from zapomni_core.database import open_database
+from zapomni_core.kernel.writing import content_hash
 from zapomni_core.logs import configure_logging
-from zapomni_core.memories.writing import content_hash
 from zapomni_db import (
     ChunkRow,
     GraphClient,

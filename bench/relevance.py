@@ -43,11 +43,11 @@ from bench.locomo import LOCOMO, Conversation, load_locomo
 from bench.metrics import evidence_recall, mean_ndcg, recall_at_100
 from bench.quality import ingest, query_splits
 from zapomni_core import Settings, ZapomniCore, open_core
+from zapomni_core.kernel.registry import Workspace
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import SearchRequest
 from zapomni_core.search import Candidate, RetrievalQuery, Retriever, SearchPipeline
 from zapomni_core.search.types import LegName, SearchMode
-from zapomni_core.workspaces.registry import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

@@ -51,9 +51,9 @@ from bench.common import DATA_DIR, ZAPOMNI, call, commit, progress, read_jsonl, 
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, GraphOverviewRequest, GraphStatusRequest
+from zapomni_core.kernel.writing import content_hash
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, ListMemoriesRequest, SearchRequest
-from zapomni_core.memories.writing import content_hash
 from zapomni_core.search.types import SearchMode
 from zapomni_db import (
     ChunkRow,

@@ -64,18 +64,14 @@ import zapomni_core.search.bm25 as bm25
 from bench.common import DATA_DIR, REPO_ROOT, claims, commit, in_scratch_dir, write_results
 from bench.metrics import mean_ndcg, ndcg_at_10
 from zapomni_core import Settings, open_core
+from zapomni_core.content.conversation import indexed_text
 from zapomni_core.logs import configure_logging
-from zapomni_core.memories.conversation import indexed_text
 from zapomni_core.memories.requests import SearchRequest
 from zapomni_core.search import Candidate, RetrievalQuery, SearchOptions, SearchPipeline
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.bm25 import Bm25Index
-from zapomni_core.search.pipeline import (
-    DEFAULT_LEG_DEPTH,
-    DEFAULT_VECTOR_SHARE,
-    DEFAULT_VECTOR_WEIGHT,
-)
-from zapomni_core.search.types import FusionMethod, LegName
+from zapomni_core.search.types import LegName
+from zapomni_core.tuning import DEFAULT_LEG_DEPTH, DEFAULT_VECTOR_SHARE, DEFAULT_VECTOR_WEIGHT, FusionMethod
 from zapomni_db import ChunkHit, SearchFilter
 from zapomni_db.records.memories import ChunkPlace, MemoryInfo
 

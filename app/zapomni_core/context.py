@@ -29,7 +29,7 @@ class RequestContext:
     progress_sink: ProgressSink | None = None
     cancelled: Callable[[], bool] = lambda: False
     # Who sent it (an MCP session or access token), for telling one client's conversation from
-    # another's (zapomni_core.memories.turns); None when no client is known (the CLI, an import).
+    # another's (zapomni_core.content.turns); None when no client is known (the CLI, an import).
     client: str | None = None
     # Work a job does, not a caller waiting for it: its embeddings give way to interactive ones.
     background: bool = False

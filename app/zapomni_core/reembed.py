@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 
 import structlog
 
+from zapomni_core.content.conversation import indexed_text
 from zapomni_core.database import OpenDatabase
 from zapomni_core.embedders import Embedder
 from zapomni_core.errors import ConfigurationError, EmbedderUnavailable, StorageUnavailable
-from zapomni_core.memories.conversation import indexed_text
 from zapomni_core.migrations import apply_migrations, needs_reembed
 from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.settings import Settings
@@ -194,15 +194,6 @@ async def _reembed(
             note="these chunks were cut for the previous model; only their beginning is embedded now",
         )
     return report
-
-
-def in_progress_message(state: ReembedState) -> str:
-    """Why the engine will not open a graph in the middle of a re-embed, and what to do."""
-    return (
-        f"a re-embed of this graph to {state.model} ({state.dimension}-d) has not finished, and until it does the "
-        "graph has no vector index. Run `zapomni migrate reembed` with that embedder configured to complete it "
-        "(it resumes where it stopped), or with the previous embedder configured to go back"
-    )
 
 
 async def _mark_in_progress(

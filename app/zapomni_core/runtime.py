@@ -13,6 +13,8 @@ import structlog
 from zapomni_core.access.service import AccessService
 from zapomni_core.code.indexing import CodeReader, IndexCodebase
 from zapomni_core.code.service import CodeService
+from zapomni_core.content.chunking import Chunker
+from zapomni_core.content.metadata import MAX_TEXT_BYTES
 from zapomni_core.context import ShutdownGate
 from zapomni_core.database import database_disk, open_database
 from zapomni_core.disk import MB, DiskGuard
@@ -25,22 +27,19 @@ from zapomni_core.files.service import FileService
 from zapomni_core.files.sync import FileLimits, FileWalk
 from zapomni_core.files.walker import allowed_roots
 from zapomni_core.graph import BuildGraph, GraphService, build_extractor, extractor_name
+from zapomni_core.graph.expansion import GraphExpansion
 from zapomni_core.jobs import JobRunner, JobService, JobSettings
-from zapomni_core.jobs.runner import JobHandler
-from zapomni_core.memories.chunking import Chunker
-from zapomni_core.memories.indexing_job import IndexMemory
-from zapomni_core.memories.requests import MAX_TEXT_BYTES
+from zapomni_core.kernel.registry import EmbedderIdentity, Workspaces, in_progress_message
+from zapomni_core.kernel.runner import JobHandler
+from zapomni_core.kernel.writing import WritePipeline
+from zapomni_core.memories.indexing_job import IndexMemory, withdraw
 from zapomni_core.memories.service import MemoryService
-from zapomni_core.memories.writing import WritePipeline
-from zapomni_core.reembed import in_progress_message
 from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetriever
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.bm25 import SyncedBm25Index
-from zapomni_core.search.graph_leg import GraphExpansion
 from zapomni_core.search.keyword_file import KeywordIndexFiles
 from zapomni_core.settings import Settings
 from zapomni_core.transfer.service import TransferService
-from zapomni_core.workspaces.registry import EmbedderIdentity, Workspaces
 from zapomni_core.workspaces.service import WorkspaceService
 from zapomni_db import (
     AccessStore,
@@ -146,7 +145,7 @@ async def open_core(
         writer = WritePipeline(chunker_for(embedder, settings), embedder, shutdown)
         disk = DiskGuard(database_disk(settings), settings.min_free_mb * MB)
         runners = JobRunners(database.connection, settings.graph_name)
-        jobs = JobService(workspaces, disk, runners)
+        jobs = JobService(workspaces, disk, runners, on_cancelled=withdraw)
         code = CodeService(workspaces)
         graph = GraphService(
             workspaces,
@@ -181,7 +180,8 @@ async def open_core(
             embedder=embedder,
             writer=writer,
             shutdown=shutdown,
-            graph=graph,
+            queue_extraction=graph.queue_new_memories,
+            graph_context=graph.hit_context,
             disk=disk,
             wake_jobs=runner.wake,
             background_add_bytes=settings.background_add_bytes if background_jobs else MAX_TEXT_BYTES + 1,

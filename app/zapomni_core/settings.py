@@ -10,16 +10,17 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from zapomni_core.search.pipeline import (
+from zapomni_core.tuning import (
+    DEFAULT_DAYS_WEIGHT,
     DEFAULT_FUSION,
     DEFAULT_LEG_DEPTH,
     DEFAULT_RELEVANCE_FLOOR,
     DEFAULT_RRF_K,
     DEFAULT_VECTOR_SHARE,
     DEFAULT_VECTOR_WEIGHT,
+    DEFAULT_WHEN_WEIGHT,
+    FusionMethod,
 )
-from zapomni_core.search.temporal import DEFAULT_DAYS_WEIGHT, DEFAULT_WHEN_WEIGHT
-from zapomni_core.search.types import FusionMethod
 from zapomni_core.validation import DEFAULT_WORKSPACE, WORKSPACE_PATTERN
 
 

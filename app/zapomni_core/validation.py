@@ -125,3 +125,8 @@ BLANK_RULE = "must contain something other than whitespace and invisible charact
 def is_blank(text: str) -> bool:
     """True when `text` holds nothing a person could read (it stops at the first visible character)."""
     return not any(unicodedata.category(char) not in _INVISIBLE for char in text.strip())
+
+
+def iso(timestamp: float) -> str:
+    """A stored time (seconds since the epoch) as replies show it: ISO 8601 in UTC."""
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()

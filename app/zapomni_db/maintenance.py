@@ -21,7 +21,7 @@ from zapomni_db.schema import current_version
 CHANGE_LOG_KEEP_S = 15 * 60.0
 
 # Properties every write derives from what a memory holds; a store written before one existed gets it once, on
-# opening (`zapomni_core.workspaces.registry`, which also holds how each is computed). The store records when every
+# opening (`zapomni_core.kernel.registry`, which also holds how each is computed). The store records when every
 # memory has been given a field (`derived`, `mark_derived`): later openings read no memory for it (at 1M memories,
 # looking for the ones without a hash and a head read every memory twice: 7.2 s).
 DerivedField = Literal["content_hash", "head", "speaker"]

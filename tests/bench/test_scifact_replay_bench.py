@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.bench.runs import run_module, write_beir
-from zapomni_core.search.pipeline import DEFAULT_VECTOR_SHARE
+from zapomni_core.tuning import DEFAULT_VECTOR_SHARE
 
 
 def test_scifact_replay_reproduces_the_pipeline_it_dumped_and_replays_every_variant(tmp_path: Path) -> None:

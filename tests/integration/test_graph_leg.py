@@ -16,13 +16,13 @@ import pytest
 from tests.helpers import open_core
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.graph.building import memory_graph_rows
+from zapomni_core.graph.expansion import ExpansionConfig, GraphExpansion, fuse_leg, idf, query_entity_keys
 from zapomni_core.graph.extraction import EXCLUSIVE_RELATIONS, ChunkGraph, Mention, Relation
 from zapomni_core.graph.merge import EntityIndex
+from zapomni_core.kernel.registry import Workspace
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.search import Candidate, SearchOptions, SearchPipeline, reciprocal_rank_fusion
-from zapomni_core.search.graph_leg import ExpansionConfig, GraphExpansion, fuse_leg, idf, query_entity_keys
 from zapomni_core.search.types import RetrievalQuery
-from zapomni_core.workspaces.registry import Workspace
 from zapomni_db import ChunkHit, JobRecord, MemoryInfo, SearchFilter
 from zapomni_db.graph_neighbours import GraphNeighbours
 

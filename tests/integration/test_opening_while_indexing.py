@@ -18,8 +18,8 @@ from tests.helpers import open_core, saved_keyword_files, shared_model, unit_vec
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.database import open_database
 from zapomni_core.errors import StorageUnavailable
+from zapomni_core.kernel.writing import content_hash
 from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, SearchRequest
-from zapomni_core.memories.writing import content_hash
 from zapomni_db import ChunkRow, GraphClient, GraphStores, MemoryRecord, SchemaSettings, indexes_building, migrate
 from zapomni_db.schema import create_vector_index, drop_vector_index, rewrite_append_only_file, wait_for_indexes
 

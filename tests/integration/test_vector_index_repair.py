@@ -16,8 +16,8 @@ import pytest
 from tests.helpers import open_core, unit_vector
 from zapomni_core import Settings
 from zapomni_core.database import open_database
+from zapomni_core.kernel.writing import content_hash
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
-from zapomni_core.memories.writing import content_hash
 from zapomni_db import ChunkRow, GraphClient, GraphStores, MemoryRecord, SchemaSettings, migrate, wait_for_indexes
 
 pytestmark = [pytest.mark.anyio, pytest.mark.own_database]  # restarts and the append-only file

@@ -7,6 +7,7 @@ The adapters (zapomni_mcp, zapomni_cli, zapomni_ops, zapomni_http) import the en
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 
 import zapomni_core
@@ -56,3 +57,53 @@ def test_the_public_face_names_only_what_it_holds() -> None:
     assert sorted(set(zapomni_core.__all__)) == sorted(zapomni_core.__all__)
     missing = [name for name in zapomni_core.__all__ if not hasattr(zapomni_core, name)]
     assert missing == []
+
+
+# Inside zapomni_core, the services (each a package of the tools' requests, replies and a service) stand on the
+# kernel (workspace registry, job runner, write pipeline), which stands on the search and on what a memory is
+# made of (content); none of those three imports a service. Services reach each other only upward
+# (graph → code → files; graph, workspaces and transfer → memories, jobs), and react to each other through
+# callbacks wired once in runtime.py (e.g. MemoryService's queue_extraction, JobService's on_cancelled).
+SERVICES = ("access", "code", "files", "graph", "health", "jobs", "memories", "transfer", "workspaces")
+BELOW_THE_SERVICES = ("content", "kernel", "search")
+
+
+def core_arrows() -> dict[str, set[str]]:
+    """Which parts of zapomni_core (its subpackages and top-level modules) each part imports."""
+
+    def part(module: str) -> str:
+        return module.split(".")[1] if module.count(".") else "__init__"
+
+    arrows: dict[str, set[str]] = defaultdict(set)
+    for where, module in imports("zapomni_core"):
+        if not module.startswith("zapomni_core."):
+            continue
+        source = where.split(":")[0].removesuffix(".py").split("/")
+        importer = source[1] if len(source) > 2 else source[1].removesuffix("__init__") or "__init__"
+        if importer != part(module):
+            arrows[importer].add(part(module))
+    return arrows
+
+
+def test_the_kernel_the_search_and_the_content_import_no_service() -> None:
+    arrows = core_arrows()
+    upward = {part: sorted(arrows[part] & set(SERVICES)) for part in BELOW_THE_SERVICES if arrows[part] & set(SERVICES)}
+    assert upward == {}
+
+
+def test_the_core_has_no_circle_of_imports() -> None:
+    arrows = core_arrows()
+    seen: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def circle_from(part: str, path: list[str]) -> list[str] | None:
+        seen[part] = 1
+        for target in sorted(arrows.get(part, ())):
+            if seen.get(target) == 1:
+                return [*path[path.index(target) :], target] if target in path else [part, target]
+            if target not in seen and (found := circle_from(target, [*path, target])):
+                return found
+        seen[part] = 2
+        return None
+
+    circles = [found for part in sorted(arrows) if part not in seen and (found := circle_from(part, [part]))]
+    assert circles == []

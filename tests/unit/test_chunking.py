@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from zapomni_core.content.chunking import Chunker
 from zapomni_core.embedders.tokens import TokenCounter
-from zapomni_core.memories.chunking import Chunker
 
 COUNT = TokenCounter()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from zapomni_core.content.chunking import Chunker
 from zapomni_core.files.formats import Document, Section
 from zapomni_core.files.pieces import document_pieces, document_text, line_span, located
-from zapomni_core.memories.chunking import Chunker
 
 
 def words(texts: Sequence[str]) -> list[int]:

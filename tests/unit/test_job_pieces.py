@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from zapomni_core.disk import MB, DiskStatus
-from zapomni_core.jobs.runner import _HOST, _owner_gone
+from zapomni_core.kernel.runner import _HOST, _owner_gone
 from zapomni_core.progress import Progress
 from zapomni_db import WriteSuspension
 

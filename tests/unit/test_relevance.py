@@ -13,7 +13,8 @@ import pytest
 
 from zapomni_core.search import Candidate, RetrievalQuery, SearchOptions, SearchPipeline, relevant_only
 from zapomni_core.search.fusion import reciprocal_rank_fusion
-from zapomni_core.search.types import FusionMethod, LegName
+from zapomni_core.search.types import LegName
+from zapomni_core.tuning import FusionMethod
 from zapomni_db import ChunkHit, MemoryInfo, SearchFilter
 
 pytestmark = pytest.mark.anyio

@@ -1,12 +1,12 @@
-"""Inferring a turn's speaker and thread (zapomni_core.memories.turns)."""
+"""Inferring a turn's speaker and thread (zapomni_core.content.turns)."""
 
 from __future__ import annotations
 
 import pytest
 
-from zapomni_core.memories.conversation import indexed_text, reading_context
+from zapomni_core.content.conversation import indexed_text, reading_context
+from zapomni_core.content.turns import THREAD_GAP_S, Inferred, ThreadTracker, leading_speaker
 from zapomni_core.memories.requests import MemoryMetadata
-from zapomni_core.memories.turns import THREAD_GAP_S, Inferred, ThreadTracker, leading_speaker
 
 
 @pytest.mark.parametrize(

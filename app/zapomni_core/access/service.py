@@ -18,7 +18,7 @@ from zapomni_core.access.requests import CreateTokenRequest, RevokeTokenRequest
 from zapomni_core.access.tokens import digest, new_token, token_id
 from zapomni_core.errors import Conflict, NotFound, StorageFailed
 from zapomni_core.faults import storage_boundary
-from zapomni_core.memories.replies import iso
+from zapomni_core.validation import iso
 from zapomni_db import AccessStore, DatabaseError, TokenRow
 
 log = structlog.get_logger(__name__)

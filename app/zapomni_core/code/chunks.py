@@ -12,8 +12,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from zapomni_core.code import ParsedFile, Symbol
+from zapomni_core.content.chunking import Chunker
 from zapomni_core.files.pieces import Piece, located
-from zapomni_core.memories.chunking import Chunker
 from zapomni_db import ChunkPlace
 
 

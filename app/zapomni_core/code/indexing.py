@@ -14,13 +14,13 @@ import structlog
 
 from zapomni_core.code import LANGUAGES, Import, ParsedFile, Symbol, language_for, parse_source, resolve
 from zapomni_core.code.chunks import code_pieces
+from zapomni_core.content.chunking import Chunker
 from zapomni_core.errors import ZapomniError
 from zapomni_core.files.formats import UnreadableFile
 from zapomni_core.files.sync import FileContent, FileRef, FileWalk, WalkArgs, walk_outcome
 from zapomni_core.files.walker import FoundFile
-from zapomni_core.jobs.runner import JobOutcome, JobRun
-from zapomni_core.memories.chunking import Chunker
-from zapomni_core.memories.writing import new_id
+from zapomni_core.kernel.runner import JobOutcome, JobRun
+from zapomni_core.kernel.writing import new_id
 from zapomni_core.threads import off_loop
 from zapomni_db import CodeFileRow, GraphStores, JobRow, SymbolRow
 

@@ -8,7 +8,7 @@ from zapomni_core.code.replies import CallGraph, CodeNeighbours, SymbolList, Sym
 from zapomni_core.code.requests import FindSymbolRequest, SymbolRequest
 from zapomni_core.errors import NotFound
 from zapomni_core.faults import storage_boundary
-from zapomni_core.workspaces.registry import Workspaces
+from zapomni_core.kernel.registry import Workspaces
 from zapomni_db import GraphStores, SymbolInfo
 
 # Fuzzy matches below this score (0-100) are not offered.

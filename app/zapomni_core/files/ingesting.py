@@ -6,14 +6,14 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from zapomni_core.content.chunking import Chunker
 from zapomni_core.errors import ZapomniError
 from zapomni_core.files.formats import DOCUMENT_EXTENSIONS, extract_document
 from zapomni_core.files.pieces import document_pieces, document_text
 from zapomni_core.files.sync import FileContent, FileRef, FileWalk, WalkArgs, walk_outcome
 from zapomni_core.files.walker import FoundFile
-from zapomni_core.jobs.runner import JobOutcome, JobRun
-from zapomni_core.memories.chunking import Chunker
-from zapomni_core.workspaces.registry import Workspace
+from zapomni_core.kernel.registry import Workspace
+from zapomni_core.kernel.runner import JobOutcome, JobRun
 from zapomni_db import GraphStores, JobRow
 
 log = structlog.get_logger(__name__)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zapomni_core.content.chunking import Chunker
 from zapomni_core.files.formats import Document
-from zapomni_core.memories.chunking import Chunker
 from zapomni_db import ChunkPlace
 
 # A section this short (a heading with nothing under it before the next heading) joins the next one.

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from zapomni_core.memories.requests import MAX_TAGS, Tag
+from zapomni_core.content.metadata import MAX_TAGS, Tag
 from zapomni_core.validation import ScopedRequest
 
 MAX_PATH_CHARS = 4096

@@ -10,7 +10,7 @@ from zapomni_core.faults import storage_boundary
 from zapomni_core.files.replies import WalkKind, WalkQueued
 from zapomni_core.files.requests import IndexCodebaseRequest, IngestPathRequest
 from zapomni_core.files.sync import FileWalk, WalkArgs, walk_job
-from zapomni_core.workspaces.registry import Workspaces
+from zapomni_core.kernel.registry import Workspaces
 
 log = structlog.get_logger(__name__)
 

@@ -26,6 +26,7 @@ from typing import Protocol
 
 import structlog
 
+from zapomni_core.content.metadata import MAX_TEXT_BYTES
 from zapomni_core.context import JOB_CONTEXT
 from zapomni_core.disk import DiskGuard, write_estimate
 from zapomni_core.errors import EmbedderUnavailable
@@ -42,9 +43,8 @@ from zapomni_core.files.walker import (
     read_file,
     walk,
 )
-from zapomni_core.jobs.runner import JobOutcome, JobRun
-from zapomni_core.memories.requests import MAX_TEXT_BYTES
-from zapomni_core.memories.writing import WritePipeline, new_id
+from zapomni_core.kernel.runner import JobOutcome, JobRun
+from zapomni_core.kernel.writing import WritePipeline, new_id
 from zapomni_core.progress import Progress
 from zapomni_core.threads import off_loop
 from zapomni_db import GraphStores, JobRecord, JobRow, MemoryRecord, StoredFile

@@ -27,8 +27,8 @@ import structlog
 from zapomni_core.errors import ExtractorUnavailable, ZapomniError
 from zapomni_core.graph.extraction import EXCLUSIVE_RELATIONS, ChunkGraph, Extractor
 from zapomni_core.graph.merge import EntityIndex, merge_chunk_entities
-from zapomni_core.jobs.runner import JobOutcome, JobRun
-from zapomni_core.memories.writing import new_id
+from zapomni_core.kernel.runner import JobOutcome, JobRun
+from zapomni_core.kernel.writing import new_id
 from zapomni_core.progress import Progress
 from zapomni_core.validation import parse_iso8601
 from zapomni_db import (

@@ -28,8 +28,8 @@ from zapomni_core.graph.replies import (
 from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, GraphOverviewRequest, GraphStatusRequest
 from zapomni_core.jobs.requests import JobStatusRequest
 from zapomni_core.jobs.service import JobService
+from zapomni_core.kernel.registry import Workspace, Workspaces
 from zapomni_core.memories.replies import HitEntity, HitRelation
-from zapomni_core.workspaces.registry import Workspace, Workspaces
 from zapomni_db import GraphStores, JobRow, KnownEntity
 
 log = structlog.get_logger(__name__)

@@ -2,8 +2,8 @@
 
 from zapomni_core.jobs.replies import CancelJobResult, JobInfo, JobList, for_remote
 from zapomni_core.jobs.requests import CancelJobRequest, JobStatusRequest, ListJobsRequest
-from zapomni_core.jobs.runner import JobRunner, JobSettings
 from zapomni_core.jobs.service import JobService
+from zapomni_core.kernel.runner import JobRunner, JobSettings
 
 __all__ = [
     "CancelJobRequest",

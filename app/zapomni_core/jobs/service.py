@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
@@ -15,11 +16,10 @@ from zapomni_core.errors import NotFound
 from zapomni_core.faults import storage_boundary
 from zapomni_core.jobs.replies import CancelJobResult, JobInfo, JobList, JobProgress, WaitingFor
 from zapomni_core.jobs.requests import ACTIVE_STATES, CancelJobRequest, JobStatusRequest, ListJobsRequest
-from zapomni_core.memories.indexing_job import KIND as INDEX_MEMORY
-from zapomni_core.memories.replies import iso
+from zapomni_core.kernel.registry import Workspaces
 from zapomni_core.progress import Progress
-from zapomni_core.workspaces.registry import Workspaces
-from zapomni_db import JobRow, JobRunners
+from zapomni_core.validation import iso
+from zapomni_db import GraphStores, JobRow, JobRunners
 
 log = structlog.get_logger(__name__)
 
@@ -30,9 +30,16 @@ WAIT_POLL_S = 0.5
 @storage_boundary
 class JobService:
     def __init__(
-        self, workspaces: Workspaces, disk: DiskGuard | None = None, runners: JobRunners | None = None
+        self,
+        workspaces: Workspaces,
+        disk: DiskGuard | None = None,
+        runners: JobRunners | None = None,
+        on_cancelled: Callable[[GraphStores, JobRow], Awaitable[bool]] | None = None,
     ) -> None:
         self._workspaces = workspaces
+        # What a cancelled job takes with it (a large add's memory: zapomni_core.memories.indexing_job.withdraw);
+        # True when it deleted a memory.
+        self._on_cancelled = on_cancelled
         self._disk = disk  # while it refuses writes, unfinished jobs are paused (see JobRunner)
         self._runners = runners  # which servers run jobs now; None: not known (then no job waits "for a server")
 
@@ -67,14 +74,13 @@ class JobService:
         return JobWaits(status.pause_reason if status is not None else None, kinds)
 
     async def cancel(self, request: CancelJobRequest) -> CancelJobResult:
-        """Cancel a pending or running job. A large add's indexing job takes its memory with it:
-        the add is withdrawn, and nothing of it stays in any index."""
+        """Cancel a pending or running job, and what it takes with it (`on_cancelled`)."""
         workspace, job = await self._find(request.job_id)
         stores = self._workspaces.stores(workspace)
         cancelled = await stores.jobs.cancel(job.id, "cancelled by cancel_job")
         memory_deleted = False
-        if cancelled is not None and cancelled.kind == INDEX_MEMORY and cancelled.memory_id:
-            memory_deleted = bool(await stores.writes.delete([cancelled.memory_id]))
+        if cancelled is not None and self._on_cancelled is not None:
+            memory_deleted = await self._on_cancelled(stores, cancelled)
         log.info("job.cancelled", workspace=workspace, job_id=job.id, was=job.state, memory_deleted=memory_deleted)
         return CancelJobResult(
             job=job_info(cancelled or job, workspace), cancelled=cancelled is not None, memory_deleted=memory_deleted

@@ -15,15 +15,15 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from zapomni_core.content.conversation import reading_context
 from zapomni_core.context import JOB_CONTEXT
 from zapomni_core.disk import DiskGuard, write_estimate
 from zapomni_core.errors import EmbedderUnavailable, ZapomniError
-from zapomni_core.jobs.runner import JobLost, JobOutcome, JobRun
-from zapomni_core.memories.conversation import reading_context
-from zapomni_core.memories.writing import WritePipeline, chunk_rows, metadata_of, new_id
+from zapomni_core.kernel.registry import Workspace
+from zapomni_core.kernel.runner import JobLost, JobOutcome, JobRun
+from zapomni_core.kernel.writing import WritePipeline, chunk_rows, metadata_of, new_id
 from zapomni_core.progress import Progress
-from zapomni_core.workspaces.registry import Workspace
-from zapomni_db import JobRecord, JobRow, StoredMemory
+from zapomni_db import GraphStores, JobRecord, JobRow, StoredMemory
 
 log = structlog.get_logger(__name__)
 
@@ -43,6 +43,14 @@ def _context(job: JobRow, memory: StoredMemory) -> str | None:
     if "context" in args:
         return None if args["context"] is None else str(args["context"])
     return reading_context(metadata_of(memory))  # a job queued by a version that did not carry it
+
+
+async def withdraw(stores: GraphStores, cancelled: JobRow) -> bool:
+    """A cancelled large add's job takes its memory with it: the add is withdrawn, and nothing of it stays in any
+    index. True when a memory was deleted."""
+    if cancelled.kind != KIND or not cancelled.memory_id:
+        return False
+    return bool(await stores.writes.delete([cancelled.memory_id]))
 
 
 class IndexMemory:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field
 
-from zapomni_core.memories.requests import MetadataValue
+from zapomni_core.content.metadata import MetadataValue
 from zapomni_core.search import Ranked
+from zapomni_core.validation import iso
 from zapomni_db import ListedKind, MemoryInfo, MemoryStatus, StoredChunk, StoredMemory
 
 PREVIEW_CHARS = 200
@@ -190,10 +190,6 @@ class SearchResult(BaseModel):
     workspace: str
     results: list[SearchHit]
     count: int
-
-
-def iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).isoformat()
 
 
 def preview(text: str) -> str:

@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+# Declared once in content.metadata; the requests take them as they are (`as`: exported from here too).
+from zapomni_core.content.metadata import MAX_METADATA_BYTES as MAX_METADATA_BYTES
+from zapomni_core.content.metadata import MAX_TAGS as MAX_TAGS
+from zapomni_core.content.metadata import MAX_TEXT_BYTES as MAX_TEXT_BYTES
+from zapomni_core.content.metadata import MemoryMetadata as MemoryMetadata
+from zapomni_core.content.metadata import MetadataValue as MetadataValue
+from zapomni_core.content.metadata import Tag as Tag
 from zapomni_core.search.types import SearchMode
 from zapomni_core.validation import BLANK_RULE, UUID_PATTERN, ScopedRequest, StrictModel, is_blank, parse_iso8601
 from zapomni_db import ListedKind, SearchFilter
 
-MAX_TEXT_BYTES = 10 * 1024 * 1024
-MAX_METADATA_BYTES = 10 * 1024
 MAX_QUERY_CHARS = 1000
 MAX_LIMIT = 100
-MAX_TAGS = 50
 MAX_DELETE_IDS = 1000
 MAX_PAGE = 100
 
-Tag = Annotated[str, Field(min_length=1, max_length=100)]
 MemoryId = Annotated[
     str, Field(pattern=UUID_PATTERN, description="A memory's id, as add_memory returned it (a lowercase UUID).")
 ]
-# Flat metadata values: FalkorDB properties hold primitives only.
-MetadataValue = str | int | float | bool
 
 
 def _text_field(description: str, **default: Any) -> Any:
@@ -39,55 +39,6 @@ def _check_text(value: str) -> str:
     if size > MAX_TEXT_BYTES:
         raise ValueError(f"must be at most {MAX_TEXT_BYTES} bytes of UTF-8 (got {size})")
     return value
-
-
-class MemoryMetadata(BaseModel):
-    """`tags`, `source`, `date`, a conversation turn's `speaker` and `thread`, and flat string/number/boolean keys."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-    __pydantic_extra__: dict[str, MetadataValue] = Field(init=False)
-
-    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS, description="Labels to filter by.")
-    source: str | None = Field(None, min_length=1, max_length=500, description="Where the text came from.")
-    date: str | None = Field(
-        None, description="ISO 8601 date or datetime the memory is about (default: when it was added)."
-    )
-    # A conversation turn: stored one turn per memory, it is read with who said it, when, and the
-    # turns before it (zapomni_core.conversation).
-    speaker: str | None = Field(
-        None,
-        min_length=1,
-        max_length=200,
-        description="For a conversation turn: who said it. Indexed with the text as 'speaker (date): text'.",
-    )
-    thread: str | None = Field(
-        None,
-        min_length=1,
-        max_length=200,
-        description="For a conversation turn: the conversation it belongs to (one id per chat session). "
-        "Search reads each turn together with the turns before it in the same thread, so add a "
-        "thread's turns in the order they were said.",
-    )
-
-    @field_validator("date")
-    @classmethod
-    def _iso_date(cls, value: str | None) -> str | None:
-        return None if value is None else parse_iso8601(value).isoformat()
-
-    @model_validator(mode="after")
-    def _bounded(self) -> MemoryMetadata:
-        for key in self.model_extra or {}:
-            if not key or len(key) > 64:
-                raise ValueError("keys must be 1 to 64 characters long")
-        size = len(json.dumps(self.model_dump(exclude_none=True)).encode())
-        if size > MAX_METADATA_BYTES:
-            raise ValueError(f"must be at most {MAX_METADATA_BYTES} bytes as JSON (got {size})")
-        return self
-
-    def extra(self) -> dict[str, Any]:
-        """What is stored as the memory's extra metadata: the flat keys, and a turn's speaker and thread."""
-        turn = {key: value for key, value in (("speaker", self.speaker), ("thread", self.thread)) if value is not None}
-        return dict(self.model_extra or {}) | turn
 
 
 class AddMemoryRequest(ScopedRequest):

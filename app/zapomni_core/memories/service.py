@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
@@ -12,18 +12,21 @@ import anyio
 import structlog
 from pydantic import ValidationError
 
+from zapomni_core.content.conversation import reading_context
+from zapomni_core.content.turns import Inferred, ThreadTracker, inferred_speaker
 from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate, until_committed
 from zapomni_core.disk import DiskGuard, write_estimate
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import Conflict, NotFound, ShuttingDown
 from zapomni_core.faults import storage_boundary
-from zapomni_core.graph.service import GraphService
+from zapomni_core.kernel.registry import Workspace, Workspaces
+from zapomni_core.kernel.writing import WritePipeline, content_hash, memory_record, metadata_of, new_id
 from zapomni_core.memories import cursors, replies
-from zapomni_core.memories.conversation import reading_context
 from zapomni_core.memories.indexing_job import index_job
 from zapomni_core.memories.replies import (
     AddMemoryResult,
     DeleteMemoryResult,
+    HitEntity,
     MemoryChunks,
     MemoryDetail,
     MemoryPage,
@@ -41,11 +44,8 @@ from zapomni_core.memories.requests import (
     SearchRequest,
     UpdateMemoryRequest,
 )
-from zapomni_core.memories.turns import Inferred, ThreadTracker, inferred_speaker
-from zapomni_core.memories.writing import WritePipeline, content_hash, memory_record, metadata_of, new_id
 from zapomni_core.search import RetrievalQuery, SearchOptions
-from zapomni_core.workspaces.registry import Workspace, Workspaces
-from zapomni_db import SearchFilter, StoredMemory
+from zapomni_db import GraphStores, SearchFilter, StoredMemory
 
 log = structlog.get_logger(__name__)
 
@@ -75,7 +75,8 @@ class MemoryService:
         embedder: CachedEmbedder,
         writer: WritePipeline,
         shutdown: ShutdownGate,
-        graph: GraphService,
+        queue_extraction: Callable[[Workspace], Awaitable[None]],
+        graph_context: Callable[[GraphStores, Sequence[str]], Awaitable[dict[str, list[HitEntity]]]],
         disk: DiskGuard,
         wake_jobs: Callable[[], None],
         background_add_bytes: int,
@@ -85,7 +86,10 @@ class MemoryService:
         self._embedder = embedder
         self._writer = writer
         self._shutdown = shutdown
-        self._graph = graph
+        # The knowledge graph, reached through what `runtime` wires in: new memories queued for entity extraction,
+        # and the entities of search hits (graph_context).
+        self._queue_extraction = queue_extraction
+        self._graph_context = graph_context
         self._disk = disk  # free space on the data directory's disk: checked before every add and update
         self._wake_jobs = wake_jobs
         self._background_add_bytes = background_add_bytes
@@ -158,7 +162,7 @@ class MemoryService:
                 raise Conflict("the memory changed while it was being stored; retry")
             return await self._merge_duplicate(workspace, existing, request)
         self.writes_committed += 1
-        await self._graph.queue_new_memories(workspace)
+        await self._queue_extraction(workspace)
         log.info(
             "memory.added",
             workspace=workspace.name,
@@ -273,7 +277,7 @@ class MemoryService:
             raise NotFound(f"memory_id: memory {request.memory_id} was deleted while it was being updated")
         self.writes_committed += 1
         if reindex:  # its graph evidence went with its old chunks; extraction runs again
-            await self._graph.queue_new_memories(workspace)
+            await self._queue_extraction(workspace)
         log.info("memory.updated", workspace=workspace.name, **result.model_dump(exclude={"workspace"}))
         return result
 
@@ -348,7 +352,7 @@ class MemoryService:
         )
         hits = [replies.hit(r, name) for r in ranked]
         if request.graph_context and hits:
-            context = await self._graph.hit_context(workspace.stores, [hit.chunk_id for hit in hits])
+            context = await self._graph_context(workspace.stores, [hit.chunk_id for hit in hits])
             hits = [hit.model_copy(update={"entities": context.get(hit.chunk_id, [])}) for hit in hits]
         return SearchResult(workspace=name, results=hits, count=len(hits))
 

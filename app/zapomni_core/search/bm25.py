@@ -17,20 +17,19 @@ import bisect
 import contextlib
 import math
 import time
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import structlog
 
-from zapomni_core.memories.conversation import THREAD_WINDOW, indexed_text
+from zapomni_core.content.conversation import THREAD_WINDOW, indexed_text
 from zapomni_core.search.analyzer import Analyzer, TermCounts
 from zapomni_core.search.chunk_ids import ChunkIds
 from zapomni_db import IndexedChunk, SearchReads
-
-if TYPE_CHECKING:
-    from zapomni_core.search.keyword_file import KeywordIndexFile
 
 log = structlog.get_logger(__name__)
 
@@ -386,6 +385,30 @@ def _offsets(terms: np.ndarray, vocabulary: int) -> np.ndarray:
     return offsets
 
 
+@dataclass(frozen=True)
+class SavedIndex:
+    state: Bm25State
+    seq: int  # every change up to this sequence number is in `state`
+
+
+class SavedFile(Protocol):
+    """Where an index is saved between runs (zapomni_core.search.keyword_file: one graph's file)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def save_after(self) -> int: ...
+
+    async def load(self, *, window: int, latest: int, pruned_upto: int) -> SavedIndex | None: ...
+
+    def saving(self) -> AbstractAsyncContextManager[None]: ...
+
+    async def write(self, state: Bm25State, seq: int) -> bool: ...
+
+    async def discard(self) -> None: ...
+
+
 class SyncedBm25Index:
     """A `Bm25Index` that catches up with the database before every search.
 
@@ -401,7 +424,7 @@ class SyncedBm25Index:
     once per `SAVE_INTERVAL_S` (decision 0037).
     """
 
-    def __init__(self, search: SearchReads, saved: KeywordIndexFile | None = None) -> None:
+    def __init__(self, search: SearchReads, saved: SavedFile | None = None) -> None:
         self._reads = search
         self._saved = saved
         self._index = Bm25Index()

@@ -32,7 +32,6 @@ import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ import numpy as np
 import structlog
 
 from zapomni_core.processes import process_alive
-from zapomni_core.search.bm25 import MAX_COUNT, Bm25State
+from zapomni_core.search.bm25 import MAX_COUNT, Bm25State, SavedIndex
 from zapomni_db import Maintenance
 
 log = structlog.get_logger(__name__)
@@ -49,12 +48,6 @@ log = structlog.get_logger(__name__)
 # JSON, counts as float32) is still read: a million-chunk store does not rebuild its index on upgrade.
 FORMAT = 2
 _READS = (1, FORMAT)
-
-
-@dataclass(frozen=True)
-class SavedIndex:
-    state: Bm25State
-    seq: int  # every change up to this sequence number is in `state`
 
 
 class KeywordIndexFiles:

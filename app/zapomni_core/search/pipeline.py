@@ -6,30 +6,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only, score_fusion
-from zapomni_core.search.temporal import DEFAULT_DAYS_WEIGHT, DEFAULT_WHEN_WEIGHT, favour_times, question_time
-from zapomni_core.search.types import Candidate, FusionMethod, LegName, Ranked, RetrievalQuery, Retriever, SearchMode
-
-if TYPE_CHECKING:
-    from zapomni_core.search.graph_leg import GraphExpansion
-
-
-# Cosine similarity below which a result the keyword leg did not find counts as unrelated.
-# Calibrated on the SciFact train claims: docs/decisions/0008-relevance-floor.md.
-DEFAULT_RELEVANCE_FLOOR = 0.275
-# What a vector rank is worth in RRF against a keyword rank (1). Chosen on the SciFact train claims:
-# docs/decisions/0015-conversational-recall.md.
-DEFAULT_VECTOR_WEIGHT = 0.7
-# The RRF constant and how deep each leg looks: chosen by leave-one-conversation-out on LoCoMo's development
-# half, k 10 also the best on the SciFact train claims (docs/decisions/0027-temporal-and-multi-hop-recall.md).
-# With k 60 and depth 50 a chunk both legs found far down outranked a leg's first hit.
-DEFAULT_RRF_K = 10
-DEFAULT_LEG_DEPTH = 50
-# How hybrid search fuses its two legs, and the vector leg's share when it fuses scores (docs/decisions/0035).
-DEFAULT_FUSION: FusionMethod = "scores"
-DEFAULT_VECTOR_SHARE = 0.5
+from zapomni_core.search.temporal import favour_times, question_time
+from zapomni_core.search.types import Candidate, Expansion, LegName, Ranked, RetrievalQuery, Retriever, SearchMode
+from zapomni_core.tuning import (
+    DEFAULT_DAYS_WEIGHT,
+    DEFAULT_FUSION,
+    DEFAULT_LEG_DEPTH,
+    DEFAULT_RELEVANCE_FLOOR,
+    DEFAULT_RRF_K,
+    DEFAULT_VECTOR_SHARE,
+    DEFAULT_VECTOR_WEIGHT,
+    DEFAULT_WHEN_WEIGHT,
+    FusionMethod,
+)
 
 
 @dataclass(frozen=True)
@@ -52,7 +43,7 @@ class SearchPipeline:
         vector_weight: float = DEFAULT_VECTOR_WEIGHT,
         fusion: FusionMethod = DEFAULT_FUSION,
         vector_share: float = DEFAULT_VECTOR_SHARE,
-        expansion: GraphExpansion | None = None,
+        expansion: Expansion | None = None,
         days_weight: float = DEFAULT_DAYS_WEIGHT,
         when_weight: float = DEFAULT_WHEN_WEIGHT,
     ) -> None:

@@ -28,11 +28,6 @@ from datetime import UTC, date, datetime, timedelta
 from zapomni_core.search.types import Ranked
 from zapomni_core.validation import parse_iso8601
 
-# What a place in the time list is worth in the fusion, against a keyword rank's 1 (chosen by
-# leave-one-conversation-out on LoCoMo's development half: docs/decisions/0027).
-DEFAULT_DAYS_WEIGHT = 1.0  # results whose stated days meet the days a question names
-DEFAULT_WHEN_WEIGHT = 1.0  # results that state a time at all, for a question asking when
-
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
 _WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}

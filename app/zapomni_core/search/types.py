@@ -11,8 +11,6 @@ LegName = Literal["vector", "keyword", "graph"]  # graph: the expansion list (se
 # hybrid: both legs fused (search/fusion.py); the one list of modes that the tools, the CLI and the pipeline accept.
 SearchMode = Literal["hybrid", "vector", "keyword"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
-# How hybrid search fuses its legs: their scores (a convex combination) or their ranks (RRF).
-FusionMethod = Literal["scores", "ranks"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +59,13 @@ class Retriever(Protocol):
 def similarity_from_distance(distance: float) -> float:
     """FalkorDB reports cosine distance (1 - cos, in [0, 2]); users get cosine similarity in [0, 1]."""
     return min(1.0, max(0.0, 1.0 - distance))
+
+
+class Expansion(Protocol):
+    """A list fused into hybrid results after the legs (the knowledge graph's: zapomni_core.graph.expansion)."""
+
+    async def expand(
+        self, query: RetrievalQuery, ranked: list[Ranked], k: int, *, rrf_k: int, floor: float
+    ) -> list[Ranked]:
+        """`ranked` (the fused legs, before the relevance rule) with this list fused in."""
+        ...

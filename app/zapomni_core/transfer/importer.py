@@ -13,11 +13,12 @@ from typing import BinaryIO
 import structlog
 from pydantic import ValidationError
 
+from zapomni_core.content.conversation import reading_context
+from zapomni_core.content.turns import inferred_speaker
 from zapomni_core.embedders import CachedEmbedder
-from zapomni_core.memories.conversation import reading_context
+from zapomni_core.kernel.registry import Workspace, Workspaces
+from zapomni_core.kernel.writing import Split, WritePipeline, chunk_rows, memory_record, new_id
 from zapomni_core.memories.requests import AddMemoryRequest
-from zapomni_core.memories.turns import inferred_speaker
-from zapomni_core.memories.writing import Split, WritePipeline, chunk_rows, memory_record, new_id
 from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.transfer.format import (
     BODY_LINE,
@@ -39,7 +40,6 @@ from zapomni_core.transfer.format import (
     TransferError,
 )
 from zapomni_core.validation import parse_iso8601
-from zapomni_core.workspaces.registry import Workspace, Workspaces
 from zapomni_db import ChunkPlace, EntityRow, MentionRow, RelationRow
 
 log = structlog.get_logger(__name__)

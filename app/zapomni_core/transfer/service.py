@@ -9,12 +9,12 @@ from zapomni_core.disk import DiskGuard
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.faults import storage_boundary
 from zapomni_core.graph.service import GraphService
-from zapomni_core.memories.writing import WritePipeline
+from zapomni_core.kernel.registry import Workspaces
+from zapomni_core.kernel.writing import WritePipeline
 from zapomni_core.progress import ProgressFn
 from zapomni_core.transfer.export import ExportReport, ExportSource, export_memories
 from zapomni_core.transfer.format import EmbedderInfo
 from zapomni_core.transfer.importer import ImportReport, ImportTarget, import_memories
-from zapomni_core.workspaces.registry import Workspaces
 
 
 @storage_boundary

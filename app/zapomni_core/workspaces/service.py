@@ -13,8 +13,8 @@ from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.faults import storage_boundary
 from zapomni_core.graph.service import GraphService
 from zapomni_core.jobs import JobService
+from zapomni_core.kernel.registry import Workspaces
 from zapomni_core.memories.service import MemoryService
-from zapomni_core.workspaces.registry import Workspaces
 from zapomni_core.workspaces.replies import (
     DayCount,
     DeleteWorkspaceResult,

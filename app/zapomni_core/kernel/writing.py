@@ -10,13 +10,13 @@ from dataclasses import dataclass, replace
 
 import structlog
 
+from zapomni_core.content.chunking import Chunker
+from zapomni_core.content.conversation import indexed_text
+from zapomni_core.content.metadata import MemoryMetadata
+from zapomni_core.content.turns import NOTHING, Inferred, speaker_of
 from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate
 from zapomni_core.embedders import CachedEmbedder
 from zapomni_core.errors import ShuttingDown
-from zapomni_core.memories.chunking import Chunker
-from zapomni_core.memories.conversation import indexed_text
-from zapomni_core.memories.requests import MemoryMetadata
-from zapomni_core.memories.turns import NOTHING, Inferred, speaker_of
 from zapomni_core.progress import Progress
 from zapomni_core.threads import off_loop
 from zapomni_core.validation import parse_iso8601

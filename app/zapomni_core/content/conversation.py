@@ -11,7 +11,7 @@ docs/decisions/0015-conversational-recall.md.
 
 from __future__ import annotations
 
-from zapomni_core.memories.requests import MemoryMetadata
+from zapomni_core.content.metadata import MemoryMetadata
 from zapomni_core.validation import parse_iso8601
 
 # Turns before a turn, in its thread, that its keyword document includes.
@@ -22,7 +22,7 @@ def reading_context(metadata: MemoryMetadata | None, inferred_speaker: str | Non
     """`Speaker (8 May 2023)`, `Speaker` or None: what a reader needs before a turn's text.
 
     The speaker is the one given, else the one inferred from the text's `Name:` lead
-    (zapomni_core.memories.turns).
+    (zapomni_core.content.turns).
     """
     speaker = (metadata.speaker if metadata else None) or inferred_speaker
     if speaker is None:

@@ -39,9 +39,9 @@ import structlog
 
 from zapomni_core.disk import DiskGuard, DiskStatus
 from zapomni_core.errors import ShuttingDown, StorageFull, ZapomniError
+from zapomni_core.kernel.registry import Workspace, Workspaces
 from zapomni_core.processes import process_alive
 from zapomni_core.progress import Progress
-from zapomni_core.workspaces.registry import Workspace, Workspaces
 from zapomni_db import (
     DatabaseError,
     DatabaseUnavailable,

@@ -25,7 +25,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from zapomni_core.memories.requests import MemoryMetadata
+from zapomni_core.content.metadata import MemoryMetadata
 from zapomni_core.validation import parse_iso8601
 
 # Idle time that ends a conversation: the customary session timeout of web analytics (30 min). On

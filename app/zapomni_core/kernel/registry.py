@@ -20,15 +20,15 @@ from dataclasses import dataclass
 import structlog
 
 from zapomni_core.errors import ConfigurationError, NotFound
-from zapomni_core.reembed import in_progress_message
+from zapomni_core.kernel.settling import indexes_still_building, settle, settle_after_build
 from zapomni_core.search import SearchPipeline
 from zapomni_core.search.bm25 import SyncedBm25Index
 from zapomni_core.search.keyword_file import KeywordIndexFiles
-from zapomni_core.workspaces.settling import indexes_still_building, settle, settle_after_build
 from zapomni_db import (
     Connection,
     GraphClient,
     GraphStores,
+    ReembedState,
     SchemaMismatch,
     SchemaSettings,
     describe_builds,
@@ -37,6 +37,15 @@ from zapomni_db import (
 from zapomni_db.workspaces import drop_keyword_stamp, drop_workspace_graph, existing_workspaces, graph_for
 
 log = structlog.get_logger(__name__)
+
+
+def in_progress_message(state: ReembedState) -> str:
+    """Why the engine will not open a graph in the middle of a re-embed, and what to do."""
+    return (
+        f"a re-embed of this graph to {state.model} ({state.dimension}-d) has not finished, and until it does the "
+        "graph has no vector index. Run `zapomni migrate reembed` with that embedder configured to complete it "
+        "(it resumes where it stopped), or with the previous embedder configured to go back"
+    )
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from typing import Any
 
 import structlog
 
-from zapomni_core.memories.turns import stored_speaker
-from zapomni_core.memories.writing import content_hash
+from zapomni_core.content.turns import stored_speaker
+from zapomni_core.kernel.writing import content_hash
 from zapomni_db import (
     DERIVED,
     DerivedField,
