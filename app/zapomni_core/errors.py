@@ -22,7 +22,7 @@ ZapomniError
 ├── TransferError          an export or import cannot go on (transfer/format.py)
 ├── FileRefused            one file is outside the allowed roots, too large, not a file... (files/walker.py)
 ├── UnreadableFile         one file is not the document it claims to be (files/formats/_document.py)
-├── JobLost                a job was cancelled or taken over: its worker stops (jobs/runner.py)
+├── JobLost                a job was cancelled or taken over: its worker stops (kernel/runner.py)
 ├── CheckFailed            a health check's negative answer (health/results.py)
 ├── BackupFailed           a backup or restore did not happen (zapomni_ops/backups.py)
 └── CliError               a command-line failure with its exit code (zapomni_cli/errors.py)

@@ -7,7 +7,7 @@ from typing import Literal, Protocol, get_args
 
 from zapomni_db import ChunkHit, SearchFilter
 
-LegName = Literal["vector", "keyword", "graph"]  # graph: the expansion list (search/graph_leg.py)
+LegName = Literal["vector", "keyword", "graph"]  # graph: the expansion list (graph/expansion.py)
 # hybrid: both legs fused (search/fusion.py); the one list of modes that the tools, the CLI and the pipeline accept.
 SearchMode = Literal["hybrid", "vector", "keyword"]
 SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
