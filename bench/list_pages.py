@@ -77,6 +77,7 @@ async def measure(core: ZapomniCore, client: GraphClient) -> dict[str, Any]:
     for order in ("newest", "oldest"):  # untimed: the first page finds the store's bounds, once
         await core.memories.page(ListMemoriesRequest(limit=20, order=order))
     for order in ("newest", "oldest"):
+        # the loop's str is one of the Literal's values:
         request = ListMemoriesRequest(limit=20, order=order)  # type: ignore[arg-type]
         out[f"page_{order}_ms"] = summary_ms(
             [await timed_ms(partial(core.memories.page, request)) for _ in range(SAMPLES)]
@@ -86,6 +87,7 @@ async def measure(core: ZapomniCore, client: GraphClient) -> dict[str, Any]:
     middle = rows[len(rows) // 2]
     for order in ("newest", "oldest"):
         cursor = encode_cursor(PageKey(int(middle[1]), middle[0]), order)
+        # the loop's str is one of the Literal's values:
         request = ListMemoriesRequest(limit=20, order=order, cursor=cursor)  # type: ignore[arg-type]
         out[f"page_middle_{order}_ms"] = summary_ms(
             [await timed_ms(partial(core.memories.page, request)) for _ in range(SAMPLES)]

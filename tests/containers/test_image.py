@@ -91,6 +91,7 @@ def test_the_image_carries_no_secret_and_no_build_machine_certificate(tmp_path: 
             files += 1
             if member.name.lstrip("./").startswith("run/secrets"):
                 found.append(f"{member.name}: a build secret left behind")
+            # a regular file's member always has a reader:
             data = tar.extractfile(member).read()  # type: ignore[union-attr]
             if hashlib.sha256(data).hexdigest() == bundle_digest:
                 found.append(f"{member.name}: the build machine's CA bundle")

@@ -96,6 +96,7 @@ def assert_fits_80_columns(table: str, headers: list[str]) -> None:
     lines = [line for line in table.splitlines() if not line.startswith("next page: --cursor ")]
     assert lines and all(len(line) <= 80 for line in lines), table
     header = lines[0]
+    # every header name is in the header line:
     starts = [re.search(rf"(?<!\S){name}(?!\S)", header).start() for name in headers]  # type: ignore[union-attr]
     widths = [b - a for a, b in zip(starts, [*starts[1:], 81], strict=True)]
     assert min(widths) >= 6, (widths, table)  # no column squeezed to a sliver

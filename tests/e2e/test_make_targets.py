@@ -47,6 +47,7 @@ def test_make_help_puts_every_description_in_one_column() -> None:
     listing = make("help", os.environ["PATH"]).stdout
     lines = [line for line in listing.splitlines() if line.startswith("  make ")]
     assert len(lines) >= 20, listing
+    # every line kept starts with "  make ":
     columns = {re.match(r"  make \S+\s+", line).end() for line in lines}  # type: ignore[union-attr]
     assert len(columns) == 1, listing
     assert "make test-appliance   build the image" in listing, listing

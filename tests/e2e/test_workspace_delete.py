@@ -32,7 +32,7 @@ async def until_logged(path: Path, predicate: object, timeout_s: float = 120.0) 
     with anyio.fail_after(timeout_s):
         while True:
             for event in log_events(path):
-                if predicate(event):  # type: ignore[operator]
+                if predicate(event):  # type: ignore[operator]  # the predicate is a callable the caller passed
                     return event
             await anyio.sleep(0.05)
 

@@ -81,6 +81,7 @@ async def test_a_write_the_full_disk_stopped_suspends_writes_instead_of_a_restar
                 await client.query("CREATE (:N {i: $i, v: $v})", {"i": 100 + i, "v": PAYLOAD})
             assert isinstance(user_error(refused.value, guard), StorageFull)
         assert server_pids(small_disk) == second_server
+        # a full disk always carries a warning:
         assert (await asyncio.to_thread(guard.status)).warning.startswith("The database's disk is full")  # type: ignore[union-attr]
 
         filler.unlink()

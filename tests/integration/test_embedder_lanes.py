@@ -133,6 +133,7 @@ async def test_a_failing_batch_fails_only_the_callers_with_a_text_in_it(embedder
         )
         assert isinstance(outcomes[0], RuntimeError)
         for got, texts in zip(outcomes[1:], healthy, strict=True):
+            # gather's results are vectors here (no exception was asked for):
             assert_same_vectors(got, embedder.embed_sync(texts))  # type: ignore[arg-type]
     finally:
         await asyncio.to_thread(batcher.close)

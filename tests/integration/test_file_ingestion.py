@@ -82,14 +82,16 @@ async def files_core(tmp_path: Path, data_dir: Path) -> AsyncIterator[ZapomniCor
 
 
 async def ingest(core: ZapomniCore, path: Path | str, **extra: object) -> JobInfo:
+    # the extra fields are the request's own, checked at run time:
     queued = await core.files.ingest(IngestPathRequest(path=str(path), **extra))  # type: ignore[arg-type]
     info = await core.jobs.status(JobStatusRequest(job_id=queued.job_id, wait_s=50))
     assert info.state in ("completed", "completed_with_errors"), info
     return info
 
 
+# hits of any reply shape:
 async def search(core: ZapomniCore, query: str, kind: str | None = "document") -> list:  # type: ignore[type-arg]
-    filters = SearchFilters(kind=kind) if kind else None  # type: ignore[arg-type]
+    filters = SearchFilters(kind=kind) if kind else None  # type: ignore[arg-type]  # kind is one of ListedKind's values
     return (await core.memories.search(SearchRequest(query=query, filters=filters, limit=5))).results
 
 

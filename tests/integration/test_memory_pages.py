@@ -37,7 +37,7 @@ def _memory(
         created_at=created_at,
         content_hash=text,
         date_ts=created_at,
-        **fields,  # type: ignore[arg-type]
+        **fields,  # type: ignore[arg-type]  # the fields are the record's own, checked at run time
     )
     vector = [rng.uniform(-1, 1) for _ in range(dimension)]
     return record, [ChunkRow(str(uuid.uuid4()), 0, text, vector)]
@@ -85,6 +85,7 @@ async def test_windowed_pages_equal_ordering_every_memory(core: ZapomniCore) -> 
                 _EVERY.format(d=direction), search.as_params()
             )]  # fmt: skip
             for limit in (1, 3, 7, 100):
+                # the search filter is built from the case's plain values:
                 assert await _all_pages(stores.reads, search, order, limit) == expected, (order, search, limit)  # type: ignore[arg-type]
     assert len(await _all_pages(stores.reads, SearchFilter(), "oldest", 7)) == len(made) + 1
 

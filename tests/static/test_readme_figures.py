@@ -75,6 +75,7 @@ def numbers_of(name: str) -> list[Decimal]:
 def matches(figure: str, candidates: list[Decimal]) -> bool:
     """Written as in the file, or rounded half up to the README's decimals, also from ms to s or to a percentage."""
     value = Decimal(figure.replace(",", ""))
+    # a finite Decimal's exponent is an int:
     step = Decimal(1).scaleb(value.as_tuple().exponent)  # type: ignore[arg-type]
     for c in candidates:
         for scaled in (c, c / 1000, c * 100):

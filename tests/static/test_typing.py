@@ -1,5 +1,5 @@
-"""The type checker is part of lint: mypy checks every package of app/, each package says it is typed
-(PEP 561), and every `type: ignore` that is left names its error code and says why."""
+"""The type checker is part of lint: mypy checks every package of app/, the tests and the benches, each package says
+it is typed (PEP 561), and every `type: ignore` that is left names its error code and says why."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_make_lint_runs_mypy_on_every_package() -> None:
         "zapomni_mcp",
         "zapomni_ops",
     ]
-    assert sorted(mypy["packages"]) == PACKAGES, "a package of app/ is not type-checked"
+    assert sorted(mypy["packages"]) == sorted([*PACKAGES, "tests", "bench"]), "a package is not type-checked"
     assert mypy["strict"] is True and mypy["warn_unused_ignores"] is True
     assert "$(BIN)/mypy" in _recipe("lint"), _recipe("lint")
 
@@ -50,7 +50,8 @@ def test_every_package_ships_its_py_typed_marker() -> None:
 def test_every_type_ignore_names_its_code_and_says_why() -> None:
     # The reason is a comment after the ignore or on the line just above it.
     bare = []
-    for path in sorted(APP.rglob("*.py")):
+    checked = [*APP.rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]
+    for path in sorted(p for p in checked if "fixtures" not in p.parts):
         lines = path.read_text().splitlines()
         for number, line in enumerate(lines, 1):
             found = _IGNORE.search(line)
@@ -59,5 +60,5 @@ def test_every_type_ignore_names_its_code_and_says_why() -> None:
             above = lines[number - 2].strip() if number > 1 else ""
             explained = found["rest"].strip().startswith("#") or above.startswith("#")
             if not found["codes"] or not explained:
-                bare.append(f"{path.relative_to(APP)}:{number}")
+                bare.append(f"{path.relative_to(ROOT)}:{number}")
     assert not bare, f"type: ignore without an error code or a reason: {bare}"

@@ -122,8 +122,9 @@ def test_text_and_file_together_are_refused(tmp_path: Path) -> None:
     path.write_text("notes")
     with pytest.raises(CliError, match="not both"):
         read_text("typed", path)
-    assert read_text(None, path).value == "notes"  # type: ignore[union-attr]
+    assert read_text(None, path).value == "notes"  # type: ignore[union-attr]  # a readable file gives a value
     path.write_bytes(b"\xef\xbb\xbfwith a byte-order mark")
+    # a readable file gives a value:
     assert read_text(None, path).value == "with a byte-order mark"  # type: ignore[union-attr]
 
 
@@ -174,6 +175,7 @@ def test_log_levels(monkeypatch: pytest.MonkeyPatch) -> None:
 def printed(result: Any, width: int = 80) -> list[str]:
     out = Console(file=io.StringIO(), width=width, highlight=False, emoji=False)
     render.render(result, out)
+    # the console writes into a StringIO here:
     lines: list[str] = out.file.getvalue().splitlines()  # type: ignore[attr-defined]
     return lines
 
@@ -181,6 +183,7 @@ def printed(result: Any, width: int = 80) -> list[str]:
 def column_widths(lines: list[str], names: list[str]) -> list[int]:
     """Each column's width, from where the header names start (the last runs to the widest row)."""
     header = lines[0]
+    # every column name is in the header line:
     starts = [re.search(rf"(?<!\S){re.escape(name)}(?!\S)", header).start() for name in names]  # type: ignore[union-attr]
     end = max(len(line.rstrip()) for line in lines) + 1
     return [stop - start for start, stop in zip(starts, [*starts[1:], end], strict=True)]
@@ -371,6 +374,7 @@ def test_no_jobs_says_so_naming_the_state_asked_for() -> None:
     out = Console(file=io.StringIO(), width=80)
     args = build_parser().parse_args(["list_jobs", "--state", "failed"])
     args.memory_command.show(empty, args, out)
+    # the console writes into a StringIO here:
     assert out.file.getvalue() == "No failed jobs in workspace 'w'.\n"  # type: ignore[attr-defined]
     assert job_commands.COMMANDS[1].show is not None
 

@@ -247,6 +247,7 @@ def test_entities_created_during_a_job_are_matched_by_later_chunks() -> None:
     assert first.is_new and "kubernetes|PRODUCT" in built
     later = built.observe(Mention("Kubernets", "PRODUCT", 0.7))
     assert (later.key, later.how) == ("kubernetes|PRODUCT", "fuzzy")
+    # the entity was just built:
     assert built.get("kubernetes|PRODUCT").aliases == ("Kubernets",)  # type: ignore[union-attr]
 
 

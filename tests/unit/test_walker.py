@@ -35,7 +35,7 @@ def write(path: Path, text: str = "x") -> Path:
 def run(target: Path | str, roots: list[Path], **options: object) -> list[FoundFile | Refused]:
     options.setdefault("max_file_bytes", LIMIT)
     plan = plan_walk(str(target), roots)
-    return list(walk(plan, roots=roots, **options))  # type: ignore[arg-type]
+    return list(walk(plan, roots=roots, **options))  # type: ignore[arg-type]  # the options are the walk's own keywords
 
 
 def found(items: list[FoundFile | Refused]) -> list[str]:
@@ -422,7 +422,7 @@ def test_read_file_open_never_blocks_on_a_fifo_swapped_in_after_the_check(
     def stale_stat(path: object, *args: object, **kwargs: object) -> os.stat_result:
         if str(path) == str(pipe):
             return os.stat_result((stat.S_IFREG | 0o644, 0, 0, 1, 0, 0, 3, 0, 0, 0))
-        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]  # os.stat's own arguments, passed on
 
     monkeypatch.setattr(os, "stat", stale_stat)
     outcome: list[BaseException] = []
