@@ -3,8 +3,8 @@
 It runs up to `slots` jobs at once, claiming the oldest claimable job of any workspace whenever a slot is
 free, one job of a kind per workspace at a time: a large add queued behind a folder ingest starts beside it
 instead of waiting for it to end (a 1 MB add waited over 5 minutes behind a 150-file ingest when jobs ran one
-at a time; issue 38). Their embeddings
-share the background lane, which interactive requests always go ahead of (decision 0039).
+at a time; issue 38). Their embeddings share the background lane, which interactive requests always go ahead
+of (decision 0039).
 
 A job is claimed under a lease that the worker renews as it reports progress; a worker that dies
 (kill -9) stops renewing, and any server on the store takes the job over once the lease lapses
