@@ -77,7 +77,7 @@ test: lint  ## lint, then run the whole test suite (all but the container stack)
 # The property runs of the suite (hostile strings in every tool, any text through the database) with 20 times the
 # examples `make test` gives them.
 test-properties: $(TEST_STAMP)  ## the property tests with 20 times the examples `make test` gives them
-	ZAPOMNI_TEST_EXHAUSTIVE=1 $(BIN)/python -m pytest -m property -p no:cacheprovider tests
+	ZAPOMNI_TEST_EXHAUSTIVE=1 $(BIN)/python -m pytest -m property --ignore=tests/containers -p no:cacheprovider
 
 # The appliance as an operator runs it, in containers: podman (installed and configured by ops/setup-podman),
 # stand-ins for the images no registry can give here (tests/containers/standins), then the real Dockerfile

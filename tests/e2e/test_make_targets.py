@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,3 +76,28 @@ def test_a_missing_compose_command_is_named(tmp_path: Path) -> None:
     result = make("health", str(bin_dir))
     assert result.returncode != 0
     assert 'docker is not installed (COMPOSE="docker compose")' in result.stderr, result.stderr
+
+
+def test_make_test_properties_collects_the_property_tests_and_nothing_else() -> None:
+    """The recipe's own pytest command, collecting only: it once collected tests/containers too and stopped on a
+    module name both folders use."""
+    lines = (REPO / "Makefile").read_text().splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("test-properties:")))
+    (command,) = [line.strip() for line in lines[start + 1 : start + 2]]
+    variable, _, pytest = command.partition(" ")
+    assert variable == "ZAPOMNI_TEST_EXHAUSTIVE=1" and pytest.startswith("$(BIN)/python -m pytest "), command
+    args = pytest.removeprefix("$(BIN)/python").split()
+    collected = subprocess.run(
+        [sys.executable, *args, "--collect-only", "-q"],
+        cwd=REPO,
+        env={**os.environ, "ZAPOMNI_TEST_EXHAUSTIVE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-2000:]
+    selected = [line for line in collected.stdout.splitlines() if "::" in line]
+    assert sorted(line.split("::")[0] for line in selected) == [
+        "tests/e2e/test_hostile_strings.py",
+        "tests/integration/test_parameter_encoding.py",
+    ], collected.stdout[-3000:]
