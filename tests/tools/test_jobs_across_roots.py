@@ -97,3 +97,22 @@ async def test_a_remote_client_sees_a_jobs_failures_without_server_paths_and_its
         missing = await remote.call_tool("ingest_path", {"path": str(roots / "no-such-folder")})
         text = text_of(missing)
         assert missing.is_error and f"'{roots / 'no-such-folder'}' does not exist" in text, text
+
+
+async def test_a_link_whose_name_extends_its_targets_does_not_reveal_the_target(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """`notes-2025` leads to `notes`: the client's path starts with the server's, but the server path is not one
+    the client sent (a sibling, not a parent), so failure lines hide it."""
+    roots = tmp_path / "roots"
+    notes = folder_with_notes(roots, "notes")
+    (notes / "leak.md").symlink_to(tmp_path / "nowhere.md")
+    link = roots / "notes-2025"
+    link.symlink_to(notes)
+    async with local_and_remote(configured(settings, ZAPOMNI_ALLOWED_ROOTS=str(roots))) as (local, remote):
+        queued = await structured(remote, "ingest_path", {"path": str(link)})
+        asked = {"job_id": queued["job_id"], "wait_s": 50}
+        (line,) = (await structured(remote, "job_status", asked))["failures"]
+        assert str(notes / "leak.md") not in line and line.startswith(REDACTED_PATH), line
+        (line,) = (await structured(local, "job_status", asked))["failures"]
+        assert line.startswith(f"{notes / 'leak.md'}:"), line

@@ -57,6 +57,7 @@ class FileService:
             exclude=list(exclude or []),
             tags=list(tags or []),
             languages=list(languages or []),
+            asked=path,
         )
         job = walk_job(kind, args)
         await workspace.stores.jobs.create(job)

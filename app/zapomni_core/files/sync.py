@@ -59,11 +59,12 @@ COUNTS = ("files", "added", "updated", "unchanged", "removed", "empty", "refused
 class WalkArgs:
     """What a walk job was asked: stored as the job's args, so a resumed job walks the same way."""
 
-    path: str
+    path: str  # where the client's path resolved when the job was queued: what the walk reads
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     languages: list[str] = field(default_factory=list)
+    asked: str = ""  # the path as the client sent it ("" in jobs queued before it was kept)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -133,11 +134,21 @@ def walk_outcome(job: JobRow, outcome: WalkOutcome) -> JobOutcome:
     return JobOutcome("completed_with_errors" if troubled else "completed", outcome.counts["files"], outcome.counts)
 
 
-def _unsaid(plan: WalkPlan, args: WalkArgs) -> tuple[str, ...]:
+Unsaid = tuple[str, ...]
+
+
+def _unsaid(plan: WalkPlan, args: WalkArgs) -> Unsaid:
     """Where the walk really reads when the client's path leads elsewhere (a symlink): a server path its failure
     lines name that the client never sent."""
-    said = os.path.normpath(os.path.expanduser(args.path))
-    return tuple({str(path) for path in (plan.target, plan.base) if not said.startswith(str(path))})
+    said = Path(os.path.normpath(os.path.expanduser(args.asked or args.path)))
+    return tuple({str(path) for path in (plan.target, plan.base) if not said.is_relative_to(path)})
+
+
+async def _fail(
+    run: JobRun, path: str, exc: FileRefused | UnreadableFile | EmbedderUnavailable, unsaid: Unsaid
+) -> None:
+    """One file's failure line, with every server path it may name hidden from a remote reader."""
+    await run.fail_item(path, str(exc), (*unsaid, *exc.paths, *exc.hosts))
 
 
 class FileWalk:
@@ -179,7 +190,7 @@ class FileWalk:
         for done, item in enumerate(found, start=1):
             path = str(plan.base / item.relative)
             seen.add(path)
-            counts[await self._one(run, plan, args, item, path, stored.get(path))] += 1
+            counts[await self._one(run, plan, args, unsaid, item, path, stored.get(path))] += 1
             await run.report(Progress(done, total, "files", f"read {item.relative}"))
         for path, old in stored.items():
             if path not in seen and not os.path.lexists(path):
@@ -207,7 +218,14 @@ class FileWalk:
         return {p: f for p, f in (await stores.files.stored_files(str(plan.target))).items() if p == str(plan.target)}
 
     async def _one(
-        self, run: JobRun, plan: WalkPlan, args: WalkArgs, item: FoundFile, path: str, old: StoredFile | None
+        self,
+        run: JobRun,
+        plan: WalkPlan,
+        args: WalkArgs,
+        unsaid: Unsaid,
+        item: FoundFile,
+        path: str,
+        old: StoredFile | None,
     ) -> str:
         """Bring one file up to date; the count it adds to (added, updated, unchanged, refused, failed)."""
         try:
@@ -215,7 +233,7 @@ class FileWalk:
                 read_file, item, roots=self._limits.roots, max_file_bytes=self._limits.max_file_bytes
             )
         except FileRefused as exc:
-            await run.fail_item(path, str(exc), (*_unsaid(plan, args), *exc.paths, *exc.hosts))
+            await _fail(run, path, exc, unsaid)
             return "refused"
         if not data.strip():
             if old is None:
@@ -235,14 +253,14 @@ class FileWalk:
             content = await off_loop(self._reader.read, item, data)
             _check_size(content)
         except UnreadableFile as exc:
-            await run.fail_item(path, str(exc), (*_unsaid(plan, args), *exc.paths, *exc.hosts))
+            await _fail(run, path, exc, unsaid)
             return "failed"
         try:
             rows = await self._writer.placed_rows(
                 [p.text for p in content.pieces], [p.place for p in content.pieces], JOB_CONTEXT
             )
         except EmbedderUnavailable as exc:
-            await run.fail_item(path, str(exc), (*_unsaid(plan, args), *exc.paths, *exc.hosts))
+            await _fail(run, path, exc, unsaid)
             return "failed"
         text_bytes = len(content.text.encode(errors="surrogatepass"))
         await self._disk.ensure_writable(write_estimate(text_bytes, len(rows[0].embedding), chunks=len(rows)))
