@@ -64,7 +64,7 @@ async def run(n: int, searches: int, workdir: Path, before_settings: dict[str, A
         ZAPOMNI_CACHE_MAX_ENTRIES=0,
     )
     questions = [q.text for c in load_locomo(LOCOMO) for q in c.questions]
-    queries = [questions[i % len(questions)] for i in range(max(searches, len(questions)))]
+    queries = [questions[i % len(questions)] for i in range(searches)]  # cycled up to `--searches`
     async with open_core(settings) as (core, _info):
         queue = list(reversed(turns(n)))
         started = time.perf_counter()

@@ -38,8 +38,9 @@ from zapomni_db.disk_state import (
     write_failure,
     write_state,
 )
-from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.embedded import EmbeddedPaths, ping
 from zapomni_db.server import PRIVATE_UMASK, direct_client, falkordb_command
+from zapomni_db.start_watch import StartWatch
 
 POLL_S = 0.5
 # Clients register before the keeper starts, so "no live client" twice in a row means all are gone.
@@ -134,6 +135,7 @@ def run(paths: EmbeddedPaths, appendfsync: str) -> int:
             server, restart_at = _start_server(paths, appendfsync, suspended=disk.suspended), None
             continue
         if restart_at is None and not disk.waiting:
+            _kill_if_stuck(server, paths.socket)
             disk.watch(paths.socket)
         # Stopping for idleness happens under the startup lock, so a client that is attaching
         # sees either a keeper that will serve it or none at all.
@@ -273,6 +275,14 @@ class Server:
     process: subprocess.Popen[bytes]
     started: float  # monotonic
     log_offset: int  # where its own lines begin in redis.log
+    watch: StartWatch
+
+
+def _kill_if_stuck(server: Server, socket: Path) -> None:
+    """A server deadlocked while loading (`zapomni_db.start_watch`) is killed; the next poll restarts it."""
+    if server.process.poll() is None and server.watch.stuck(lambda: ping(socket)):
+        _say("keeper.server_stuck", pid=server.process.pid, stalled_s=round(server.watch.stalled_s(), 1))
+        server.process.kill()
 
 
 def _start_server(paths: EmbeddedPaths, appendfsync: str, *, suspended: bool) -> Server:
@@ -289,7 +299,7 @@ def _start_server(paths: EmbeddedPaths, appendfsync: str, *, suspended: bool) ->
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
     _say("keeper.server_started", pid=process.pid, writes_suspended=suspended)
-    return Server(process, time.monotonic(), offset)
+    return Server(process, time.monotonic(), offset, StartWatch(process.pid))
 
 
 def _finish_rewrite(socket: Path, timeout_s: float = REWRITE_WAIT_S) -> None:

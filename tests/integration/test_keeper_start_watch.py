@@ -1,0 +1,91 @@
+"""A server that never answers after a start is killed and started again by its keeper (zapomni_db.start_watch);
+one that loads, however long, is left to load."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from tests.helpers import wait_for
+from tests.processes import child_env
+from zapomni_db import _locks
+from zapomni_db.embedded import EmbeddedPaths, ping
+from zapomni_db.start_watch import StartWatch
+
+# The keeper as it runs, with the deadlocking STAND-IN (tests/fakes/deadlocked_server.py) as its server and a 2 s
+# stall instead of 15 s.
+KEEPER_WITH_STAND_IN = textwrap.dedent(
+    """
+    import functools, sys
+    import zapomni_db.keeper as keeper
+    keeper.server_command = lambda paths, appendfsync: [
+        sys.executable, "-m", "tests.fakes.deadlocked_server", str(paths.socket), str(paths.run_dir / "deadlocked")
+    ]
+    keeper.StartWatch = functools.partial(keeper.StartWatch, stuck_after_s=2.0)
+    sys.argv = ["keeper", "--data-dir", sys.argv[1]]
+    keeper.main()
+    """
+)
+
+
+def events(log: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+
+
+def test_a_server_deadlocked_while_loading_is_killed_and_started_again(data_dir: Path) -> None:
+    paths = EmbeddedPaths(data_dir)
+    paths.create()
+    client = _locks.try_exclusive(paths.clients_dir / "test.lock")  # a client attached: the keeper stays
+    log = data_dir / "keeper.log"
+    with log.open("w") as stderr:
+        keeper = subprocess.Popen(
+            [sys.executable, "-c", KEEPER_WITH_STAND_IN, str(data_dir)],
+            env=child_env(),
+            cwd=Path(__file__).resolve().parents[2],
+            stderr=stderr,
+        )
+    try:
+        started = time.monotonic()
+        assert wait_for(lambda: ping(paths.socket), timeout_s=30), events(log)
+        took = time.monotonic() - started
+        said = [e["event"] for e in events(log)]
+        assert said == [
+            "keeper.server_started",
+            "keeper.server_stuck",
+            "keeper.server_restarting",
+            "keeper.server_started",
+        ], said
+        assert 2 <= took < 15, took
+    finally:
+        keeper.send_signal(signal.SIGTERM)
+        keeper.wait(timeout=30)
+        assert client is not None
+        os.close(client)
+
+
+def test_a_server_whose_main_thread_runs_is_never_taken_for_stuck() -> None:
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    asleep = subprocess.Popen(
+        [sys.executable, "-c", "import threading; l = threading.Lock(); l.acquire(); l.acquire()"]
+    )
+    try:
+        loading, deadlocked = StartWatch(busy.pid, stuck_after_s=1.0), StartWatch(asleep.pid, stuck_after_s=1.0)
+        deadline = time.monotonic() + 2.5
+        verdicts: set[tuple[bool, bool]] = set()
+        while time.monotonic() < deadline:
+            verdicts.add((loading.stuck(lambda: False), deadlocked.stuck(lambda: False)))
+            time.sleep(0.1)
+        assert (False, True) in verdicts and all(not running for running, _ in verdicts), verdicts
+        # One that answers once it has stalled is serving, idle: watched no longer.
+        serving = StartWatch(asleep.pid, stuck_after_s=0.0)
+        assert not serving.stuck(lambda: True) and serving.answered and not serving.stuck(lambda: False)
+    finally:
+        for process in (busy, asleep):
+            process.kill()
+            process.wait()
