@@ -296,7 +296,13 @@ async def later_extractors(url: str) -> list[tuple[str, Extractor]]:
 
 
 async def run(
-    labels: Path, data_dir: Path, docs: int, rounds: int, locomo: Path = LOCOMO, cost_turns: int = COST_TURNS
+    labels: Path,
+    data_dir: Path,
+    docs: int,
+    rounds: int,
+    locomo: Path = LOCOMO,
+    cost_turns: int = COST_TURNS,
+    conll04_sentences: int | None = None,
 ) -> dict[str, Any]:
     rows = load_labels(labels)
     if (data_dir / "corpus.jsonl").is_file():
@@ -349,8 +355,11 @@ async def run(
                 await llm.aclose()
     with tempfile.TemporaryDirectory(prefix="zapomni-graph-bench-") as workdir:
         # CoNLL04 dev and the everyday sentences through the product's path: store, build_graph, export.
-        if (conll.CONLL04 / "conll04_dev.json").is_file():
-            results["conll04_dev"] = await conll04(conll.load("dev"), Path(workdir) / "conll04")
+        if conll04_sentences == 0:
+            pass
+        elif (conll.CONLL04 / "conll04_dev.json").is_file():
+            sentences = conll.load("dev")[:conll04_sentences]
+            results["conll04_dev"] = await conll04(sentences, Path(workdir) / "conll04")
         else:
             print(f"CoNLL04 not found at {conll.CONLL04}: no CoNLL04 rows", file=sys.stderr)
         results["everyday"] = await everyday(load_everyday(), Path(workdir) / "everyday")
@@ -536,12 +545,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--locomo", type=Path, default=LOCOMO, help="LoCoMo development half, for the cost on turns")
     parser.add_argument("--cost-turns", type=int, default=COST_TURNS, help="LoCoMo turns in the cost sample")
+    parser.add_argument(
+        "--conll04-sentences", type=int, help="the first N sentences of CoNLL04 dev through the store (0: none; all)"
+    )
     parser.add_argument("--output", type=Path, default=RESULTS / "graph_extraction.md")
     parser.add_argument("--json", type=Path, default=RESULTS / "graph_extraction.json")
     args = parser.parse_args(argv)
     configure_logging("WARNING")
     results = asyncio.run(
-        run(args.labels, args.data_dir, max(1, args.docs), max(1, args.rounds), args.locomo, args.cost_turns)
+        run(
+            args.labels,
+            args.data_dir,
+            max(1, args.docs),
+            max(1, args.rounds),
+            args.locomo,
+            args.cost_turns,
+            args.conll04_sentences,
+        )
     )
     report = render(results)
     args.output.parent.mkdir(parents=True, exist_ok=True)

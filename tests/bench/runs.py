@@ -1,20 +1,69 @@
-"""What the bench smoke tests share: a bench run as a module, and tiny corpora in the layouts the benches read."""
+"""What the bench smoke tests share: a bench run as `python -m` would run it, and tiny corpora in the layouts the
+benches read."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import inspect
+import io
 import json
-import subprocess
+import logging
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+import structlog
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_module(module: str, *args: str) -> subprocess.CompletedProcess[str]:
-    # Inside pytest's 600 s per test (pyproject.toml), so a bench that hangs is killed with its output shown.
-    return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, timeout=540, check=False
-    )
+@dataclass(frozen=True)
+class BenchRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_bench(module: str, *args: str) -> BenchRun:
+    """`python -m MODULE ARGS`, in this process: its `main` with `args` (or in `sys.argv`), its output captured.
+
+    In process because a subprocess paid 3-6 s of imports (numpy, onnxruntime, spaCy, the MCP SDK) that the test
+    worker has already paid; what a bench starts itself (servers, browsers) stays a process of its own. A bench that
+    hangs is stopped by pytest's timeout (pyproject.toml) with its stacks shown."""
+    main = importlib.import_module(module).main
+    out, err = io.StringIO(), io.StringIO()
+    with _logging_kept(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _argv(module, args):
+        try:
+            code = main(list(args)) if inspect.signature(main).parameters else main()
+        except SystemExit as exc:  # argparse's refusals (2), `sys.exit(main())`
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    return BenchRun(code or 0, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _argv(module: str, args: tuple[str, ...]) -> Iterator[None]:
+    saved = sys.argv
+    sys.argv = [module, *args]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+@contextlib.contextmanager
+def _logging_kept() -> Iterator[None]:
+    """A bench configures logging onto the stderr it is given: the worker's own is put back afterwards."""
+    structlog_config = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        structlog.configure(**structlog_config)
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 def write_beir(folder: Path) -> None:

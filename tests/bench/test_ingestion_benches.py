@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.bench.runs import ROOT, run_module, write_beir
+from tests.bench.runs import ROOT, run_bench, write_beir
 
 
 def test_large_adds_bench_answers_at_once_and_measures_searches_during_indexing(tmp_path: Path) -> None:
     write_beir(tmp_path / "beir")
-    done = run_module(
+    done = run_bench(
         "bench.large_adds", "--data-dir", str(tmp_path / "beir"), "--sizes-kb", "40", "--searches", "4",
         "--out", str(tmp_path),
     )  # fmt: skip
@@ -31,7 +31,7 @@ def test_large_adds_bench_answers_at_once_and_measures_searches_during_indexing(
 def test_ingestion_bench_compares_adds_with_the_bare_embedder(tmp_path: Path) -> None:
     write_beir(tmp_path / "beir")
     out = tmp_path / "ingestion.md"
-    done = run_module(
+    done = run_bench(
         "bench.ingestion",
         *("--data-dir", str(tmp_path / "beir"), "--docs", "8", "--rounds", "2"),
         *("--output", str(out), "--json", str(tmp_path / "i.json")),
@@ -67,7 +67,7 @@ def test_code_index_bench_times_indexing_and_scores_the_call_graph(tmp_path: Pat
     }
     (tmp_path / "truth.json").write_text(json.dumps(truth))
     out = tmp_path / "code_index.md"
-    done = run_module(
+    done = run_bench(
         "bench.code_index",
         *("--project", str(ROOT / "tests" / "fixtures" / "code" / "python"), "--skip-repo"),
         *("--truth", str(tmp_path / "truth.json"), "--output", str(out), "--json", str(tmp_path / "c.json")),
@@ -87,7 +87,7 @@ def test_code_index_bench_times_indexing_and_scores_the_call_graph(tmp_path: Pat
 
 def test_document_ingestion_bench_reports_pages_per_second_and_the_extraction_share(tmp_path: Path) -> None:
     out = tmp_path / "document_ingestion.md"
-    done = run_module(
+    done = run_bench(
         "bench.document_ingestion",
         *("--pdfs", "2", "--markdown", "2", "--rich", "1", "--output", str(out), "--json", str(tmp_path / "d.json")),
     )
@@ -103,7 +103,7 @@ def test_document_ingestion_bench_reports_pages_per_second_and_the_extraction_sh
 
 
 def test_install_size_bench_measures_the_runtime_closure(tmp_path: Path) -> None:
-    done = run_module("bench.install_size", "--output", str(tmp_path / "size.md"), "--json", str(tmp_path / "s.json"))
+    done = run_bench("bench.install_size", "--output", str(tmp_path / "size.md"), "--json", str(tmp_path / "s.json"))
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((tmp_path / "s.json").read_text())
     assert 0 < report["graph_extraction_mb"] < report["runtime_mb"] < report["runtime_with_bytecode_mb"]

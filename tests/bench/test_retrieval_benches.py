@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.bench.runs import run_module, write_beir, write_locomo, write_small_locomo
+from tests.bench.runs import run_bench, write_beir, write_locomo, write_small_locomo
 
 
 def test_quality_bench_reports_every_mode_and_baseline(tmp_path: Path) -> None:
     write_beir(tmp_path / "beir")
     out = tmp_path / "quality.md"
-    done = run_module(
+    done = run_bench(
         "bench.quality", "--data-dir", str(tmp_path / "beir"), "--output", str(out), "--json", str(tmp_path / "q.json")
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -33,7 +33,7 @@ def test_relevance_bench_calibrates_the_floor_and_reports_test_with_and_without(
     write_beir(tmp_path / "beir")
     write_locomo(tmp_path / "locomo.json")
     out = tmp_path / "relevance.md"
-    done = run_module(
+    done = run_bench(
         "bench.relevance",
         *("--data-dir", str(tmp_path / "beir"), "--locomo", str(tmp_path / "locomo.json")),
         *("--output", str(out), "--json", str(tmp_path / "r.json")),
@@ -56,7 +56,7 @@ def test_relevance_bench_calibrates_the_floor_and_reports_test_with_and_without(
 
 
 def test_quality_bench_says_clearly_when_the_data_is_missing(tmp_path: Path) -> None:
-    done = run_module("bench.quality", "--data-dir", str(tmp_path / "nothing"))
+    done = run_bench("bench.quality", "--data-dir", str(tmp_path / "nothing"))
     assert done.returncode == 2
     assert "not found" in done.stderr
 
@@ -64,7 +64,7 @@ def test_quality_bench_says_clearly_when_the_data_is_missing(tmp_path: Path) -> 
 def test_semantic_cache_bench_reports_hits_false_hits_and_changed_results(tmp_path: Path) -> None:
     write_beir(tmp_path / "beir")
     out = tmp_path / "semantic_cache.md"
-    done = run_module("bench.semantic_cache", "--data-dir", str(tmp_path / "beir"), "--output", str(out))
+    done = run_bench("bench.semantic_cache", "--data-dir", str(tmp_path / "beir"), "--output", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(out.with_suffix(".json").read_text())
     assert report["claims"] == 8
@@ -76,7 +76,7 @@ def test_graph_retrieval_bench_compares_expansion_variants_and_costs_the_build(t
     write_small_locomo(tmp_path / "locomo.json")
     write_beir(tmp_path / "beir")
     out = tmp_path / "graph_retrieval.md"
-    done = run_module(
+    done = run_bench(
         "bench.graph_retrieval",
         *("--locomo", str(tmp_path / "locomo.json"), "--data-dir", str(tmp_path / "beir")),
         *("--output", str(out), "--json", str(tmp_path / "gr.json")),
@@ -102,6 +102,6 @@ def test_graph_retrieval_bench_compares_expansion_variants_and_costs_the_build(t
 
 
 def test_graph_retrieval_bench_says_clearly_when_the_data_is_missing(tmp_path: Path) -> None:
-    done = run_module("bench.graph_retrieval", "--locomo", str(tmp_path / "nothing.json"))
+    done = run_bench("bench.graph_retrieval", "--locomo", str(tmp_path / "nothing.json"))
     assert done.returncode == 2
     assert "LoCoMo development half not found" in done.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.runs import run_module
+from tests.bench.runs import run_bench
 from tests.helpers import open_core
 from zapomni_core import Settings
 from zapomni_core.memories.requests import AddMemoryRequest
@@ -19,7 +19,7 @@ from zapomni_core.memories.requests import AddMemoryRequest
 
 def test_scale_bench_measures_every_figure_at_each_size(tmp_path: Path) -> None:
     out = tmp_path / "scale.md"
-    done = run_module(
+    done = run_bench(
         "bench.scale",
         *("--sizes", "30", "60", "--queries", "6", "--catch-up", "20", "--samples", "3", "--delete-batch", "5"),
         *("--output", str(out)),
@@ -51,7 +51,7 @@ async def test_scale_bench_measures_the_starts_of_an_existing_store(tmp_path: Pa
         for i in range(12):
             await core.memories.add(AddMemoryRequest(text=f"Memory number {i} about tides and the moon, item {i}."))
     out = tmp_path / "start.md"
-    done = run_module(
+    done = run_bench(
         "bench.scale", "--existing", str(data_dir), "--catch-up", "10", "--more-starts", "1", "--output", str(out)
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -66,7 +66,7 @@ async def test_scale_bench_measures_the_starts_of_an_existing_store(tmp_path: Pa
     # Each more start found the database stopped and answered a search.
     more = json.loads(out.with_suffix(".json").read_text())["more_starts"]["runs"]
     assert len(more) == 1 and more[0]["first_search_ms"] > 0 and more[0]["log"]["workspace_open_ms"] is not None
-    again = run_module(
+    again = run_bench(
         "bench.scale", "--existing", str(data_dir), "--starts-only", "--more-starts", "1", "--output", str(out)
     )
     assert again.returncode == 0, again.stderr[-2000:]
@@ -78,7 +78,7 @@ async def test_scale_bench_measures_the_starts_of_an_existing_store(tmp_path: Pa
 
 def test_index_repair_bench_sees_the_replay_and_the_repair(tmp_path: Path) -> None:
     out = tmp_path / "index_repair.md"
-    done = run_module("bench.index_repair", "--sizes", "300", "--output", str(out))
+    done = run_bench("bench.index_repair", "--sizes", "300", "--output", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     row = out.read_text().strip().splitlines()[-1].split("|")
     # chunks | load | distinct top-50 after replay | repair | next start | distinct top-50 next start
@@ -87,7 +87,7 @@ def test_index_repair_bench_sees_the_replay_and_the_repair(tmp_path: Path) -> No
 
 
 def test_memory_ops_bench_measures_deletes_pages_and_workspaces(tmp_path: Path) -> None:
-    done = run_module("bench.memory_ops", "--store", "1200", "--out", str(tmp_path))
+    done = run_bench("bench.memory_ops", "--store", "1200", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((tmp_path / "memory_ops.json").read_text())
     assert report["delete_1"]["p50"] > 0 and len(report["delete_1000"]["runs_ms"]) == 3
@@ -102,7 +102,7 @@ def test_memory_ops_bench_measures_deletes_pages_and_workspaces(tmp_path: Path) 
 
 
 def test_cold_start_bench_times_both_stores_and_reads_the_server_log(tmp_path: Path) -> None:
-    done = run_module(
+    done = run_bench(
         "bench.cold_start", "--starts", "1", "--chunks", "60",
         "--output", str(tmp_path / "cold.md"), "--json", str(tmp_path / "cold.json"),
     )  # fmt: skip
@@ -117,7 +117,7 @@ def test_cold_start_bench_times_both_stores_and_reads_the_server_log(tmp_path: P
 
 def test_list_pages_bench_measures_pages_and_stats_at_each_size(tmp_path: Path) -> None:
     out = tmp_path / "list_pages.md"
-    done = run_module("bench.list_pages", "--sizes", "300", "600", "--output", str(out))
+    done = run_bench("bench.list_pages", "--sizes", "300", "600", "--output", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(out.with_suffix(".json").read_text())
     assert set(report["sizes"]) == {"300", "600"}

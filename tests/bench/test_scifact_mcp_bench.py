@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from bench.common import scifact_documents
-from tests.bench.runs import run_module, write_beir
+from tests.bench.runs import run_bench, write_beir
 
 
 def test_the_issue_way_stores_title_newline_text_with_a_source(tmp_path: Path) -> None:
@@ -22,7 +22,7 @@ def test_scifact_mcp_bench_measures_each_limit_through_mcp(tmp_path: Path) -> No
     out = tmp_path / "out.md"
     kept = tmp_path / "kept"
     args = ("--data-dir", str(tmp_path / "beir"), "--json", str(raw), "--output", str(out))
-    done = run_module("bench.scifact_mcp", *args, "--limits", "5,10", "--keep", str(kept))
+    done = run_bench("bench.scifact_mcp", *args, "--limits", "5,10", "--keep", str(kept))
     assert done.returncode == 0, done.stderr[-2000:]
     [report] = json.loads(raw.read_text())["runs"]
     assert "| defaults | 10 |" in out.read_text() and "| issue |" in out.read_text()
@@ -30,7 +30,7 @@ def test_scifact_mcp_bench_measures_each_limit_through_mcp(tmp_path: Path) -> No
     for limit in ("5", "10"):
         assert 0.5 < report["by_limit"][limit]["ndcg10"] <= 1.0, report
     # The kept corpus answers the train claims in a later run that stores nothing.
-    done = run_module("bench.scifact_mcp", *args, "--limits", "10", "--store", str(kept), "--split", "train")
+    done = run_bench("bench.scifact_mcp", *args, "--limits", "10", "--store", str(kept), "--split", "train")
     assert done.returncode == 0, done.stderr[-2000:]
     [train] = json.loads(raw.read_text())["runs"]
     assert (train["split"], train["claims"], train["ingest_s"]) == ("train", 4, 0.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.bench.runs import run_module, write_beir
+from tests.bench.runs import run_bench, write_beir
 from zapomni_core.tuning import DEFAULT_VECTOR_SHARE
 
 
@@ -13,11 +13,11 @@ def test_scifact_replay_reproduces_the_pipeline_it_dumped_and_replays_every_vari
     write_beir(tmp_path / "beir")
     kept, cache = tmp_path / "kept", tmp_path / "cache.pkl"
     mcp = ("--json", str(tmp_path / "mcp.json"), "--output", str(tmp_path / "mcp.md"))
-    done = run_module(
+    done = run_bench(
         "bench.scifact_mcp", "--data-dir", str(tmp_path / "beir"), "--limits", "10", "--keep", str(kept), *mcp
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    done = run_module(
+    done = run_bench(
         "bench.scifact_replay",
         "dump",
         "--store",
@@ -30,7 +30,7 @@ def test_scifact_replay_reproduces_the_pipeline_it_dumped_and_replays_every_vari
     assert done.returncode == 0, done.stderr[-2000:]
     raw, out = tmp_path / "replay.json", tmp_path / "replay.md"
     args = ("--cache", str(cache), "--json", str(raw), "--output", str(out), "--mcp", str(tmp_path / "mcp.json"))
-    done = run_module("bench.scifact_replay", "replay", *args)
+    done = run_bench("bench.scifact_replay", "replay", *args)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(raw.read_text())
     checks = report["checks"]
@@ -55,9 +55,7 @@ def test_scifact_replay_reproduces_the_pipeline_it_dumped_and_replays_every_vari
     # bench.scifact_paired compares stores claim by claim: a cache against itself differs by nothing, and its figures
     # are the pipeline's.
     paired = tmp_path / "paired.md"
-    done = run_module(
-        "bench.scifact_paired", str(cache), str(cache), "--names", "base", "same", "--output", str(paired)
-    )
+    done = run_bench("bench.scifact_paired", str(cache), str(cache), "--names", "base", "same", "--output", str(paired))
     assert done.returncode == 0, done.stderr[-2000:]
     table = paired.read_text()
     pipeline = checks["in_process_pipeline_ndcg10"]

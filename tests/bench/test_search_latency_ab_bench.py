@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from bench.locomo import LOCOMO
-from tests.bench.runs import run_module
+from tests.bench.runs import run_bench
 
 
 @pytest.mark.skipif(not LOCOMO.is_file(), reason="LoCoMo development half not present")
 def test_search_latency_ab_times_main_and_these_settings(tmp_path: Path) -> None:
     raw = tmp_path / "out.json"
-    done = run_module("bench.search_latency_ab", "--memories", "40", "--searches", "5", "--json", str(raw))
+    done = run_bench("bench.search_latency_ab", "--memories", "40", "--searches", "5", "--json", str(raw))
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(raw.read_text())
     assert report["memories"] == 40 and report["before"]["rrf_k"] == 60
@@ -25,6 +25,6 @@ def test_search_latency_ab_times_main_and_these_settings(tmp_path: Path) -> None
 def test_search_latency_ab_takes_the_before_settings(tmp_path: Path) -> None:
     raw = tmp_path / "out.json"
     before = ("--before", "rrf_k=30", "--before", "leg_depth=20")
-    done = run_module("bench.search_latency_ab", "--memories", "20", "--searches", "3", "--json", str(raw), *before)
+    done = run_bench("bench.search_latency_ab", "--memories", "20", "--searches", "3", "--json", str(raw), *before)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(raw.read_text())["before"] == {"rrf_k": 30, "leg_depth": 20}

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.runs import run_module
+from tests.bench.runs import run_bench
 
 
 def test_token_verify_bench_reports_every_call(tmp_path: Path) -> None:
     out, figures = tmp_path / "token_verify.md", tmp_path / "token_verify.json"
     sizes = ["--tokens", "5", "--count", "40"]
-    done = run_module("bench.token_verify", *sizes, "--output", str(out), "--json", str(figures))
+    done = run_bench("bench.token_verify", *sizes, "--output", str(out), "--json", str(figures))
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(figures.read_text())
     for key in ("verify", "verify_unknown", "ping", "write_per_request", "verify_under_writes", "write_under_writes"):
@@ -30,7 +30,7 @@ def test_token_verify_bench_reports_every_call(tmp_path: Path) -> None:
 def test_http_load_bench_drives_one_replica_and_two_and_compares_with_stdio(tmp_path: Path) -> None:
     out = tmp_path / "http_load.md"
     sizes = ["--clients", "4", "--seconds", "3", "--memories", "20", "--searches", "5"]
-    done = run_module("bench.http_load", *sizes, "--output", str(out))
+    done = run_bench("bench.http_load", *sizes, "--output", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(out.with_suffix(".json").read_text())
     assert [run["replicas"] for run in report["runs"]] == [1, 2]
@@ -48,7 +48,7 @@ def test_http_load_bench_drives_one_replica_and_two_and_compares_with_stdio(tmp_
 )
 def test_console_bench_times_the_list_and_the_graph_in_the_browser(tmp_path: Path) -> None:
     out, figures = tmp_path / "console.md", tmp_path / "console.json"
-    done = run_module(
+    done = run_bench(
         "bench.console", "--memories", "200", "--repeats", "1", "--output", str(out), "--json", str(figures)
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -64,7 +64,7 @@ def test_console_bench_times_the_list_and_the_graph_in_the_browser(tmp_path: Pat
 
 def test_primary_writes_bench_reports_every_writer_count_for_both_fsync_policies(tmp_path: Path) -> None:
     out = tmp_path / "primary_writes.md"
-    done = run_module("bench.primary_writes", "--seconds", "1", "--output", str(out))
+    done = run_bench("bench.primary_writes", "--seconds", "1", "--output", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     rates = json.loads(out.with_suffix(".json").read_text())["rates"]
     assert set(rates) == {f"{fsync}/{w}" for fsync in ("always", "everysec") for w in (1, 4, 16)}

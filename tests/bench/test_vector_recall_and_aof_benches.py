@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.runs import run_module, write_beir
+from tests.bench.runs import run_bench, write_beir
 from tests.helpers import open_core
 from zapomni_core import Settings
 from zapomni_core.memories.requests import AddMemoryRequest
@@ -16,7 +16,7 @@ from zapomni_core.memories.requests import AddMemoryRequest
 def test_vector_recall_grows_a_store_measures_each_size_and_an_index_variant(tmp_path: Path) -> None:
     write_beir(tmp_path / "beir")
     out = tmp_path / "recall.md"
-    done = run_module(
+    done = run_bench(
         "bench.vector_recall",
         *("--sizes", "40", "80", "--embed-upto", "30", "--queries", "5", "--k", "50", "60"),
         *("--rebuild", "32,100,50", "--data-dir", str(tmp_path / "beir"), "--output", str(out)),
@@ -44,7 +44,7 @@ async def test_vector_recall_reads_an_existing_store_without_changing_it(tmp_pat
         for i in range(12):
             await core.memories.add(AddMemoryRequest(text=f"Memory number {i} about volcanoes and lava, item {i}."))
     out = tmp_path / "recall.md"
-    done = run_module(
+    done = run_bench(
         "bench.vector_recall",
         *("--store", str(data_dir), "--queries", "4", "--k", "50"),
         *("--data-dir", str(tmp_path / "beir"), "--output", str(out)),
@@ -54,14 +54,14 @@ async def test_vector_recall_reads_an_existing_store_without_changing_it(tmp_pat
     assert entry["by_k"]["50"]["recall_at_10"]["mean"] == 1.0 and entry["index"] is not None
     async with open_core(settings) as (core, _info):
         assert (await core.workspaces.stats()).total_chunks == 12
-    refused = run_module("bench.vector_recall", "--store", str(data_dir), "--rebuild", "32,100,50")
+    refused = run_bench("bench.vector_recall", "--store", str(data_dir), "--rebuild", "32,100,50")
     assert refused.returncode == 2 and "only on a store this bench grows" in refused.stderr
 
 
 def test_aof_rewrite_bench_reports_growth_config_and_a_rewrite_under_writes(tmp_path: Path) -> None:
     write_beir(tmp_path / "beir")
     out = tmp_path / "aof.md"
-    done = run_module(
+    done = run_bench(
         "bench.aof_rewrite",
         *("--size", "300", "--embed-upto", "20", "--phase-s", "0.5"),
         *("--data-dir", str(tmp_path / "beir"), "--output", str(out)),
