@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,13 +28,14 @@ from zapomni_db import GraphClient, MemoryWrites
 RESULTS = Path(__file__).resolve().parent / "results"
 WRITERS = (1, 4, 16)
 SEED_MEMORIES = 200
+TEXTS = 20_000
 
 
 async def seeded(data_dir: Path, fsync: str, texts: list[str]) -> None:
     """A store with real vectors to borrow (the model embeds these few)."""
     settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_APPENDFSYNC=fsync, LOG_LEVEL="WARNING")
     async with open_core(settings, background_jobs=False) as (core, _info):
-        for text in texts[:SEED_MEMORIES]:
+        for text in texts:
             await core.memories.add(AddMemoryRequest(text=text))
 
 
@@ -67,8 +69,11 @@ async def write_rate(data_dir: Path, texts: list[str], writers: int, seconds: fl
     return written / (time.monotonic() - started)
 
 
-async def measure(workdir: Path, seconds: float) -> dict[str, Any]:
-    texts = memory_texts(sentences(DATA_DIR), 20_000, seed=9)
+async def measure(
+    workdir: Path, seconds: float, texts_count: int = TEXTS, seed_count: int = SEED_MEMORIES
+) -> dict[str, Any]:
+    """`texts_count`: memories prepared for each cell, more than its writers store in `seconds`."""
+    texts = memory_texts(sentences(DATA_DIR), texts_count, seed=9)
     results: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": commit(),
@@ -77,7 +82,7 @@ async def measure(workdir: Path, seconds: float) -> dict[str, Any]:
     }
     for fsync in ("always", "everysec"):
         data_dir = workdir / fsync
-        await seeded(data_dir, fsync, texts)
+        await seeded(data_dir, fsync, texts[:seed_count])
         # The embedded database stops with its last client: a core keeps it up while the writers run.
         settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, ZAPOMNI_APPENDFSYNC=fsync, LOG_LEVEL="WARNING")
         async with open_core(settings, background_jobs=False):
@@ -103,12 +108,14 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--texts", type=int, default=TEXTS, help="memories prepared for each cell")
+    parser.add_argument("--seed-memories", type=int, default=SEED_MEMORIES, help="embedded to lend their vectors")
     parser.add_argument("--output", type=Path, default=RESULTS / "primary_writes.md")
-    args = parser.parse_args()
-    results = in_scratch_dir("zpw-", lambda workdir: measure(workdir, args.seconds))
+    args = parser.parse_args(argv)
+    results = in_scratch_dir("zpw-", lambda workdir: measure(workdir, args.seconds, args.texts, args.seed_memories))
     write_results(report(results), results, args.output, args.output.with_suffix(".json"))
 
 

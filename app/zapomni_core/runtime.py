@@ -92,7 +92,8 @@ async def open_core(
     async with AsyncExitStack() as stack:
         building: asyncio.Task[Embedder] | None = None
         if model is None:  # loaded while the database loads its data (seconds at a million chunks)
-            building = asyncio.create_task(build_embedder(settings))
+            # A command (no job worker) loads the ONNX model at its first embedding: most commands embed nothing.
+            building = asyncio.create_task(build_embedder(settings, preload=background_jobs))
             stack.push_async_callback(_close_built, building)
         database = await open_database(settings, stack)
         # Mid re-embed the vector index is gone and the vectors come from two models: neither works.

