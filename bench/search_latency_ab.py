@@ -85,12 +85,13 @@ async def run(n: int, searches: int, workdir: Path, before_settings: dict[str, A
         before = SearchPipeline(after.retrievers, **before_settings)
         pipelines = {"before": before, "after": after}
         latency: dict[str, list[float]] = {name: [] for name in pipelines}
-        for i, query in enumerate(queries[:20] + queries):
+        warm_up = queries[:20]
+        for i, query in enumerate(warm_up + queries):
             for name, pipeline in pipelines.items():
                 began = time.perf_counter()
                 vector = await core.embedder.embed_query(query)
                 await pipeline.run(RetrievalQuery(query, vector, SearchFilter()), SearchOptions(limit=10))
-                if i >= 20:  # the first 20 warm up
+                if i >= len(warm_up):  # the first (up to 20) warm up
                     latency[name].append((time.perf_counter() - began) * 1000)
         stats = await core.workspaces.stats()
     summary = {name: summary_ms(samples) for name, samples in latency.items()}

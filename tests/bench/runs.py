@@ -11,6 +11,7 @@ import json
 import logging
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,13 +34,25 @@ def run_bench(module: str, *args: str) -> BenchRun:
     worker has already paid; what a bench starts itself (servers, browsers) stays a process of its own. A bench that
     hangs is stopped by pytest's timeout (pyproject.toml) with its stacks shown."""
     main = importlib.import_module(module).main
-    out, err = io.StringIO(), io.StringIO()
-    with _logging_kept(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _argv(module, args):
+
+    def run() -> int:
         try:
             code = main(list(args)) if inspect.signature(main).parameters else main()
         except SystemExit as exc:  # argparse's refusals (2), `sys.exit(main())`
             code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
-    return BenchRun(code or 0, out.getvalue(), err.getvalue())
+        return code or 0
+
+    out, err = io.StringIO(), io.StringIO()
+    # On a thread of its own: a bench calls asyncio.run, which an async test's running loop would refuse.
+    with (
+        _logging_kept(),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        _argv(module, args),
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench") as pool,
+    ):
+        code = pool.submit(run).result()
+    return BenchRun(code, out.getvalue(), err.getvalue())
 
 
 @contextlib.contextmanager

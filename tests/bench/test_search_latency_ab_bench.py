@@ -18,6 +18,7 @@ def test_search_latency_ab_times_main_and_these_settings(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(raw.read_text())
     assert report["memories"] == 40 and report["before"]["rrf_k"] == 60
+    assert report["searches"] == 5, "searches as asked, not every LoCoMo question"
     assert report["search_ms"]["before"]["p95"] > 0 and report["search_ms"]["after"]["p95"] > 0
 
 
