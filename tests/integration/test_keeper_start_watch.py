@@ -69,23 +69,35 @@ def test_a_server_deadlocked_while_loading_is_killed_and_started_again(data_dir:
         os.close(client)
 
 
-def test_a_server_whose_main_thread_runs_is_never_taken_for_stuck() -> None:
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    asleep = subprocess.Popen(
-        [sys.executable, "-c", "import threading; l = threading.Lock(); l.acquire(); l.acquire()"]
-    )
+ASLEEP = "import threading; lock = threading.Lock(); lock.acquire(); lock.acquire()"
+# The main thread waits for a lock while another thread works: FalkorDB's indexer holding the module lock.
+WAITING_FOR_A_WORKER = (
+    "import threading\n"
+    "def work():\n"
+    "    while True: pass\n"
+    "threading.Thread(target=work).start()\n"
+    "lock = threading.Lock(); lock.acquire(); lock.acquire()\n"
+)
+
+
+def test_a_server_none_of_whose_threads_runs_is_stuck_and_any_other_is_not() -> None:
+    processes = [
+        subprocess.Popen([sys.executable, "-c", code]) for code in ("while True: pass", WAITING_FOR_A_WORKER, ASLEEP)
+    ]
     try:
-        loading, deadlocked = StartWatch(busy.pid, stuck_after_s=1.0), StartWatch(asleep.pid, stuck_after_s=1.0)
+        watches = [StartWatch(process.pid, stuck_after_s=1.0) for process in processes]
         deadline = time.monotonic() + 2.5
-        verdicts: set[tuple[bool, bool]] = set()
+        verdicts: set[tuple[bool, ...]] = set()
         while time.monotonic() < deadline:
-            verdicts.add((loading.stuck(lambda: False), deadlocked.stuck(lambda: False)))
+            verdicts.add(tuple(watch.stuck(lambda: False) for watch in watches))
             time.sleep(0.1)
-        assert (False, True) in verdicts and all(not running for running, _ in verdicts), verdicts
+        assert (False, False, True) in verdicts and all(not busy and not waiting for busy, waiting, _ in verdicts), (
+            verdicts
+        )
         # One that answers once it has stalled is serving, idle: watched no longer.
-        serving = StartWatch(asleep.pid, stuck_after_s=0.0)
+        serving = StartWatch(processes[2].pid, stuck_after_s=0.0)
         assert not serving.stuck(lambda: True) and serving.answered and not serving.stuck(lambda: False)
     finally:
-        for process in (busy, asleep):
+        for process in processes:
             process.kill()
             process.wait()
