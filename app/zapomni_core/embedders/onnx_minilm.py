@@ -8,7 +8,7 @@ on a third thread, so neither a search nor an add waits behind a job's round of 
 the event loop.
 
 A command that may not embed at all (`zapomni list`, `zapomni token ...`) builds it with `preload=False`: the
-session (1.7-2.4 s of a command's 2-4 s on two cores) is then loaded by the first embedding, if any. A server
+session (0.4 s of CPU, of the 2.3 s such a command used) is then loaded by the first embedding, if any. A server
 loads it at start-up, never inside a request.
 """
 
