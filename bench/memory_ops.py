@@ -1,5 +1,7 @@
 """What owning memories costs at a 10K-memory store: delete (1 and 1,000), list pages, and the workspace mechanism.
 
+(`--store` and `--batch` make both smaller: the smoke test's run.)
+
 Through `ZapomniCore` (the path the MCP tools take), on the embedded defaults. The store grows with
 real SciFact sentences (real BM25 statistics) and perturbed copies of real MiniLM vectors, written
 through the engine's own write path (`MemoryWrites.insert`), as `bench/scale.py` does past 10K.
@@ -38,6 +40,7 @@ from zapomni_core.memories.requests import DeleteMemoryRequest, ListMemoriesRequ
 RESULTS = Path(__file__).resolve().parent / "results"
 STORE = 10_000
 SMALL = 100
+BATCH = 1_000
 REPEATS = 50
 
 
@@ -63,10 +66,11 @@ async def timings(call: Callable[[], Awaitable[Any]], repeats: int = REPEATS) ->
     return summary_ms([await timed_ms(call) for _ in range(repeats)])
 
 
-async def run(workdir: Path, store: int) -> dict[str, Any]:
+async def run(workdir: Path, store: int, batch_size: int = BATCH) -> dict[str, Any]:
     pool = sentences(DATA_DIR)
     rng, pyrng = np.random.default_rng(3), random.Random(3)
-    texts = [f"{pyrng.choice(pool)} {pyrng.choice(pool)} ({i})" for i in range(store + 4000)]
+    # The store, then what is put back after each delete: 20 singles and 3 batches.
+    texts = [f"{pyrng.choice(pool)} {pyrng.choice(pool)} ({i})" for i in range(store + 20 + 3 * batch_size)]
     results: dict[str, Any] = {"date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "store_memories": store}
     async with open_core(Settings.from_variables(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING")) as (core, _info):
         seed_vectors = await core.embedder.embed_documents(texts[:300])
@@ -86,11 +90,12 @@ async def run(workdir: Path, store: int) -> dict[str, Any]:
         thousand = []
         for _ in range(3):
             pyrng.shuffle(ids)
-            batch = ids[:1000]
-            del ids[:1000]
+            batch = ids[:batch_size]
+            del ids[:batch_size]
             thousand.append(await delete(batch))
         results["delete_1"] = summary_ms(single)
-        results["delete_1000"] = {
+        results["delete_batch"] = {
+            "memories": batch_size,
             "runs_ms": [round(t, 1) for t in thousand],
             "median_ms": round(statistics.median(thousand), 1),
         }
@@ -140,6 +145,7 @@ async def run(workdir: Path, store: int) -> dict[str, Any]:
 
 
 def render(results: dict[str, Any]) -> str:
+    deleted = results["delete_batch"]
     lines = [
         f"# Owning memories at a {results['store_memories']:,}-memory store",
         "",
@@ -148,9 +154,10 @@ def render(results: dict[str, Any]) -> str:
         "",
         "| operation | p50 | p95 |",
         "|---|---:|---:|",
-        f"| delete 1 memory (of 10K) | {results['delete_1']['p50']} ms | {results['delete_1']['p95']} ms |",
-        f"| delete 1,000 memories in one call (3 runs: {', '.join(map(str, results['delete_1000']['runs_ms']))} ms) "
-        f"| {results['delete_1000']['median_ms']} ms | |",
+        f"| delete 1 memory (of {results['store_memories']:,}) | {results['delete_1']['p50']} ms "
+        f"| {results['delete_1']['p95']} ms |",
+        f"| delete {deleted['memories']:,} memories in one call (3 runs: {', '.join(map(str, deleted['runs_ms']))} ms) "
+        f"| {deleted['median_ms']} ms | |",
     ]
     for label, figures in results["list_page_20"].items():
         lines.append(f"| list_memories, {label} | {figures['p50']} ms | {figures['p95']} ms |")
@@ -173,12 +180,13 @@ def render(results: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=int, default=STORE, help="memories in the big workspace")
+    parser.add_argument("--batch", type=int, default=BATCH, help="memories deleted in one call (3 runs)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where memory_ops.md/.json go")
     args = parser.parse_args(argv)
     configure_logging("WARNING")
     workdir = Path(tempfile.mkdtemp(prefix="zb-ops-", dir="/tmp"))
     try:
-        results = asyncio.run(run(workdir, args.store))
+        results = asyncio.run(run(workdir, args.store, args.batch))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     args.out.mkdir(parents=True, exist_ok=True)
