@@ -107,8 +107,8 @@ async def test_a_replica_killed_mid_job_leaves_the_job_to_the_other_which_finish
     first, second = pair
     async with http_session(first, writer) as a:
         kept = await call(a, "add_memory", {"text": "Acknowledged by the first replica before it died."})
-        # Several batches past the kill (a batch is up to 64 chunks): a slow status call must not let it finish.
-        added = await call(a, "add_memory", {"text": document("fjord", 400)})
+        # Batches of up to 64 chunks: about three are left at the kill, so a slow status call cannot let it finish.
+        added = await call(a, "add_memory", {"text": document("fjord", 250)})
         assert added["job_id"], added
         while (progress := await call(a, "job_status", {"job_id": added["job_id"]}))["progress"]["done"] < 16:
             assert progress["state"] in ("pending", "running"), progress
