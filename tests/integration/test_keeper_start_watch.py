@@ -61,7 +61,7 @@ def test_a_server_deadlocked_while_loading_is_killed_and_started_again(data_dir:
             "keeper.server_restarting",
             "keeper.server_started",
         ], said
-        assert 2 <= took < 15, took
+        assert 2 <= took < 25, took  # the 2 s stall, two starts of a Python stand-in on a busy machine
     finally:
         keeper.send_signal(signal.SIGTERM)
         keeper.wait(timeout=30)
@@ -86,9 +86,12 @@ def test_a_server_none_of_whose_threads_runs_is_stuck_and_any_other_is_not() -> 
     ]
     try:
         watches = [StartWatch(process.pid, stuck_after_s=1.0) for process in processes]
-        deadline = time.monotonic() + 2.5
+        # At least 2.5 s of watching, and until the sleeper is seen stuck (its start may be slow on a busy machine).
+        started, deadline = time.monotonic(), time.monotonic() + 10
         verdicts: set[tuple[bool, ...]] = set()
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (
+            time.monotonic() - started > 2.5 and (False, False, True) in verdicts
+        ):
             verdicts.add(tuple(watch.stuck(lambda: False) for watch in watches))
             time.sleep(0.1)
         assert (False, False, True) in verdicts and all(not busy and not waiting for busy, waiting, _ in verdicts), (
