@@ -162,6 +162,11 @@ async def until(condition: Callable[[], bool], timeout_s: float = 60.0, what: st
         await asyncio.sleep(0.05)
 
 
+async def writes_resumed(core: ZapomniCore, timeout_s: float = 240.0) -> None:
+    """Wait until a store just loaded has built its indexes again: writes are held until then, by design."""
+    await until(lambda: not core.workspaces.registry.held_writes(None), timeout_s, "writes resumed after the load")
+
+
 @contextmanager
 def logged_events() -> Iterator[list[MutableMapping[str, Any]]]:
     """Every structlog event this process logs meanwhile, at any level (whatever an earlier test configured)."""

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import graph_client, open_core
+from tests.helpers import graph_client, open_core, writes_resumed
 from tests.processes import child_env, run_zapomni
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.graph.requests import GetRelatedRequest, GraphStatusRequest
@@ -204,6 +204,7 @@ async def test_restore_over_live_data_keeps_a_safety_copy(
 ) -> None:
     copy_store(store, data_dir)
     async with open_core(settings) as (core, _info):
+        await writes_resumed(core)
         extra = await core.memories.add(AddMemoryRequest(text="Written after the backup was taken."))
     files_before = tree_digest(data_dir / "db")
 
@@ -223,11 +224,13 @@ async def test_check_compares_the_running_database_and_undo_puts_the_safety_copy
 ) -> None:
     copy_store(store, data_dir)
     async with open_core(settings) as (core, _info):
+        await writes_resumed(core)
         await core.memories.add(AddMemoryRequest(text="Written after the backup was taken."))
     result = restore_backup(settings, str(store_backup))
     assert check_live(settings, str(store_backup)) == []  # the running database holds the backup
 
     async with open_core(settings) as (core, _info):
+        await writes_resumed(core)
         await core.memories.add(AddMemoryRequest(text="Written after the restore."))
     differences = check_live(settings, str(store_backup))
     assert f"memories: expected {MEMORIES}, found {MEMORIES + 1}" in differences
@@ -426,6 +429,7 @@ async def test_a_backup_taken_while_memories_are_added_describes_its_own_snapsho
 ) -> None:
     copy_store(store, data_dir)
     async with open_core(settings) as (core, _info):
+        await writes_resumed(core)
         stop, first_added = asyncio.Event(), asyncio.Event()
 
         async def keep_adding() -> int:
