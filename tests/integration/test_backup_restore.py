@@ -96,8 +96,11 @@ async def observe(core: ZapomniCore, data_dir: Path) -> Observed:
 
 
 async def build_store(data_dir: Path) -> Observed:
-    # everysec: the build only needs the data, not an fsync per memory.
-    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_APPENDFSYNC="everysec")
+    # everysec: the build only needs the data, not an fsync per memory. No knowledge graph: a backup copies the
+    # database's files whatever they hold, and graph jobs left half done would resume in every test's copy.
+    settings = Settings.from_variables(
+        ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING", ZAPOMNI_APPENDFSYNC="everysec", ZAPOMNI_GRAPH_AUTO="false"
+    )
     async with open_core(settings) as (core, _info):
         for start in range(0, MEMORIES, 100):
             await asyncio.gather(
