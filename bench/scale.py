@@ -869,10 +869,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(render_start(found))
         return 0
 
-    def save(results: dict[str, Any]) -> None:
+    def save(results: dict[str, Any]) -> None:  # the chart is drawn once, at the end: ~3 s a drawing
         args.output.write_text(render(results))
         args.output.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
-        chart(results, args.output.with_suffix(".png"))
 
     workdir = args.store or Path(tempfile.mkdtemp(prefix="zs-", dir="/tmp"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -893,6 +892,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if args.store is None:
             shutil.rmtree(workdir, ignore_errors=True)
+    chart(results, args.output.with_suffix(".png"))
     print(render(results))
     return 0
 

@@ -29,7 +29,7 @@ from zapomni_core.files.walker import allowed_roots
 from zapomni_core.graph import BuildGraph, GraphService, build_extractor, extractor_name
 from zapomni_core.graph.expansion import GraphExpansion
 from zapomni_core.jobs import JobRunner, JobService, JobSettings
-from zapomni_core.kernel.registry import EmbedderIdentity, Workspaces, in_progress_message
+from zapomni_core.kernel.registry import EmbedderIdentity, Workspace, Workspaces, in_progress_message
 from zapomni_core.kernel.runner import JobHandler
 from zapomni_core.kernel.writing import WritePipeline
 from zapomni_core.memories.indexing_job import IndexMemory, withdraw
@@ -160,7 +160,7 @@ async def open_core(
         limits = FileLimits(allowed_roots(settings.allowed_roots), settings.max_file_bytes)
         document_walk = FileWalk(DocumentReader(writer.chunker), writer, disk, limits)
         # Files are read where jobs run; the CLI runs its own ingest jobs (`JobRunner.run_now`).
-        handlers: dict[str, JobHandler] = {
+        handlers: dict[str, JobHandler[Workspace]] = {
             IndexMemory.kind: IndexMemory(writer, disk, on_indexed=graph.queue_new_memories),
             IngestPath.kind: IngestPath(document_walk, on_changed=graph.queue_new_memories),
             IndexCodebase.kind: IndexCodebase(FileWalk(CodeReader(writer.chunker), writer, disk, limits)),

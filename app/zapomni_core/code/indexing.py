@@ -19,6 +19,7 @@ from zapomni_core.errors import ZapomniError
 from zapomni_core.files.formats import UnreadableFile
 from zapomni_core.files.sync import FileContent, FileRef, FileWalk, WalkArgs, walk_outcome
 from zapomni_core.files.walker import FoundFile
+from zapomni_core.kernel.registry import Workspace
 from zapomni_core.kernel.runner import JobOutcome, JobRun
 from zapomni_core.kernel.writing import new_id
 from zapomni_core.threads import off_loop
@@ -75,14 +76,14 @@ class IndexCodebase:
     def refuses(self, job: JobRow) -> ZapomniError | None:
         return self._walk.refuses(WalkArgs.from_json(job.args_json))
 
-    async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
+    async def run(self, job: JobRow, run: JobRun[Workspace]) -> JobOutcome | None:
         outcome = await self._walk.run(WalkArgs.from_json(job.args_json), run)
         if outcome.changed:
             codebase = str(outcome.plan.base)
-            parsed = [parsed_from_json(value) for value in await run.stores.code.parsed_files(codebase)]
+            parsed = [parsed_from_json(value) for value in await run.workspace.stores.code.parsed_files(codebase)]
             links = await off_loop(resolve, parsed)
             await run.report(run.progress.with_message("linking calls, inheritance and imports"))
-            await run.stores.code.replace_links(
+            await run.workspace.stores.code.replace_links(
                 codebase, calls=links.calls, inherits=links.inherits, imports=links.imports
             )
             outcome.counts.update(

@@ -48,7 +48,7 @@ class IngestPath:
     def refuses(self, job: JobRow) -> ZapomniError | None:
         return self._walk.refuses(WalkArgs.from_json(job.args_json))
 
-    async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
+    async def run(self, job: JobRow, run: JobRun[Workspace]) -> JobOutcome | None:
         outcome = await self._walk.run(WalkArgs.from_json(job.args_json), run)
         if outcome.changed and self._on_changed is not None:
             await self._on_changed(run.workspace)

@@ -43,6 +43,7 @@ from zapomni_core.files.walker import (
     read_file,
     walk,
 )
+from zapomni_core.kernel.registry import Workspace
 from zapomni_core.kernel.runner import JobOutcome, JobRun
 from zapomni_core.kernel.writing import WritePipeline, new_id
 from zapomni_core.progress import Progress
@@ -145,7 +146,7 @@ def _unsaid(plan: WalkPlan, args: WalkArgs) -> Unsaid:
 
 
 async def _fail(
-    run: JobRun, path: str, exc: FileRefused | UnreadableFile | EmbedderUnavailable, unsaid: Unsaid
+    run: JobRun[Workspace], path: str, exc: FileRefused | UnreadableFile | EmbedderUnavailable, unsaid: Unsaid
 ) -> None:
     """One file's failure line, with every server path it may name hidden from a remote reader."""
     await run.fail_item(path, str(exc), (*unsaid, *exc.paths, *exc.hosts))
@@ -173,7 +174,7 @@ class FileWalk:
             pass
         return None
 
-    async def run(self, args: WalkArgs, run: JobRun) -> WalkOutcome:
+    async def run(self, args: WalkArgs, run: JobRun[Workspace]) -> WalkOutcome:
         plan = self.plan(args.path)
         entries = await asyncio.to_thread(self._entries, plan, args)
         found = [e for e in entries if isinstance(e, FoundFile)]
@@ -183,7 +184,7 @@ class FileWalk:
         for refused in (e for e in entries if isinstance(e, Refused)):
             await run.fail_item(refused.path, refused.reason, (*unsaid, *refused.hidden))
             counts["refused"] += 1
-        stored = await self._stored(run.stores, plan)
+        stored = await self._stored(run.workspace.stores, plan)
         seen: set[str] = set()
         total = len(found)
         await run.report(Progress(0, total, "files", "reading"))
@@ -194,7 +195,7 @@ class FileWalk:
             await run.report(Progress(done, total, "files", f"read {item.relative}"))
         for path, old in stored.items():
             if path not in seen and not os.path.lexists(path):
-                await run.stores.writes.delete([old.memory_id])
+                await run.workspace.stores.writes.delete([old.memory_id])
                 counts["removed"] += 1
         counts["files"] = total
         changed = any(counts[k] for k in ("added", "updated", "removed"))
@@ -219,7 +220,7 @@ class FileWalk:
 
     async def _one(
         self,
-        run: JobRun,
+        run: JobRun[Workspace],
         plan: WalkPlan,
         args: WalkArgs,
         unsaid: Unsaid,
@@ -238,7 +239,7 @@ class FileWalk:
         if not data.strip():
             if old is None:
                 return "empty"
-            await run.stores.writes.delete([old.memory_id])  # it said something before; now nothing
+            await run.workspace.stores.writes.delete([old.memory_id])  # it said something before; now nothing
             return "removed"
         file_hash = hashlib.sha256(data).hexdigest()
         if (
@@ -265,7 +266,7 @@ class FileWalk:
         text_bytes = len(content.text.encode(errors="surrogatepass"))
         await self._disk.ensure_writable(write_estimate(text_bytes, len(rows[0].embedding), chunks=len(rows)))
         if old is not None:  # the old memory goes first: the new one has the same identity when only its write failed
-            await run.stores.writes.delete([old.memory_id])
+            await run.workspace.stores.writes.delete([old.memory_id])
         memory = MemoryRecord(
             id=new_id(),
             text=content.text,
@@ -277,10 +278,10 @@ class FileWalk:
             kind=self._reader.kind,
         )
         await run.report(run.progress)  # raises JobLost before writing when the job is no longer ours
-        if not await run.stores.writes.insert(memory, rows):
+        if not await run.workspace.stores.writes.insert(memory, rows):
             return "unchanged"  # the same file at the same path is stored (another walk was quicker)
         if not await self._reader.finish(
-            run.stores, memory.id, FileRef(path, item.relative, plan.base, file_hash), content
+            run.workspace.stores, memory.id, FileRef(path, item.relative, plan.base, file_hash), content
         ):
             # Deleted between its insert and its hash: nothing of this file is stored now.
             await run.fail_item(path, "its memory was deleted while it was being written; walk again to add it")

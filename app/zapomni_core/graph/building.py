@@ -27,6 +27,7 @@ import structlog
 from zapomni_core.errors import ExtractorUnavailable, ZapomniError
 from zapomni_core.graph.extraction import EXCLUSIVE_RELATIONS, ChunkGraph, Extractor
 from zapomni_core.graph.merge import EntityIndex, merge_chunk_entities
+from zapomni_core.kernel.registry import Workspace
 from zapomni_core.kernel.runner import JobOutcome, JobRun
 from zapomni_core.kernel.writing import new_id
 from zapomni_core.progress import Progress
@@ -86,8 +87,8 @@ class BuildGraph:
     def refuses(self, job: JobRow) -> ZapomniError | None:
         return None  # every server on the store can
 
-    async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
-        graph = run.stores.graph
+    async def run(self, job: JobRow, run: JobRun[Workspace]) -> JobOutcome | None:
+        graph = run.workspace.stores.graph
         explicit: list[str] | None = json.loads(job.args_json).get("memory_ids")
         index = EntityIndex(await graph.known_entities(), threshold=self._threshold)
         counts: Counter[str] = Counter(json.loads(job.counts_json or "{}"))
@@ -99,12 +100,12 @@ class BuildGraph:
                 break
             total = done + len(batch) + (0 if explicit is not None else await graph.count_pending() - len(batch))
             for memory_id in batch:
-                memory = await run.stores.reads.get(memory_id)
+                memory = await run.workspace.stores.reads.get(memory_id)
                 if memory is None:  # deleted meanwhile: nothing to do
                     counts["deleted"] += 1
                     skipped.add(memory_id)
                     continue
-                chunks = await run.stores.reads.chunks(memory_id)
+                chunks = await run.workspace.stores.reads.chunks(memory_id)
                 progress = Progress(done, max(total, done), "memories", f"extracting ({self._extractor.name})")
                 try:
                     if len(chunks) > SLICE:
@@ -140,19 +141,24 @@ class BuildGraph:
                 counts["relations"] += tally.relations
                 await run.report(Progress(done, max(total, done), "memories", f"extracting ({self._extractor.name})"))
                 if counts["memories"] % COMPACT_EVERY == 0:
-                    await rewrite_append_only_file(run.stores.client, wait_s=0)
+                    await rewrite_append_only_file(run.workspace.stores.client, wait_s=0)
         state = "completed_with_errors" if job.failed or counts["failed"] or counts["problems"] else "completed"
         log.info("graph.built", workspace=run.workspace.name, job_id=job.id, **counts)
         return JobOutcome(state, done, counts, message=_done_elsewhere(job, explicit, done))
 
     async def _whole(
-        self, job: JobRow, run: JobRun, memory: StoredMemory, chunks: Sequence[StoredChunk], index: EntityIndex
+        self,
+        job: JobRow,
+        run: JobRun[Workspace],
+        memory: StoredMemory,
+        chunks: Sequence[StoredChunk],
+        index: EntityIndex,
     ) -> _Tally:
         """A memory of a few chunks: extracted at once, written in one fenced write that marks it done."""
         graphs = await self._extractor.extract([chunk.text for chunk in chunks])
         rows = memory_graph_rows(memory, chunks, graphs, index)
         await self._record_problems(run, memory.info.id, rows.problems)
-        written = await run.stores.graph.write_memory_graph(
+        written = await run.workspace.stores.graph.write_memory_graph(
             memory.info.id,
             job.id,
             run.owner,
@@ -169,7 +175,7 @@ class BuildGraph:
     async def _sliced(
         self,
         job: JobRow,
-        run: JobRun,
+        run: JobRun[Workspace],
         memory: StoredMemory,
         chunks: Sequence[StoredChunk],
         index: EntityIndex,
@@ -177,7 +183,7 @@ class BuildGraph:
     ) -> _Tally:
         """A large memory, `SLICE` chunks a step, resuming after the last slice an earlier attempt of this
         job wrote (the index was loaded from the graph, so it knows the entities those slices made)."""
-        graph = run.stores.graph
+        graph = run.workspace.stores.graph
         memory_id = memory.info.id
         start = await graph.sliced_progress(memory_id, job.id)
         if start is None or start > len(chunks):
@@ -217,14 +223,14 @@ class BuildGraph:
         return tally
 
     @staticmethod
-    async def _record_problems(run: JobRun, memory_id: str, problems: Sequence[str]) -> None:
+    async def _record_problems(run: JobRun[Workspace], memory_id: str, problems: Sequence[str]) -> None:
         if problems:
             shown = "; ".join(problems[:3])
             more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
             await run.fail_item(f"memory {memory_id}", f"{shown}{more}")
 
-    async def _next(self, job: JobRow, run: JobRun, explicit: list[str] | None) -> list[str]:
-        graph = run.stores.graph
+    async def _next(self, job: JobRow, run: JobRun[Workspace], explicit: list[str] | None) -> list[str]:
+        graph = run.workspace.stores.graph
         if explicit is None:
             return await graph.pending_memories(PAGE * 2)
         return await graph.unprocessed_by(job.id, explicit, PAGE * 2)

@@ -28,6 +28,7 @@ from zapomni_db import (
     Connection,
     GraphClient,
     GraphStores,
+    JobStore,
     ReembedState,
     SchemaMismatch,
     SchemaSettings,
@@ -119,6 +120,14 @@ class Workspaces:
         Reads of a graph that does not exist find nothing and create nothing; no keyword index is built.
         """
         return self._stores_of(graph_for(self._base, self.resolve(name)))
+
+    def jobs(self, name: str) -> JobStore:
+        """A workspace's job store (the job runner's queue); see `stores`."""
+        return self.stores(name).jobs
+
+    async def open(self, name: str) -> Workspace | None:
+        """The existing workspace `name`, prepared for a job to run in; None when it does not exist."""
+        return await self.get(name, create=False)
 
     async def existing_stores(self, name: str) -> GraphStores:
         """`stores(name)` of a workspace that exists, or NotFound naming it."""

@@ -33,27 +33,20 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import structlog
 
 from zapomni_core.disk import DiskGuard, DiskStatus
 from zapomni_core.errors import ShuttingDown, StorageFull, ZapomniError
-from zapomni_core.kernel.registry import Workspace, Workspaces
+from zapomni_core.kernel.stores import DurableJobs, JobQueues, RunnerPresence
 from zapomni_core.processes import process_alive
 from zapomni_core.progress import Progress
-from zapomni_db import (
-    DatabaseError,
-    DatabaseUnavailable,
-    GraphMissing,
-    GraphStores,
-    JobRow,
-    JobRunners,
-    JobStore,
-    PersistenceFailed,
-)
+from zapomni_db import DatabaseError, DatabaseUnavailable, GraphMissing, JobRow, PersistenceFailed
 
 log = structlog.get_logger(__name__)
+
+W = TypeVar("W")  # the workspace handlers work in (zapomni_core.kernel.registry.Workspace in a server)
 
 _HOST = socket.gethostname()
 # How often a running job runner renews the key that says it is there (zapomni_db.runners).
@@ -85,36 +78,33 @@ class JobLost(ZapomniError):
     """The job was cancelled or taken over by another worker: stop, and write nothing more."""
 
 
-class JobHandler(Protocol):
+class JobHandler(Protocol[W]):
     kind: str
 
     def refuses(self, job: JobRow) -> ZapomniError | None:
         """Why this process must leave `job` to another server (a path outside its allowed roots); None: it may
         run it. Replicas of one store may be configured differently."""
 
-    async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
+    async def run(self, job: JobRow, run: JobRun[W]) -> JobOutcome | None:
         """Do the job, resuming from whatever an earlier attempt stored; None when the handler's own
         last write completed it."""
 
 
-class JobRun:
+class JobRun(Generic[W]):
     """What a handler gets: the job's workspace, its claim, and a way to report progress."""
 
-    def __init__(self, job: JobRow, workspace: Workspace, owner: str, settings: JobSettings) -> None:
+    def __init__(self, job: JobRow, workspace: W, jobs: DurableJobs, owner: str, settings: JobSettings) -> None:
         self.job = job
         self.workspace = workspace
+        self.jobs = jobs  # the workspace's job store, where the claim is fenced
         self.owner = owner
         self.settings = settings
         self.progress = Progress(job.done, job.total, job.unit)
 
-    @property
-    def stores(self) -> GraphStores:
-        return self.workspace.stores
-
     async def report(self, progress: Progress) -> None:
         """Record progress and renew the lease; raises JobLost when the job is no longer ours to run."""
         self.progress = progress
-        alive = await self.stores.jobs.heartbeat(
+        alive = await self.jobs.heartbeat(
             self.job.id,
             self.owner,
             self.settings.lease_s,
@@ -128,20 +118,20 @@ class JobRun:
     async def fail_item(self, item: str, reason: str, hidden: Sequence[str] = ()) -> None:
         """Record a failed item; `hidden`: the server paths and hosts its line names (kept from remote clients)."""
         log.warning("job.item_failed", job_id=self.job.id, item=item, reason=reason)
-        if not await self.stores.jobs.record_failure(self.job.id, self.owner, f"{item}: {reason}", hidden):
+        if not await self.jobs.record_failure(self.job.id, self.owner, f"{item}: {reason}", hidden):
             raise JobLost(self.job.id)
 
 
-class JobRunner:
+class JobRunner(Generic[W]):
     def __init__(
         self,
-        workspaces: Workspaces,
-        handlers: Mapping[str, JobHandler],
+        queues: JobQueues[W],
+        handlers: Mapping[str, JobHandler[W]],
         settings: JobSettings,
         disk: DiskGuard | None = None,
-        runners: JobRunners | None = None,
+        runners: RunnerPresence | None = None,
     ) -> None:
-        self._workspaces = workspaces
+        self._queues = queues
         self._handlers = dict(handlers)
         self.settings = settings
         self._disk = disk
@@ -162,14 +152,14 @@ class JobRunner:
             self._presence = asyncio.create_task(self._announce(self._runners), name="zapomni-jobs-presence")
         self._task = asyncio.create_task(self._loop(), name="zapomni-jobs")
 
-    async def _announce(self, runners: JobRunners) -> None:
+    async def _announce(self, runners: RunnerPresence) -> None:
         """Say every PRESENCE_S that this process runs jobs of its kinds; said for 3 × as long, so a killed
         process stops counting soon after, and a busy one never misses a renewal."""
         while True:
             await asyncio.sleep(PRESENCE_S)
             await self._announce_once(runners)
 
-    async def _announce_once(self, runners: JobRunners) -> None:
+    async def _announce_once(self, runners: RunnerPresence) -> None:
         try:
             await runners.announce(self.owner, self._handlers, PRESENCE_S * 3)
         except DatabaseError as exc:  # a database refusing writes (a full disk): said again at the next turn
@@ -263,26 +253,24 @@ class JobRunner:
 
     async def _start_next(self) -> bool:
         """Claim the oldest claimable job of any workspace and start it in a free slot; False when there was none."""
-        queued = [(name, seen) for name in await self._workspaces.names() for seen in await self._active(name)]
+        queued = [(name, seen) for name in await self._queues.names() for seen in await self._active(name)]
         for name, seen in sorted(queued, key=lambda pair: pair[1].created_at):
             if (name, seen.kind) in self._busy.values():
                 # One job of a kind per workspace at a time here, as before slots: two graph builds over the
                 # same pending memories would both extract them.
                 continue
-            stores = self._workspaces.stores(name)
+            jobs = self._queues.jobs(name)
             if seen.state == "running" and seen.attempts >= self.settings.max_attempts:
-                await stores.jobs.give_up(
-                    seen, f"gave up after {seen.attempts} attempts: each ended with its server stopping"
-                )
+                await jobs.give_up(seen, f"gave up after {seen.attempts} attempts: each ended with its server stopping")
                 log.error("job.given_up", workspace=name, job_id=seen.id, attempts=seen.attempts)
                 continue
-            job = await stores.jobs.claim(seen, self.owner, self.settings.lease_s)
+            job = await jobs.claim(seen, self.owner, self.settings.lease_s)
             if job is None:
                 continue  # another worker was quicker
-            workspace = await self._workspaces.get(name, create=False)
+            workspace = await self._queues.open(name)
             if workspace is None:  # the workspace was deleted meanwhile, and its jobs with it
                 continue
-            task = asyncio.create_task(self._execute(job, workspace), name=f"zapomni-job-{job.id}")
+            task = asyncio.create_task(self._execute(job, name, workspace, jobs), name=f"zapomni-job-{job.id}")
             self._running[job.id] = task
             self._busy[job.id] = (name, job.kind)
             task.add_done_callback(functools.partial(self._ended, job.id))
@@ -298,20 +286,20 @@ class JobRunner:
     async def _active(self, workspace: str) -> list[JobRow]:
         """The workspace's jobs this runner may claim now (not those it runs already, nor those it must leave)."""
         with contextlib.suppress(GraphMissing):  # deleted since it was listed
-            stores = self._workspaces.stores(workspace)
+            jobs = self._queues.jobs(workspace)
             claimable = []
-            for job in await stores.jobs.active():
+            for job in await jobs.active():
                 if job.id in self._running or not self._claimable(job):
                     continue
                 refused = self._handlers[job.kind].refuses(job)
                 if refused is None:
                     claimable.append(job)
                 elif job.id not in self._left and job.state == "pending":
-                    await self._leave(stores.jobs, job, refused)
+                    await self._leave(jobs, job, refused)
             return claimable
         return []
 
-    async def _leave(self, jobs: JobStore, job: JobRow, refused: ZapomniError) -> None:
+    async def _leave(self, jobs: DurableJobs, job: JobRow, refused: ZapomniError) -> None:
         """Say once on a pending job why this server leaves it to another (without this server's paths)."""
         message = f"waiting for a server that may run it: the one on {_HOST} cannot ({refused.public()})"
         if await jobs.note_pending(job.id, message):
@@ -321,16 +309,17 @@ class JobRunner:
     async def run_now(self, workspace_name: str, job_id: str) -> bool:
         """Run one job in this process now (a command that reads files itself); False when it is not ours to run
         (another worker holds it, it ended, or this process has no handler for it)."""
-        workspace = await self._workspaces.get(workspace_name, create=False)
-        seen = await workspace.stores.jobs.get(job_id) if workspace else None
+        workspace = await self._queues.open(workspace_name)
+        jobs = self._queues.jobs(workspace_name)
+        seen = await jobs.get(job_id) if workspace else None
         if workspace is None or seen is None or seen.state not in ("pending", "running") or not self._claimable(seen):
             return False
         if self._handlers[seen.kind].refuses(seen) is not None:
             return False
-        job = await workspace.stores.jobs.claim(seen, self.owner, self.settings.lease_s)
+        job = await jobs.claim(seen, self.owner, self.settings.lease_s)
         if job is None:
             return False
-        await self._execute(job, workspace)
+        await self._execute(job, workspace_name, workspace, jobs)
         return True
 
     def _claimable(self, job: JobRow) -> bool:
@@ -340,11 +329,11 @@ class JobRunner:
             return True
         return (job.lease_until or 0.0) < time.time() or _owner_gone(job.owner)
 
-    async def _execute(self, job: JobRow, workspace: Workspace) -> None:
+    async def _execute(self, job: JobRow, name: str, workspace: W, jobs: DurableJobs) -> None:
         handler = self._handlers[job.kind]
-        run = JobRun(job, workspace, self.owner, self.settings)
+        run = JobRun(job, workspace, jobs, self.owner, self.settings)
         started = time.perf_counter()
-        log.info("job.started", workspace=workspace.name, job_id=job.id, kind=job.kind, attempt=job.attempts)
+        log.info("job.started", workspace=name, job_id=job.id, kind=job.kind, attempt=job.attempts)
         keep_alive = asyncio.create_task(self._keep_alive(run), name=f"zapomni-job-lease-{job.id}")
         try:
             try:
@@ -352,7 +341,7 @@ class JobRunner:
             finally:
                 keep_alive.cancel()
             if outcome is not None:
-                await workspace.stores.jobs.finish(
+                await jobs.finish(
                     job.id,
                     self.owner,
                     state=outcome.state,
@@ -363,28 +352,28 @@ class JobRunner:
                 )
             log.info(
                 "job.finished",
-                workspace=workspace.name,
+                workspace=name,
                 job_id=job.id,
                 kind=job.kind,
                 state=outcome.state if outcome else "completed",
                 duration_ms=round((time.perf_counter() - started) * 1000, 1),
             )
         except JobLost:
-            log.info("job.lost", workspace=workspace.name, job_id=job.id, reason="cancelled or taken over")
+            log.info("job.lost", workspace=name, job_id=job.id, reason="cancelled or taken over")
         except GraphMissing:  # its workspace was deleted: writing anything would bring it back
-            log.info("job.dropped", workspace=workspace.name, job_id=job.id, reason="the workspace was deleted")
+            log.info("job.dropped", workspace=name, job_id=job.id, reason="the workspace was deleted")
         except (asyncio.CancelledError, ShuttingDown) as exc:
             with contextlib.suppress(Exception):
-                await asyncio.shield(workspace.stores.jobs.release(job.id, self.owner))
-            log.info("job.released", workspace=workspace.name, job_id=job.id, reason="the server is stopping")
+                await asyncio.shield(jobs.release(job.id, self.owner))
+            log.info("job.released", workspace=name, job_id=job.id, reason="the server is stopping")
             if isinstance(exc, asyncio.CancelledError):
                 raise
         except Exception as exc:
             reason = str(exc) if isinstance(exc, ZapomniError) else "internal error (the server log has the details)"
             hidden = (*exc.paths, *exc.hosts) if isinstance(exc, ZapomniError) else ()
-            log.exception("job.failed", workspace=workspace.name, job_id=job.id, kind=job.kind)
+            log.exception("job.failed", workspace=name, job_id=job.id, kind=job.kind)
             with contextlib.suppress(Exception):
-                await workspace.stores.jobs.finish(
+                await jobs.finish(
                     job.id,
                     self.owner,
                     state="failed",
@@ -394,7 +383,7 @@ class JobRunner:
                     hidden=hidden,
                 )
 
-    async def _keep_alive(self, run: JobRun) -> None:
+    async def _keep_alive(self, run: JobRun[W]) -> None:
         """Renew the lease (with the latest progress) while the handler works, however long one step takes."""
         while True:
             await asyncio.sleep(self.settings.lease_s / 3)
@@ -405,7 +394,7 @@ class JobRunner:
             except (DatabaseUnavailable, PersistenceFailed):
                 continue
 
-    async def _until_done(self, handler: JobHandler, job: JobRow, run: JobRun) -> JobOutcome | None:
+    async def _until_done(self, handler: JobHandler[W], job: JobRow, run: JobRun[W]) -> JobOutcome | None:
         """Run the handler, and again (resuming) after each database restart or wait for disk space."""
         delay = self.settings.retry_s
         while True:

@@ -69,8 +69,8 @@ class IndexMemory:
     def refuses(self, job: JobRow) -> ZapomniError | None:
         return None  # every server on the store can
 
-    async def run(self, job: JobRow, run: JobRun) -> JobOutcome | None:
-        stores = run.stores
+    async def run(self, job: JobRow, run: JobRun[Workspace]) -> JobOutcome | None:
+        stores = run.workspace.stores
         memory_id = job.memory_id or ""
         memory = await stores.reads.get(memory_id)
         if memory is None:  # deleted before it was indexed (the delete cancelled this job too)
