@@ -281,7 +281,7 @@ class Server:
 def _kill_if_stuck(server: Server, socket: Path) -> None:
     """A server deadlocked while loading (`zapomni_db.start_watch`) is killed; the next poll restarts it."""
     if server.process.poll() is None and server.watch.stuck(lambda: ping(socket)):
-        _say("keeper.server_stuck", pid=server.process.pid, stalled_s=round(server.watch.stalled_s(), 1))
+        _say("keeper.server_stuck", pid=server.process.pid, stalled_s=round(server.watch.stalled_for, 1))
         server.process.kill()
 
 

@@ -73,6 +73,7 @@ class StartWatch:
         self._stuck_after_s = stuck_after_s
         self._last: Sample | None = None
         self._since = time.monotonic()  # when it last ran (or waited on the disk)
+        self.stalled_for = 0.0  # what the last `stalled_s()` found
         self.answered = False
 
     def stalled_s(self) -> float:
@@ -81,7 +82,8 @@ class StartWatch:
         if seen is None or self._last is None or seen.ran_since(self._last):
             self._since = time.monotonic()
         self._last = seen
-        return time.monotonic() - self._since
+        self.stalled_for = time.monotonic() - self._since
+        return self.stalled_for
 
     def stuck(self, answers: Callable[[], bool]) -> bool:
         """True once the server has not answered and none of its threads has run for `stuck_after_s`.

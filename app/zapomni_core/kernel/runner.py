@@ -142,7 +142,7 @@ class JobRunner(Generic[W]):
         self._task: asyncio.Task[None] | None = None
         self._running: dict[str, asyncio.Task[None]] = {}  # by job id: the jobs in hand
         self._busy: dict[str, tuple[str, str]] = {}  # by job id: the workspace and kind of each job in hand
-        self._left: set[str] = set()  # jobs this process refused to run and said so on the job
+        self._left: dict[str, set[str]] = {}  # by workspace: the jobs this process refused and said so on
         self._presence: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -285,26 +285,33 @@ class JobRunner(Generic[W]):
 
     async def _active(self, workspace: str) -> list[JobRow]:
         """The workspace's jobs this runner may claim now (not those it runs already, nor those it must leave)."""
-        with contextlib.suppress(GraphMissing):  # deleted since it was listed
+        try:
             jobs = self._queues.jobs(workspace)
-            claimable = []
-            for job in await jobs.active():
-                if job.id in self._running or not self._claimable(job):
-                    continue
-                refused = self._handlers[job.kind].refuses(job)
-                if refused is None:
-                    claimable.append(job)
-                elif job.id not in self._left and job.state == "pending":
-                    await self._leave(jobs, job, refused)
-            return claimable
-        return []
+            listed = await jobs.active()
+        except GraphMissing:  # deleted since it was listed
+            self._left.pop(workspace, None)
+            return []
+        left = self._left.setdefault(workspace, set())
+        left &= {job.id for job in listed}  # a job that ended is no longer ours to say anything of
+        claimable = []
+        for job in listed:
+            if job.id in self._running or not self._claimable(job):
+                continue
+            refused = self._handlers[job.kind].refuses(job)
+            if refused is None:
+                claimable.append(job)
+            elif job.id not in left and job.state == "pending" and await self._leave(jobs, job, refused):
+                left.add(job.id)
+        return claimable
 
-    async def _leave(self, jobs: DurableJobs, job: JobRow, refused: ZapomniError) -> None:
-        """Say once on a pending job why this server leaves it to another (without this server's paths)."""
+    async def _leave(self, jobs: DurableJobs, job: JobRow, refused: ZapomniError) -> bool:
+        """Say on a pending job why this server leaves it to another (without this server's paths); False when it
+        no longer waits."""
         message = f"waiting for a server that may run it: the one on {_HOST} cannot ({refused.public()})"
-        if await jobs.note_pending(job.id, message):
-            self._left.add(job.id)
-            log.info("job.left_to_another_server", job_id=job.id, kind=job.kind, reason=str(refused))
+        if not await jobs.note_pending(job.id, message):
+            return False
+        log.info("job.left_to_another_server", job_id=job.id, kind=job.kind, reason=str(refused))
+        return True
 
     async def run_now(self, workspace_name: str, job_id: str) -> bool:
         """Run one job in this process now (a command that reads files itself); False when it is not ours to run
