@@ -111,6 +111,10 @@ async def test_a_link_whose_name_extends_its_targets_does_not_reveal_the_target(
     link.symlink_to(notes)
     async with local_and_remote(configured(settings, ZAPOMNI_ALLOWED_ROOTS=str(roots))) as (local, remote):
         queued = await structured(remote, "ingest_path", {"path": str(link)})
+        assert queued["path"] == str(link)  # not where the link leads
+        shown = await remote.call_tool("ingest_path", {"path": str(link)})
+        assert str(link) in text_of(shown) and f"{notes}" not in text_of(shown).replace(str(link), "")
+        assert (await structured(local, "ingest_path", {"path": str(link)}))["path"] == str(notes)
         asked = {"job_id": queued["job_id"], "wait_s": 50}
         (line,) = (await structured(remote, "job_status", asked))["failures"]
         assert str(notes / "leak.md") not in line and line.startswith(REDACTED_PATH), line

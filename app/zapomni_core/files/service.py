@@ -63,4 +63,4 @@ class FileService:
         await workspace.stores.jobs.create(job)
         self._wake_jobs()
         log.info("files.queued", workspace=workspace.name, job_id=job.id, kind=kind, path=args.path)
-        return WalkQueued(job_id=job.id, workspace=workspace.name, kind=kind, path=args.path)
+        return WalkQueued(job_id=job.id, workspace=workspace.name, kind=kind, path=args.path).asked_as(path)

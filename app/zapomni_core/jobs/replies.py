@@ -73,9 +73,11 @@ class JobInfo(BaseModel):
 
 def for_remote(result: Model) -> Model:
     """`result` as a client on another machine is shown it: every job in it without the server paths and hosts
-    its lines name (an error reply leaves them out the same way: zapomni_mcp.errors)."""
-    if isinstance(result, JobInfo):
-        return result.for_remote()  # type: ignore[return-value]  # a JobInfo, as given
+    its lines name, any reply without what it resolved on the server (`for_remote` of its own); an error reply
+    leaves them out the same way (zapomni_mcp.errors)."""
+    own = getattr(result, "for_remote", None)  # a reply that knows which of its fields are the server's own
+    if callable(own):
+        return own()  # type: ignore[no-any-return]  # a model of the same type, as given
     updates: dict[str, object] = {}
     for name, value in result:
         if isinstance(value, BaseModel):
