@@ -37,7 +37,7 @@ def _columns(projection: str) -> int:
 def test_each_record_reads_as_many_columns_as_it_projects() -> None:
     records = [
         value
-        for value in vars(zapomni_db).values()
+        for value in (getattr(zapomni_db, name) for name in zapomni_db.__all__)  # imported when first asked for
         if inspect.isclass(value) and dataclasses.is_dataclass(value) and isinstance(vars(value).get("PROJECTION"), str)
     ]
     assert {r.__name__ for r in records} >= {"MemoryInfo", "JobRow", "EntityInfo", "RelationRow", "RelationEvidence"}
