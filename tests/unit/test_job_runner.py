@@ -17,6 +17,7 @@ import pytest
 from tests.fakes.job_store import FakePresence, FakeQueues, pending_job
 from tests.helpers import until
 from zapomni_core.errors import ZapomniError
+from zapomni_core.jobs.service import JobWaits
 from zapomni_core.kernel.runner import JobHandler, JobOutcome, JobRun, JobRunner, JobSettings
 from zapomni_core.progress import Progress
 from zapomni_db import DatabaseUnavailable, JobRow
@@ -199,3 +200,14 @@ async def test_a_job_cancelled_while_it_runs_stops_at_its_next_report_and_writes
         await asyncio.sleep(0.2)
     assert len(reports) <= stopped_at + 1  # at most the report in flight
     assert jobs.rows["walk"].state == "cancelled" and jobs.rows["walk"].done < 1000
+
+
+def test_a_running_job_under_a_live_lease_waits_for_no_server_whatever_the_presence_key_says() -> None:
+    """The presence key lapses while a full disk refuses its renewals; a job a server is running still has one."""
+    nobody = JobWaits(runner_kinds=set())
+    running = replace(pending_job("add", "index", created_at=1), state="running", owner="here:1:ab",
+                      attempts=1, lease_until=time.time() + 30)  # fmt: skip
+    assert nobody.of(running) == (None, None)
+    lapsed = replace(running, lease_until=time.time() - 1)
+    assert nobody.of(lapsed)[0] == "server"
+    assert nobody.of(pending_job("walk", "ingest", created_at=2))[0] == "server"

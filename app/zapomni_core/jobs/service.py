@@ -132,7 +132,10 @@ class JobWaits:
             return None, None
         if self.disk:
             return "disk", f"paused: {self.disk}"
-        if self.runner_kinds is not None and job.kind not in self.runner_kinds:
+        # A running job under a live lease has a server, whatever the presence key says: the key lapses when a
+        # full disk refuses its renewals, and a job_status waiting on such a job returned at once (seen in a test).
+        held = job.state == "running" and (job.lease_until or 0.0) > time.time()
+        if self.runner_kinds is not None and job.kind not in self.runner_kinds and not held:
             return "server", NO_SERVER
         return ("turn", None) if job.state == "pending" else (None, None)
 
