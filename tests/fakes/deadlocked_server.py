@@ -1,8 +1,8 @@
 """A STAND-IN for a redis-server that deadlocks while it loads (zapomni_db.start_watch): FalkorDB's race cannot
 be triggered on demand (0 of 60 restarts of the store it happened on hung), so this plays what it looks like from
 outside. On its first start it listens on its unix socket and never answers, its main thread asleep on a lock it
-already holds; on the next start (`mark` exists) it answers as a loaded server does: PONG to PING, an empty INFO,
-OK to anything else.
+already holds; on the next start (`mark` exists) it answers as a loaded server does: RESP3 to HELLO, PONG to
+PING, an empty INFO, OK to anything else, and exits on SHUTDOWN.
 
 Run: ``python -m tests.fakes.deadlocked_server SOCKET MARK``
 """
@@ -10,6 +10,7 @@ Run: ``python -m tests.fakes.deadlocked_server SOCKET MARK``
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
 import sys
@@ -20,7 +21,11 @@ from pathlib import Path
 def answer(conn: socket.socket) -> None:
     with conn:
         while data := conn.recv(4096):
-            if b"PING" in data.upper():
+            if b"SHUTDOWN" in data.upper():
+                os._exit(0)  # as redis-server: no reply, the connection closes
+            if b"HELLO" in data.upper():
+                conn.sendall(b"%1\r\n+proto\r\n:3\r\n")  # RESP3, which redis-py 8 asks for
+            elif b"PING" in data.upper():
                 conn.sendall(b"+PONG\r\n")
             elif b"INFO" in data.upper():
                 conn.sendall(b"$0\r\n\r\n")

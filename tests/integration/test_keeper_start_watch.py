@@ -1,5 +1,5 @@
-"""A server that never answers after a start is killed and started again by its keeper (zapomni_db.start_watch);
-one that loads, however long, is left to load."""
+"""A server that never answers after a start is killed and started again by its keeper (zapomni_db.start_watch),
+and so is a scratch server (backup and restore checks); one that loads, however long, is left to load."""
 
 from __future__ import annotations
 
@@ -12,10 +12,14 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import wait_for
 from tests.processes import child_env
 from zapomni_db import _locks
 from zapomni_db.embedded import EmbeddedPaths, ping
+from zapomni_db.errors import DatabaseUnavailable
+from zapomni_db.server import ScratchServer
 from zapomni_db.start_watch import StartWatch
 
 # The keeper as it runs, with the deadlocking STAND-IN (tests/fakes/deadlocked_server.py) as its server and a 2 s
@@ -104,3 +108,37 @@ def test_a_server_none_of_whose_threads_runs_is_stuck_and_any_other_is_not() -> 
         for process in processes:
             process.kill()
             process.wait()
+
+
+class StandInScratchServer(ScratchServer):
+    """A scratch server whose server is the deadlocking STAND-IN: stuck on its first start, or on every start
+    when `always_stuck` (its mark is removed before each)."""
+
+    def __init__(self, db_dir: Path, *, always_stuck: bool = False) -> None:
+        super().__init__(db_dir, stuck_after_s=2.0, timeout_s=60.0)
+        self.mark = db_dir / "deadlocked"
+        self.always_stuck = always_stuck
+        self.starts = 0
+
+    def command(self) -> list[str]:
+        self.starts += 1
+        if self.always_stuck:
+            self.mark.unlink(missing_ok=True)
+        return [sys.executable, "-m", "tests.fakes.deadlocked_server", str(self.socket), str(self.mark)]
+
+
+def test_a_scratch_server_stuck_while_loading_is_started_again(tmp_path: Path) -> None:
+    server = StandInScratchServer(tmp_path)
+    with server:
+        assert ping(server.socket)
+    assert (server.starts, server.restarts) == (2, 1)
+    assert not server.socket.exists()  # stopped and its run directory removed
+
+
+def test_a_scratch_server_stuck_at_every_start_is_given_up_after_three(tmp_path: Path) -> None:
+    server = StandInScratchServer(tmp_path, always_stuck=True)
+    started = time.monotonic()
+    with pytest.raises(DatabaseUnavailable, match="did not load"), server:
+        pass
+    assert (server.starts, server.restarts) == (3, 2)
+    assert time.monotonic() - started < 45  # three 2 s stalls, not the 60 s deadline
