@@ -560,9 +560,9 @@ class ConsoleServer(Child):
 
 
 def create_token(env: dict[str, str], name: str, role: str) -> str:
-    """A token made by `zapomni token create` (the way the README says to make one)."""
-    done = subprocess.run(
-        [ZAPOMNI, "token", "create", "--name", name, "--all", "--role", role],
-        env=env, capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+    """A token made by `zapomni token create` (the way the README says to make one), run in this process."""
+    from tests.cli_in_process import run_cli  # it imports the CLI, which most users of this module never run
+
+    done: subprocess.CompletedProcess[str] = run_cli(["token", "create", "--name", name, "--all", "--role", role], env)
+    assert done.returncode == 0, done.stderr
     return next(line.strip() for line in (done.stdout + done.stderr).splitlines() if line.startswith("zap_"))

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.processes import FalkorDB, child_env, run_zapomni
+from tests.cli_in_process import run_cli
+from tests.processes import FalkorDB, child_env
 
 GRAPH = "outage"
 MEMORY_ID = "00000000-0000-4000-8000-000000000000"  # well-formed: the command gets as far as the database
@@ -45,7 +46,7 @@ def falkordb(tmp_path: Path) -> Iterator[FalkorDB]:
 
 def zapomni(port: int, *args: str) -> subprocess.CompletedProcess[str]:
     env = child_env(ZAPOMNI_DB_MODE="server", FALKORDB_HOST="127.0.0.1", FALKORDB_PORT=str(port), GRAPH_NAME=GRAPH)
-    return run_zapomni(list(args), env)
+    return run_cli(args, env)
 
 
 def assert_one_line(result: subprocess.CompletedProcess[str], command: str, says: str) -> None:

@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.helpers import graph_client, open_core, writes_resumed
-from tests.processes import child_env, run_zapomni
+from tests.processes import child_env
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.graph.requests import GetRelatedRequest, GraphStatusRequest
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
@@ -458,7 +459,7 @@ async def test_a_backup_taken_while_memories_are_added_describes_its_own_snapsho
 
 def zapomni(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = child_env(ZAPOMNI_DATA_DIR=str(data_dir), LOG_LEVEL="WARNING")
-    return run_zapomni(list(args), env)
+    return run_cli(args, env)
 
 
 def test_cli_backup_list_and_restore(store: Store, data_dir: Path) -> None:

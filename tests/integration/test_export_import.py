@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.fakes.ollama_server import FakeOllama
 from tests.helpers import graph_client, open_core
 from tests.processes import ZAPOMNI, child_env, run_zapomni
@@ -406,8 +407,11 @@ async def test_another_embedder_re_embeds_and_chunks_again(
 
 
 def zapomni(data_dir: Path, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+    """In this process, or as one where it reads a pipe (`stdin`)."""
     env = child_env(ZAPOMNI_DATA_DIR=str(data_dir), LOG_LEVEL="WARNING")
-    return run_zapomni(list(args), env, text=False, **kwargs)
+    if "stdin" in kwargs:
+        return run_zapomni(list(args), env, text=False, **kwargs)
+    return run_cli(args, env, text=False, **kwargs)
 
 
 async def test_the_command_line_exports_and_imports(source: Source, data_dir: Path, tmp_path: Path) -> None:

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.fakes.ollama_server import FakeOllama
 from tests.helpers import free_port, graph_client, server_pids, wait_for
-from tests.processes import ZAPOMNI, FalkorDB, HealthServer, child_env, run_zapomni
+from tests.processes import ZAPOMNI, FalkorDB, HealthServer, child_env
 from zapomni_core.health import (
     DatabaseProbe,
     DatabaseTarget,
@@ -259,7 +260,7 @@ def test_a_taken_port_fails_at_once(tmp_path: Path) -> None:
 
 
 def doctor(env: dict[str, str], *args: str) -> tuple[int, str]:
-    result = run_zapomni(["doctor", *args], env)
+    result = run_cli(["doctor", *args], env)
     return result.returncode, result.stdout
 
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.helpers import open_core
-from tests.processes import run_zapomni, server_env
+from tests.processes import server_env
 from zapomni_core import Settings
 from zapomni_core.database import open_database
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
@@ -266,7 +267,7 @@ async def test_indexing_version_zero_with_another_dimension_is_refused(
 
 def zapomni(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = server_env(data_dir, LOG_LEVEL="WARNING")
-    return run_zapomni(list(args), env)
+    return run_cli(args, env)
 
 
 @pytest.mark.own_database

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.fakes.ollama_server import FakeOllama, embed_text
 from tests.helpers import open_core, wait_for
-from tests.processes import ZAPOMNI, run_zapomni, server_env
+from tests.processes import ZAPOMNI, server_env
 from zapomni_core import ConfigurationError, EmbedderUnavailable, Settings
 from zapomni_core.database import open_database
 from zapomni_core.embedders import build_embedder
@@ -331,7 +332,7 @@ def zapomni(
     data_dir: Path, fake: FakeOllama, *args: str, log_level: str = "WARNING"
 ) -> subprocess.CompletedProcess[str]:
     env = server_env(data_dir, LOG_LEVEL=log_level, ZAPOMNI_EMBEDDER="ollama", OLLAMA_HOST=fake.url)
-    return run_zapomni(list(args), env, input="", timeout_s=300)
+    return run_cli(args, env, input="", timeout_s=300)
 
 
 async def test_the_reembed_command(data_dir: Path, fake: FakeOllama, onnx_store: dict[str, str]) -> None:
