@@ -24,6 +24,7 @@ import threading
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+from unittest import mock
 
 import structlog
 
@@ -128,14 +129,10 @@ def _the_suites_model() -> Iterator[None]:
     """The command's engine embeds with the suite's one ONNX model (`tests.helpers.open_core`), as every engine
     of the tests does, instead of loading its own: a load costs 0.4 s of CPU, and the sessions of finished commands
     wait in reference cycles for the collector (a worker grew 308 -> 1,132 MB in 15 adds)."""
-    saved = [module.open_core for module in _OPENING]
-    for module in _OPENING:
-        module.open_core = helpers.open_core  # type: ignore[assignment]
-    try:
+    with contextlib.ExitStack() as stack:
+        for module in _OPENING:
+            stack.enter_context(mock.patch.object(module, "open_core", helpers.open_core))
         yield
-    finally:
-        for module, original in zip(_OPENING, saved, strict=True):
-            module.open_core = original  # type: ignore[assignment]
 
 
 @contextlib.contextmanager
