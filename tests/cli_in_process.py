@@ -62,7 +62,7 @@ def run_cli(
 
     def command() -> None:
         try:
-            with _environment(env), _standard_streams(*streams), _logging_put_back(), _the_suites_model():
+            with _environment(env), _standard_streams(*streams), logging_put_back(), _the_suites_model():
                 main(list(args))
             outcome["code"] = 0
         except SystemExit as exc:
@@ -136,9 +136,9 @@ def _the_suites_model() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _logging_put_back() -> Iterator[None]:
-    """The command configures logging for a process of its own (`configure_logging`): undo it afterwards. The
-    root's handlers are taken off first, so that its `basicConfig(force=True)` does not close pytest's."""
+def logging_put_back() -> Iterator[None]:
+    """A command or a bench configures logging for a process of its own (`configure_logging`): undo it afterwards.
+    The root's handlers are taken off first, so that its `basicConfig(force=True)` does not close pytest's."""
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     levels = {name: logging.getLogger(name).level for name in _TUNED_LOGGERS}

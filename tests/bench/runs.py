@@ -8,14 +8,13 @@ import importlib
 import inspect
 import io
 import json
-import logging
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
+from tests.cli_in_process import logging_put_back
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +44,7 @@ def run_bench(module: str, *args: str) -> BenchRun:
     out, err = io.StringIO(), io.StringIO()
     # On a thread of its own: a bench calls asyncio.run, which an async test's running loop would refuse.
     with (
-        _logging_kept(),
+        logging_put_back(),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(err),
         _argv(module, args),
@@ -63,20 +62,6 @@ def _argv(module: str, args: tuple[str, ...]) -> Iterator[None]:
         yield
     finally:
         sys.argv = saved
-
-
-@contextlib.contextmanager
-def _logging_kept() -> Iterator[None]:
-    """A bench configures logging onto the stderr it is given: the worker's own is put back afterwards."""
-    structlog_config = structlog.get_config()
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        yield
-    finally:
-        structlog.configure(**structlog_config)
-        root.handlers[:] = handlers
-        root.setLevel(level)
 
 
 def write_beir(folder: Path) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -21,8 +20,8 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.processes import (
-    ZAPOMNI,
     ConsoleServer,
     HttpServer,
     call,
@@ -89,7 +88,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         *[("add_memory", {"workspace": CHAT, "text": text, "metadata": meta}) for text, meta in TURNS],
     )
     env = server_env(data_dir)
-    subprocess.run([ZAPOMNI, "add", "--workspace", CHAT, DANA], env=env, check=True, capture_output=True, timeout=120)
+    dana_added = run_cli(["add", "--workspace", CHAT, DANA], env)
+    assert dana_added.returncode == 0, dana_added.stderr
     (dana,) = mcp(data_dir, ("list_memories", {"workspace": CHAT, "filters": {"speaker": "Dana"}}))
     assert [m["thread"] for m in dana["memories"]] == [None]  # a turn by its speaker alone
     return {

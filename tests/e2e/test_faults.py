@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +16,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.cli_in_process import run_cli
 from tests.helpers import fill_disk, graph_client, mounted_tmpfs, server_pids, wait_for
 from tests.processes import ZAPOMNI, call, server_env
 from zapomni_core.faults import INTERRUPTED, UNAVAILABLE
@@ -122,9 +122,7 @@ async def test_adds_in_flight_when_the_database_is_killed_succeed_or_say_a_retry
 def test_doctor_shows_the_free_space_and_fails_below_the_threshold(tmp_path: Path) -> None:
     def disk_check(min_free_mb: str) -> dict[str, Any]:
         env = server_env(tmp_path / "data", ZAPOMNI_MIN_FREE_MB=min_free_mb)
-        done = subprocess.run(
-            [ZAPOMNI, "doctor", "--json", "--no-start"], env=env, capture_output=True, text=True, timeout=120
-        )
+        done = run_cli(["doctor", "--json", "--no-start"], env)
         return next(c for c in json.loads(done.stdout)["checks"] if c["name"] == "disk")
 
     plenty = disk_check("1")

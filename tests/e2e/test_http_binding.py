@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from tests.cli_in_process import run_cli
 from tests.helpers import free_port, server_pids
 from tests.processes import ZAPOMNI, call, http_server, http_session, server_env
 
@@ -75,7 +76,9 @@ async def test_tls_is_served_with_the_certificate_it_is_given(data_dir: Path, tm
     with http_server(data_dir, tmp_path / "server.log", tls=self_signed(tmp_path)) as server:
         assert server.url.startswith("https://")
         # The token as the README makes it.
-        made = run_zapomni(data_dir, "token", "create", "--name", "laptop", "--all", "--role", "write", "--json")
+        made = run_cli(
+            ["token", "create", "--name", "laptop", "--all", "--role", "write", "--json"], server_env(data_dir)
+        )
         token = json.loads(made.stdout)["token"]
         async with http_session(server, token) as session:
             added = await call(session, "add_memory", {"text": "Sent over TLS: the router password is on the fridge."})

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.e2e.test_large_adds import document
 from tests.helpers import text_of
-from tests.processes import ZAPOMNI, FalkorDB, HttpServer, call, child_env, create_token, http_server, http_session
+from tests.processes import FalkorDB, HttpServer, call, child_env, create_token, http_server, http_session
 
 pytestmark = pytest.mark.anyio
 
@@ -94,9 +94,7 @@ async def test_a_token_revoked_through_one_replica_is_refused_by_both(
     ping = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_workspaces", "arguments": {}}}
     assert [first.post(ping, token_text).status_code, second.post(ping, token_text).status_code] == [200, 200]
     env = child_env(server_mode(database), LOG_LEVEL="WARNING")
-    revoked = subprocess.run(
-        [ZAPOMNI, "token", "revoke", "short-lived-replica"], env=env, capture_output=True, text=True, timeout=120
-    )
+    revoked = run_cli(["token", "revoke", "short-lived-replica"], env)
     assert revoked.returncode == 0, revoked.stderr
     assert [first.post(ping, token_text).status_code, second.post(ping, token_text).status_code] == [401, 401]
 
