@@ -88,7 +88,7 @@ test-appliance: $(APPLIANCE_STAMP)  ## build the image and run the whole compose
 	CONTAINERS_CONF=$(CURDIR)/ops/podman/containers.conf tests/containers/standins/build
 	CONTAINERS_CONF=$(CURDIR)/ops/podman/containers.conf $(BIN)/python -m pytest -v -p no:cacheprovider tests/containers
 
-# mypy reads its packages and flags from pyproject.toml ([tool.mypy]): app/ is checked, tests and bench are not.
+# mypy reads its packages and flags from pyproject.toml ([tool.mypy]): app/, tests/ and bench/, all strict.
 lint: $(TEST_STAMP)  ## static checks (ruff; mypy on app, tests and bench); adds the test and bench tools
 	$(BIN)/ruff check --no-cache app tests bench healthchecks/probe ops/image-smoke.py ops/first-token.py
 	$(BIN)/ruff format --check --no-cache app tests bench healthchecks/probe ops/image-smoke.py ops/first-token.py

@@ -98,6 +98,6 @@ def test_make_test_properties_collects_the_property_tests_and_nothing_else() -> 
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-2000:]
     selected = [line for line in collected.stdout.splitlines() if "::" in line]
     assert sorted(line.split("::")[0] for line in selected) == [
-        "tests/e2e/test_hostile_strings.py",
         "tests/integration/test_parameter_encoding.py",
+        "tests/tools/test_hostile_strings.py",
     ], collected.stdout[-3000:]

@@ -1,4 +1,5 @@
-"""Hostile strings in every tool's string arguments, through the official client and a real `zapomni serve`.
+"""Hostile strings in every tool's string arguments, through the official client and the real server object (in
+process: what `zapomni serve` runs, over the SDK's in-memory transport).
 
 FalkorDB's client writes query parameters into the query text (`CYPHER name="value" ...`), and a NUL
 character ends that text early: such a string must be refused at the edge, naming the field, and no
@@ -12,12 +13,14 @@ from typing import Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples_of
 from hypothesis import strategies as st
 from mcp import ClientSession
 
-from tests.helpers import examples, text_of
-from tests.processes import call, mcp_session
+from tests.helpers import configured, examples, local_session, text_of
+from tests.processes import call
+from zapomni_core import Settings
 
 pytestmark = pytest.mark.anyio
 
@@ -51,8 +54,8 @@ async def totals(session: ClientSession) -> tuple[int, int, int]:
     return len(spaces), sum(w["memories"] for w in spaces), sum(w["chunks"] for w in spaces)
 
 
-async def test_a_nul_character_is_refused_naming_the_field(data_dir: Path) -> None:
-    async with mcp_session(data_dir) as session:
+async def test_a_nul_character_is_refused_naming_the_field(settings: Settings) -> None:
+    async with local_session(settings) as session:
         await call(session, "add_memory", {"text": "The only memory.", "metadata": {"tags": ["t"], "source": "s"}})
         before = await totals(session)
         for tool, arguments, field in NUL_CALLS:
@@ -160,7 +163,7 @@ def _try_tool(portal: BlockingPortal, session: ClientSession, tool: str, known_i
     """Hostile calls of one tool; how many succeeded."""
     succeeded = 0
 
-    @settings(max_examples=EXAMPLES_PER_TOOL, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @examples_of(max_examples=EXAMPLES_PER_TOOL, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(arguments=TOOL_CALLS[tool])
     def any_call(arguments: dict[str, Any]) -> None:
         nonlocal succeeded
@@ -171,13 +174,11 @@ def _try_tool(portal: BlockingPortal, session: ClientSession, tool: str, known_i
 
 
 @pytest.mark.property
-def test_any_string_in_any_tool_answers_success_or_a_clear_error(data_dir: Path, tmp_path: Path) -> None:
+def test_any_string_in_any_tool_answers_success_or_a_clear_error(settings: Settings, tmp_path: Path) -> None:
     roots = tmp_path / "roots"  # empty: a walk that is allowed finds nothing, so no job adds memories later
     roots.mkdir()
-    # The server's log stays in the test's tmp_path (pytest keeps the last runs'): an internal error's trace is there.
-    server_log = (tmp_path / "server.log").open("w")
-    session_cm = mcp_session(data_dir, server_log, ZAPOMNI_ALLOWED_ROOTS=str(roots))
-    with server_log, start_blocking_portal() as portal, portal.wrap_async_context_manager(session_cm) as session:
+    session_cm = local_session(configured(settings, ZAPOMNI_ALLOWED_ROOTS=str(roots)))
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(session_cm) as session:
         known = portal.call(call, session, "add_memory", {"text": "A memory some hostile calls name."})["memory_id"]
         # The deleting tools last, so that the calls naming the stored memory find it.
         order = sorted(TOOL_CALLS, key=lambda tool: (tool.startswith("delete_"), tool))
