@@ -247,6 +247,13 @@ class RawServer(Child):
             pass
         return message
 
+    def skip_unread(self) -> None:
+        """Drop the lines received and not read yet (they stay in `stdout_lines`)."""
+        with contextlib.suppress(queue.Empty):
+            while self._lines.get_nowait() is not None:
+                pass
+            self._lines.put(None)  # stdout closed: `receive` still says so at once
+
     def request(self, request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:

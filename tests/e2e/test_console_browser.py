@@ -27,6 +27,7 @@ from tests.processes import (
     call,
     create_token,
     http_server,
+    http_session,
     mcp_session,
     server_env,
 )
@@ -72,6 +73,18 @@ def mcp(data_dir: Path, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
 
     # In a thread of its own: playwright's sync API keeps an event loop running in this one.
     with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, run()).result()
+
+
+def tools(server: HttpServer, token: str, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """Call MCP tools in order on the console's own server (its /mcp, with the official client): the API the
+    console's pages must agree with, without a server of its own."""
+
+    async def run() -> list[Any]:
+        async with http_session(server, token) as session:
+            return [await call(session, tool, arguments) for tool, arguments in calls]
+
+    with ThreadPoolExecutor(1) as pool:  # playwright's sync API keeps an event loop running in this thread
         return pool.submit(asyncio.run, run()).result()
 
 
@@ -228,7 +241,7 @@ def test_a_hostile_memory_renders_as_inert_text(admin: Tab, store: dict[str, Any
     assert listing.evaluate("window.__pwned") is None
 
 
-def test_edit_and_delete_take_effect_and_the_api_agrees(admin: Tab, store: dict[str, Any]) -> None:
+def test_edit_and_delete_take_effect_and_the_api_agrees(admin: Tab, store: dict[str, Any], server: HttpServer) -> None:
     memory_id = store["ids"][0]
     page = admin.go(f"/memories/{memory_id}")
     page.fill("#edit-text", NOTE + " Corrected: the meeting moved to Wednesday.")
@@ -236,30 +249,30 @@ def test_edit_and_delete_take_effect_and_the_api_agrees(admin: Tab, store: dict[
     page.click("form.edit button[type=submit]")
     page.wait_for_selector("p.note")
     assert "Corrected: the meeting moved to Wednesday." in page.locator("#memory-text").inner_text()
-    (got,) = mcp(store["data_dir"], ("get_memory", {"memory_id": memory_id}))
+    (got,) = tools(server, store["admin"], ("get_memory", {"memory_id": memory_id}))
     assert got["text"].endswith("Corrected: the meeting moved to Wednesday.")
     assert got["tags"] == ["falcon", "corrected"]
     page.click("details.danger summary")
     page.click("details.danger button")
     assert page.locator("#deleted-count").inner_text().startswith("1 memory deleted")
-    (listed,) = mcp(store["data_dir"], ("list_memories", {"filters": {"tags": ["falcon"]}}))
+    (listed,) = tools(server, store["admin"], ("list_memories", {"filters": {"tags": ["falcon"]}}))
     assert listed["memories"] == []
 
 
-def test_save_with_nothing_edited_changes_nothing(admin: Tab, store: dict[str, Any]) -> None:
+def test_save_with_nothing_edited_changes_nothing(admin: Tab, store: dict[str, Any], server: HttpServer) -> None:
     """Every value the API takes comes back from the form as it was: commas and spaces in tags, a source's
     spaces, a text's leading newline."""
     text = "\nMinutes of the Smith meeting,   kept as written.  "
     metadata = {"tags": ["Smith, John", " padded ", "a,b,c"], "source": "  chat log  ", "room": "B, 2"}
-    (added,) = mcp(store["data_dir"], ("add_memory", {"text": text, "metadata": metadata}))
+    (added,) = tools(server, store["admin"], ("add_memory", {"text": text, "metadata": metadata}))
     page = admin.go(f"/memories/{added['memory_id']}")
     page.click("form.edit button[type=submit]")
     page.wait_for_selector("p.note")
     assert "text unchanged, metadata unchanged" in page.locator("p.note").inner_text()
-    (got,) = mcp(store["data_dir"], ("get_memory", {"memory_id": added["memory_id"]}))
+    (got,) = tools(server, store["admin"], ("get_memory", {"memory_id": added["memory_id"]}))
     assert (got["text"], got["tags"], got["source"]) == (text, metadata["tags"], metadata["source"])
     assert got["metadata"] == {"room": "B, 2"}
-    mcp(store["data_dir"], ("delete_memory", {"memory_ids": [added["memory_id"]]}))
+    tools(server, store["admin"], ("delete_memory", {"memory_ids": [added["memory_id"]]}))
 
 
 def test_the_search_box_shows_the_query_searched_for(admin: Tab) -> None:
@@ -268,7 +281,9 @@ def test_the_search_box_shows_the_query_searched_for(admin: Tab) -> None:
     assert page.locator("nav a", has_text="Memories").get_attribute("href") == "/?workspace=default"
 
 
-def test_delete_by_filter_deletes_exactly_what_the_preview_showed(admin: Tab, store: dict[str, Any]) -> None:
+def test_delete_by_filter_deletes_exactly_what_the_preview_showed(
+    admin: Tab, store: dict[str, Any], server: HttpServer
+) -> None:
     page = admin.go("/forget")
     page.fill("input[name=tag]", "scratch")
     page.click("form.filters button[type=submit]")
@@ -279,14 +294,16 @@ def test_delete_by_filter_deletes_exactly_what_the_preview_showed(admin: Tab, st
     page.click(".preview button.destructive")
     deleted = sorted(page.locator(".ids code").all_inner_texts())
     assert deleted == previewed
-    (listed,) = mcp(store["data_dir"], ("list_memories", {"filters": {"tags": ["scratch"]}}))
+    (listed,) = tools(server, store["admin"], ("list_memories", {"filters": {"tags": ["scratch"]}}))
     assert listed["memories"] == []
 
 
-def test_a_job_shows_live_progress_until_it_completes(admin: Tab, store: dict[str, Any], shots: Path) -> None:
+def test_a_job_shows_live_progress_until_it_completes(
+    admin: Tab, store: dict[str, Any], shots: Path, server: HttpServer
+) -> None:
     page = admin.go("/jobs")
     page.wait_for_selector("#live:text('live')")
-    (queued,) = mcp(store["data_dir"], ("build_graph", {"memory_ids": store["ids"][1:4]}))
+    (queued,) = tools(server, store["admin"], ("build_graph", {"memory_ids": store["ids"][1:4]}))
     row = page.locator(f'tr[data-job-id="{queued["job_id"]}"]')
     row.wait_for(timeout=60_000)  # the page learnt of the new job over its event stream, without a reload
     page.wait_for_selector(f'tr[data-job-id="{queued["job_id"]}"][data-state="completed"]', timeout=120_000)
@@ -376,7 +393,7 @@ def test_the_kind_filter_tells_conversation_turns_from_notes(admin: Tab, store: 
     assert page.locator("#memory-kind").inner_text() == "note"
 
 
-def test_a_read_token_sees_but_cannot_edit(browser: Any, site: str, store: dict[str, Any]) -> None:
+def test_a_read_token_sees_but_cannot_edit(browser: Any, site: str, store: dict[str, Any], server: HttpServer) -> None:
     tab = Tab(browser, site, store["reader"])
     page = tab.go(f"/memories/{store['ids'][1]}")
     assert MARIA in page.locator("#memory-text").inner_text()
@@ -391,7 +408,7 @@ def test_a_read_token_sees_but_cannot_edit(browser: Any, site: str, store: dict[
     )
     assert status == 403
     tab.errors.remove("Failed to load resource: the server responded with a status of 403 (Forbidden)")
-    (got,) = mcp(store["data_dir"], ("get_memory", {"memory_id": store["ids"][1]}))
+    (got,) = tools(server, store["admin"], ("get_memory", {"memory_id": store["ids"][1]}))
     assert got["tags"] == ["people"]
     tab.close()
 
@@ -430,7 +447,9 @@ def test_every_page_is_readable_at_phone_and_desktop_widths(
 
 
 @pytest.mark.parametrize("where", ["another origin", "an opaque origin"])
-def test_a_form_posted_from_elsewhere_is_refused(browser: Any, site: str, store: dict[str, Any], where: str) -> None:
+def test_a_form_posted_from_elsewhere_is_refused(
+    browser: Any, site: str, store: dict[str, Any], where: str, server: HttpServer
+) -> None:
     tab = Tab(browser, site, store["admin"])
     page = tab.page
     if where == "another origin":
@@ -448,7 +467,7 @@ def test_a_form_posted_from_elsewhere_is_refused(browser: Any, site: str, store:
     page.wait_for_load_state("load")
     tab.errors.clear()  # the refusal's own 403
     tab.close()
-    (got,) = mcp(store["data_dir"], ("get_memory", {"memory_id": store["ids"][1]}))
+    (got,) = tools(server, store["admin"], ("get_memory", {"memory_id": store["ids"][1]}))
     assert got["tags"] == ["people"]
 
 
