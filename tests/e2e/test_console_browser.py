@@ -9,6 +9,7 @@ test's output directory.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import time
@@ -101,15 +102,13 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         *[("add_memory", {"workspace": CHAT, "text": text, "metadata": meta}) for text, meta in TURNS],
     )
     env = server_env(data_dir)
-    dana_added = run_cli(["add", "--workspace", CHAT, DANA], env)
-    assert dana_added.returncode == 0, dana_added.stderr
-    (dana,) = mcp(data_dir, ("list_memories", {"workspace": CHAT, "filters": {"speaker": "Dana"}}))
-    assert [m["thread"] for m in dana["memories"]] == [None]  # a turn by its speaker alone
+    dana = run_cli(["add", "--workspace", CHAT, DANA, "--json"], env)
+    assert dana.returncode == 0, dana.stderr
     return {
         "data_dir": data_dir,
         "ids": [reply["memory_id"] for reply in added[: -len(TURNS)]],
         "turns": [reply["memory_id"] for reply in added[-len(TURNS) :]],
-        "dana": dana["memories"][0]["memory_id"],
+        "dana": json.loads(dana.stdout)["memory_id"],
         "admin": create_token(env, "console-admin", "admin"),
         "reader": create_token(env, "console-reader", "read"),
     }
@@ -332,9 +331,12 @@ def listed(page: Any) -> list[str]:
 
 
 def test_the_speaker_filter_lists_exactly_that_speakers_turns_sent_or_inferred(
-    admin: Tab, store: dict[str, Any], shots: Path
+    admin: Tab, store: dict[str, Any], shots: Path, server: HttpServer
 ) -> None:
     turns = store["turns"]
+    # Dana's turn came from the CLI, which is no MCP client: its speaker was inferred, and it has no thread.
+    (dana,) = tools(server, store["admin"], ("list_memories", {"workspace": CHAT, "filters": {"speaker": "Dana"}}))
+    assert [(m["memory_id"], m["thread"]) for m in dana["memories"]] == [(store["dana"], None)]
     page = admin.go(f"/?workspace={CHAT}")
     assert sorted(listed(page)) == sorted([*turns, store["dana"]])
     # The field suggests the workspace's speakers, sent or inferred (it matches exactly).
