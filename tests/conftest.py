@@ -25,6 +25,8 @@ from zapomni_core import Settings, ZapomniCore
 os.environ.setdefault("ZAPOMNI_GRAPH_AUTO", "false")
 
 
+pytest_plugins = ["tests.hang_watch"]
+
 TESTS = Path(__file__).resolve().parent
 # Every test under these directories gets the marker of the same name (registered in pyproject.toml),
 # so `-m "not e2e"` and the like select by what a test drives, with nothing to forget in a new file.
