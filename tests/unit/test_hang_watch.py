@@ -40,9 +40,9 @@ def run_pytest(tmp_path: Path, test: str) -> tuple[subprocess.CompletedProcess[s
     (tmp_path / "pytest.ini").write_text("[pytest]\ntimeout = 1\nhang_grace = 1\nhang_exit = 1\n")
     (tmp_path / "test_stuck.py").write_text(test)
     started = time.monotonic()
+    options = ["-p", "tests.hang_watch", "-p", "no:cacheprovider", "-c", str(tmp_path / "pytest.ini")]
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.hang_watch", "-p", "no:cacheprovider"]
-        + ["-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), str(tmp_path / "test_stuck.py")],
+        [sys.executable, "-m", "pytest", *options, "--rootdir", str(tmp_path), str(tmp_path / "test_stuck.py")],
         cwd=REPO,
         capture_output=True,
         text=True,
