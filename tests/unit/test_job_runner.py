@@ -204,10 +204,10 @@ async def test_a_job_cancelled_while_it_runs_stops_at_its_next_report_and_writes
 
 def test_a_running_job_under_a_live_lease_waits_for_no_server_whatever_the_presence_key_says() -> None:
     """The presence key lapses while a full disk refuses its renewals; a job a server is running still has one."""
-    nobody = JobWaits(runner_kinds=set())
+    nobody = JobWaits(runner_kinds=set(), now=1_000.0)
     running = replace(pending_job("add", "index", created_at=1), state="running", owner="here:1:ab",
-                      attempts=1, lease_until=time.time() + 30)  # fmt: skip
+                      attempts=1, lease_until=1_030.0)  # fmt: skip
     assert nobody.of(running) == (None, None)
-    lapsed = replace(running, lease_until=time.time() - 1)
+    lapsed = replace(running, lease_until=999.0)
     assert nobody.of(lapsed)[0] == "server"
     assert nobody.of(pending_job("walk", "ingest", created_at=2))[0] == "server"

@@ -6,7 +6,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
@@ -125,6 +125,7 @@ class JobWaits:
 
     disk: str | None = None  # why writes are refused, if they are
     runner_kinds: set[str] | None = None  # the job kinds some server runs; None: not known
+    now: float = field(default_factory=time.time)  # when these were read (a lease is live until then)
 
     def of(self, job: JobRow) -> tuple[WaitingFor | None, str | None]:
         """What `job` waits for, and what to say of it (None: the job's own message says enough)."""
@@ -134,7 +135,7 @@ class JobWaits:
             return "disk", f"paused: {self.disk}"
         # A running job under a live lease has a server, whatever the presence key says: the key lapses when a
         # full disk refuses its renewals, and a job_status waiting on such a job returned at once (seen in a test).
-        held = job.state == "running" and (job.lease_until or 0.0) > time.time()
+        held = job.state == "running" and (job.lease_until or 0.0) > self.now
         if self.runner_kinds is not None and job.kind not in self.runner_kinds and not held:
             return "server", NO_SERVER
         return ("turn", None) if job.state == "pending" else (None, None)
