@@ -223,10 +223,14 @@ class Connection:
         *,
         loading_timeout_s: float = 120.0,
         recovery_timeout_s: float = RECOVERY_TIMEOUT_S,
+        revive: Callable[[], object] | None = None,
     ) -> None:
         self.pool = pool
         self.loading_timeout_s = loading_timeout_s
         self.recovery_timeout_s = recovery_timeout_s
+        # Blocking: starts the server again when nothing else will (the embedded keeper was killed); see
+        # `EmbeddedDatabase.revive`. None for a server someone else runs.
+        self._revive = revive
         try:
             # The client checks for cluster mode with one blocking INFO here, once.
             self.falkordb = FalkorDB(connection_pool=pool)
@@ -295,6 +299,7 @@ class Connection:
     async def _wait_until_back(self, failure: RedisError) -> None:
         """Return once the server answers (LOADING counts: `run` waits through it); bounded."""
         deadline = time.monotonic() + self.recovery_timeout_s
+        revive = self._revive
         while True:
             try:
                 await self.redis.execute_command("PING")
@@ -304,6 +309,10 @@ class Connection:
             except AuthenticationError as exc:
                 raise CredentialsRefused("the database refused the credentials") from exc
             except (RedisConnectionError, RedisTimeoutError, OSError):
+                if revive is not None:
+                    await asyncio.to_thread(revive)
+                    revive = None  # once a wait: a keeper that is alive restarts its server itself
+                    continue
                 if time.monotonic() > deadline:
                     raise DatabaseUnavailable(
                         f"the database did not come back within {self.recovery_timeout_s:g} s"
@@ -329,6 +338,7 @@ def connect(
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
     loading_timeout_s: float = 120.0,
     recovery_timeout_s: float = RECOVERY_TIMEOUT_S,
+    revive: Callable[[], object] | None = None,
 ) -> Connection:
     """A pool to `target` (nothing is sent until first use, except the FalkorDB client's one INFO)."""
     options: dict[str, Any] = {
@@ -345,4 +355,4 @@ def connect(
         pool = aioredis.BlockingConnectionPool(
             host=target.host, port=target.port, password=target.password or None, **options
         )
-    return Connection(pool, loading_timeout_s=loading_timeout_s, recovery_timeout_s=recovery_timeout_s)
+    return Connection(pool, loading_timeout_s=loading_timeout_s, recovery_timeout_s=recovery_timeout_s, revive=revive)

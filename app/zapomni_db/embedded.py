@@ -10,8 +10,9 @@ Layout under the data directory::
 The first client starts a small keeper process (`python -m zapomni_db.keeper`) that owns
 redis-server. Later clients attach to the running server. When the last client detaches cleanly
 it shuts the server down with SHUTDOWN SAVE; if the last client dies without detaching (kill -9),
-the keeper notices that no client lock is held any more and does the same. With appendfsync
-always, every acknowledged write is on disk before the client sees the reply.
+the keeper notices that no client lock is held any more and does the same. If the keeper itself is
+killed, its server goes with it, and the next call of an attached client starts both again (`revive`).
+With appendfsync always, every acknowledged write is on disk before the client sees the reply.
 """
 
 from __future__ import annotations
@@ -206,6 +207,19 @@ class EmbeddedDatabase:
             self.started_here = True
         # Wait inside the startup lock so a second client cannot mistake a loading server for none.
         self._wait_ready()
+
+    def revive(self) -> bool:
+        """Start the server again if its keeper is gone (killed: it takes its server with it, and nobody else would
+        start one while this process stays attached). True if this call started it; it returns once it answers."""
+        with _locks.exclusive(self.paths.startup_lock, self._start_timeout_s, still_worth_waiting=self._loading):
+            # Not once this process has detached: a call still in flight at close must not start a server again.
+            if self._client_fd is None or probe(self.socket) != "down" or self._keeper_alive():
+                return False
+            log.warning("db.embedded.keeper_gone", data_dir=str(self.paths.data_dir), action="starting it again")
+            self._spawn_keeper()
+            self._wait_ready()
+        log.info("db.embedded.revived", socket=str(self.socket))
+        return True
 
     def attached_clients(self) -> int:
         """How many processes are attached to this data directory's server right now, this one included."""

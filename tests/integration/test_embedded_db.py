@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 from falkordb import FalkorDB
 
-from tests.helpers import server_pids, wait_for
+from tests.helpers import logged_events, open_core, server_pids, wait_for
 from tests.processes import run_zapomni, server_env
+from zapomni_core import Settings
+from zapomni_core.memories.requests import AddMemoryRequest, GetMemoryRequest, SearchRequest
 from zapomni_db import _locks
 from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths, ping
 from zapomni_db.server import direct_client
@@ -139,6 +141,30 @@ def test_the_server_dies_with_a_killed_keeper_and_the_data_survives(data_dir: Pa
     db.open()
     assert read(db.socket) == {"keeper": "killed"}
     db.close()
+
+
+@pytest.mark.anyio
+async def test_an_engine_whose_keeper_was_killed_starts_the_database_again_at_its_next_call(data_dir: Path) -> None:
+    """Killed (the OOM killer, a stray `kill`), the keeper takes its server with it, and nobody would start another
+    while the engine stays attached: its next call used to wait 15 s and fail. It starts one and is answered."""
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")
+    async with open_core(settings) as (core, _info):
+        kept = await core.memories.add(AddMemoryRequest(text="The lighthouse keeper logs the tide at dawn."))
+        keeper = int(EmbeddedPaths(data_dir).keeper_pid.read_text())
+        os.kill(keeper, signal.SIGKILL)
+        assert wait_for(lambda: not server_pids(data_dir)), "the server goes with its keeper"
+        with logged_events() as events:
+            found = await core.memories.search(SearchRequest(query="when is the tide logged"))
+            added = await core.memories.add(AddMemoryRequest(text="The fog horn sounds every thirty seconds."))
+        assert [hit.memory_id for hit in found.results][:1] == [kept.memory_id]
+        assert (await core.memories.get(GetMemoryRequest(memory_id=added.memory_id))).memory_id == added.memory_id
+        assert [e["event"] for e in events if e["event"].startswith("db.embedded.")] == [
+            "db.embedded.keeper_gone",
+            "db.embedded.revived",
+        ]
+        assert int(EmbeddedPaths(data_dir).keeper_pid.read_text()) != keeper
+        assert len(server_pids(data_dir)) == 1
+    assert wait_for(lambda: not server_pids(data_dir)), "the last client out stops the server it started again"
 
 
 def test_a_long_data_dir_gets_a_short_socket_path(tmp_path: Path) -> None:
