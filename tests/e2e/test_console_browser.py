@@ -123,6 +123,18 @@ def server(store: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> I
 
 
 @pytest.fixture(scope="module")
+def graph(server: HttpServer, store: dict[str, Any]) -> None:
+    """The knowledge graph of Maria's, Tom's and the hostile memory, built by the server's job worker: the graph
+    pages show it whether or not the jobs test (which builds it again, to watch) ran first."""
+    (queued,) = tools(server, store["admin"], ("build_graph", {"memory_ids": store["ids"][1:4]}))
+    for _ in range(4):
+        (job,) = tools(server, store["admin"], ("job_status", {"job_id": queued["job_id"], "wait_s": 30}))
+        if job["state"] not in ("pending", "running"):
+            break
+    assert job["state"] == "completed", job
+
+
+@pytest.fixture(scope="module")
 def site(server: HttpServer) -> str:
     """The console's address: `/` of the HTTP server."""
     return server.base
@@ -310,6 +322,7 @@ def test_a_job_shows_live_progress_until_it_completes(
     page.screenshot(path=shots / "jobs-1440.png", full_page=True)
 
 
+@pytest.mark.usefixtures("graph")
 def test_the_graph_draws_the_neighbourhood_and_expands_on_click(admin: Tab, shots: Path) -> None:
     page = admin.go("/graph?entity=Maria+Lopez&depth=1")
     page.wait_for_selector("#cy[data-ready=true]")
@@ -426,6 +439,7 @@ def test_a_cookie_alone_cannot_change_anything(admin: Tab, store: dict[str, Any]
     admin.errors.clear()  # the browser logs the refused fetch itself
 
 
+@pytest.mark.usefixtures("graph")
 @pytest.mark.parametrize(("width", "scheme"), [(390, "light"), (1440, "dark")])
 def test_every_page_is_readable_at_phone_and_desktop_widths(
     browser: Any, site: str, store: dict[str, Any], shots: Path, width: int, scheme: str
