@@ -310,7 +310,10 @@ class Connection:
                 raise CredentialsRefused("the database refused the credentials") from exc
             except (RedisConnectionError, RedisTimeoutError, OSError):
                 if revive is not None:
-                    await asyncio.to_thread(revive)
+                    try:
+                        await asyncio.to_thread(revive)
+                    except OSError as exc:  # the keeper could not be started (a full disk, no such interpreter)
+                        raise DatabaseUnavailable(f"the database could not be started again: {exc}") from failure
                     revive = None  # once a wait: a keeper that is alive restarts its server itself
                     continue
                 if time.monotonic() > deadline:
