@@ -82,11 +82,12 @@ test-properties: $(TEST_STAMP)  ## the property tests with 20 times the examples
 # The appliance as an operator runs it, in containers: podman (installed and configured by ops/setup-podman),
 # stand-ins for the images no registry can give here (tests/containers/standins), then the real Dockerfile
 # and compose.yaml driven end to end by tests/containers (about 9 min from a machine without podman, 3 when
-# podman and the images are there; 2 cores).
+# podman and the images are there; 2 cores). The first test's setup builds the image (`make up`, up to 600 s by its
+# own timeout): its tests get 900 s each, not the suite's 300.
 test-appliance: $(APPLIANCE_STAMP)  ## build the image and run the whole compose stack under podman, end to end
 	ops/setup-podman
 	CONTAINERS_CONF=$(CURDIR)/ops/podman/containers.conf tests/containers/standins/build
-	CONTAINERS_CONF=$(CURDIR)/ops/podman/containers.conf $(BIN)/python -m pytest -v -p no:cacheprovider tests/containers
+	CONTAINERS_CONF=$(CURDIR)/ops/podman/containers.conf $(BIN)/python -m pytest -v -p no:cacheprovider -o timeout=900 tests/containers
 
 # mypy reads its packages and flags from pyproject.toml ([tool.mypy]): app/, tests/ and bench/, all strict.
 lint: $(TEST_STAMP)  ## static checks (ruff; mypy on app, tests and bench); adds the test and bench tools
