@@ -58,18 +58,26 @@ async def test_a_dead_database_gets_a_clear_retriable_answer_and_the_server_keep
     with stderr.open("w") as errlog:
         async with mcp_session(data_dir, errlog=errlog) as session:
             await call(session, "add_memory", {"text": "Stored before the database went away."})
-            # Take the database away for real: its keeper dies, and redis-server with it.
-            os.kill(int(EmbeddedPaths(data_dir).keeper_pid.read_text()), signal.SIGKILL)
-            assert wait_for(lambda: not server_pids(data_dir))
+            # Take the database away for real: its keeper hangs (alive, so nobody else starts one) and redis-server
+            # is killed under it. (A keeper that dies is replaced at the next call: tests/integration/
+            # test_embedded_db.py.)
+            keeper = int(EmbeddedPaths(data_dir).keeper_pid.read_text())
+            os.kill(keeper, signal.SIGSTOP)
+            try:
+                for pid in server_pids(data_dir):
+                    os.kill(pid, signal.SIGKILL)
+                assert wait_for(lambda: not server_pids(data_dir))
 
-            result = await session.call_tool("search_memory", {"query": "anything"})
-            assert result.is_error
-            text = text_of(result)
-            assert text.startswith("The database is not answering right now") and "Retry" in text
-            assert str(data_dir) not in text and "Traceback" not in text and "sock" not in text
-            # Still serving: the protocol answers, tools answer (with the same clear error).
-            assert len((await session.list_tools()).tools) == 20
-            assert (await session.call_tool("get_stats", {})).is_error
+                result = await session.call_tool("search_memory", {"query": "anything"})
+                assert result.is_error
+                text = text_of(result)
+                assert text.startswith("The database is not answering right now") and "Retry" in text
+                assert str(data_dir) not in text and "Traceback" not in text and "sock" not in text
+                # Still serving: the protocol answers, tools answer (with the same clear error).
+                assert len((await session.list_tools()).tools) == 20
+                assert (await session.call_tool("get_stats", {})).is_error
+            finally:
+                os.kill(keeper, signal.SIGCONT)  # it restarts its server, and stops it once the session ends
     refusals = [json.loads(line) for line in stderr.read_text().splitlines() if '"tool.refused"' in line]
     assert refusals and refusals[0]["tool"] == "search_memory"
     assert refusals[0]["error"] == "StorageUnavailable" and refusals[0]["cause"]  # the log keeps the driver's words
