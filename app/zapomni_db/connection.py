@@ -223,7 +223,7 @@ class Connection:
         *,
         loading_timeout_s: float = 120.0,
         recovery_timeout_s: float = RECOVERY_TIMEOUT_S,
-        revive: Callable[[], object] | None = None,
+        revive: Callable[[], None] | None = None,
     ) -> None:
         self.pool = pool
         self.loading_timeout_s = loading_timeout_s
@@ -341,7 +341,7 @@ def connect(
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
     loading_timeout_s: float = 120.0,
     recovery_timeout_s: float = RECOVERY_TIMEOUT_S,
-    revive: Callable[[], object] | None = None,
+    revive: Callable[[], None] | None = None,
 ) -> Connection:
     """A pool to `target` (nothing is sent until first use, except the FalkorDB client's one INFO)."""
     options: dict[str, Any] = {

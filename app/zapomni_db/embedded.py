@@ -208,18 +208,17 @@ class EmbeddedDatabase:
         # Wait inside the startup lock so a second client cannot mistake a loading server for none.
         self._wait_ready()
 
-    def revive(self) -> bool:
+    def revive(self) -> None:
         """Start the server again if its keeper is gone (killed: it takes its server with it, and nobody else would
-        start one while this process stays attached). True if this call started it; it returns once it answers."""
+        start one while this process stays attached); once started, return when it answers."""
         with _locks.exclusive(self.paths.startup_lock, self._start_timeout_s, still_worth_waiting=self._loading):
             # Not once this process has detached: a call still in flight at close must not start a server again.
             if self._client_fd is None or probe(self.socket) != "down" or self._keeper_alive():
-                return False
+                return
             log.warning("db.embedded.keeper_gone", data_dir=str(self.paths.data_dir), action="starting it again")
             self._spawn_keeper()
             self._wait_ready()
         log.info("db.embedded.revived", socket=str(self.socket))
-        return True
 
     def attached_clients(self) -> int:
         """How many processes are attached to this data directory's server right now, this one included."""
