@@ -123,6 +123,21 @@ def routes(console: Console) -> list[Route]:
             status_code=303,
         )
 
+    async def unlink(ctx: Ctx) -> Response:
+        """A wrong update link undone: the older memory is current again, and the pair is never linked again."""
+        memory_id = ctx.request.path_params["memory_id"]
+        request = UpdateMemoryRequest.model_validate(
+            {"workspace": ctx.workspace, "memory_id": memory_id, "not_replaced_by": [ctx.field("newer")]}
+        )
+        result = await core.memories.update(request)
+        said = "unlinked: it is current again" if result.unlinked else "it was not linked"
+        return RedirectResponse(
+            ctx.request.url_for("memory", memory_id=memory_id).include_query_params(
+                workspace=ctx.workspace, message=said
+            ),
+            status_code=303,
+        )
+
     async def delete(ctx: Ctx) -> Response:
         request = DeleteMemoryRequest.model_validate(
             {"workspace": ctx.workspace, "memory_ids": [ctx.request.path_params["memory_id"]]}
@@ -180,6 +195,7 @@ def routes(console: Console) -> list[Route]:
         Route("/memories/{memory_id}", console.page("read", detail), methods=["GET"], name="memory"),
         Route("/memories/{memory_id}/edit", console.page("write", edit), methods=["POST"]),
         Route("/memories/{memory_id}/delete", console.page("write", delete), methods=["POST"]),
+        Route("/memories/{memory_id}/unlink", console.page("write", unlink), methods=["POST"]),
         Route("/forget", console.page("write", forget_form), methods=["GET"], name="forget"),
         Route("/forget/preview", console.page("write", forget_preview), methods=["POST"]),
         Route("/forget", console.page("write", forget), methods=["POST"]),

@@ -34,6 +34,8 @@ from zapomni_core.kernel.runner import JobHandler
 from zapomni_core.kernel.writing import WritePipeline
 from zapomni_core.memories.indexing_job import IndexMemory, withdraw
 from zapomni_core.memories.service import MemoryService
+from zapomni_core.memories.supersession import UpdateLinker
+from zapomni_core.memories.updates_job import FindUpdates
 from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetriever
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.bm25 import SyncedBm25Index
@@ -160,8 +162,10 @@ async def open_core(
         limits = FileLimits(allowed_roots(settings.allowed_roots), settings.max_file_bytes)
         document_walk = FileWalk(DocumentReader(writer.chunker), writer, disk, limits)
         # Files are read where jobs run; the CLI runs its own ingest jobs (`JobRunner.run_now`).
+        supersession = UpdateLinker(enabled=settings.update_detection)
         handlers: dict[str, JobHandler[Workspace]] = {
             IndexMemory.kind: IndexMemory(writer, disk, on_indexed=graph.queue_new_memories),
+            FindUpdates.kind: FindUpdates(supersession),
             IngestPath.kind: IngestPath(document_walk, on_changed=graph.queue_new_memories),
             IndexCodebase.kind: IndexCodebase(FileWalk(CodeReader(writer.chunker), writer, disk, limits)),
         }
@@ -186,6 +190,7 @@ async def open_core(
             disk=disk,
             wake_jobs=runner.wake,
             background_add_bytes=settings.background_add_bytes if background_jobs else MAX_TEXT_BYTES + 1,
+            supersession=supersession,
         )
         core = ZapomniCore(
             memories=memories,

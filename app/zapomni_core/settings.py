@@ -107,6 +107,10 @@ class Settings(BaseSettings):
     # Writes are refused while the data directory's disk has less than this free (MB); reads go on.
     min_free_mb: int = Field(256, alias="ZAPOMNI_MIN_FREE_MB", ge=0, le=1_000_000)
 
+    # A memory that states a new value of what an older one said is linked as replacing it, at write time
+    # (docs/decisions/0043-knowing-which-fact-is-current.md); off: no new links, the stored ones still shown.
+    update_detection: bool = Field(True, alias="ZAPOMNI_UPDATE_DETECTION")
+
     # Knowledge graph (docs/decisions/0012-knowledge-graph.md): spaCy NER + rules by default, a local LLM
     # through Ollama (OLLAMA_HOST, LLM_MODEL) when set to "ollama"
     graph_extractor: Literal["spacy", "ollama"] = Field("spacy", alias="ZAPOMNI_GRAPH_EXTRACTOR")

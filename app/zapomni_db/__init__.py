@@ -109,6 +109,10 @@ if TYPE_CHECKING:
         IndexChanges,
         IndexedChunk,
     )
+    from zapomni_db.records.updates import (
+        LinkRow,
+        StoredLink,
+    )
     from zapomni_db.runners import JobRunners
     from zapomni_db.schema import (
         IndexBuild,
@@ -122,6 +126,7 @@ if TYPE_CHECKING:
     )
     from zapomni_db.search_reads import SearchReads
     from zapomni_db.stores import GraphStores
+    from zapomni_db.updates import UpdateLinks
 
 # Where each name lives.
 _HOMES = {
@@ -195,6 +200,8 @@ _HOMES = {
     "ChunkHit": "zapomni_db.records.search",
     "IndexChanges": "zapomni_db.records.search",
     "IndexedChunk": "zapomni_db.records.search",
+    "LinkRow": "zapomni_db.records.updates",
+    "StoredLink": "zapomni_db.records.updates",
     "JobRunners": "zapomni_db.runners",
     "IndexBuild": "zapomni_db.schema",
     "SchemaSettings": "zapomni_db.schema",
@@ -206,6 +213,7 @@ _HOMES = {
     "wait_for_indexes": "zapomni_db.schema",
     "SearchReads": "zapomni_db.search_reads",
     "GraphStores": "zapomni_db.stores",
+    "UpdateLinks": "zapomni_db.updates",
 }
 
 
@@ -255,6 +263,7 @@ __all__ = [
     "JobState",
     "JobStore",
     "KnownEntity",
+    "LinkRow",
     "ListedKind",
     "Maintenance",
     "MemoryInfo",
@@ -280,12 +289,14 @@ __all__ = [
     "SearchReads",
     "StoredChunk",
     "StoredFile",
+    "StoredLink",
     "StoredMemory",
     "SymbolDefinition",
     "SymbolInfo",
     "SymbolKind",
     "SymbolRow",
     "TokenRow",
+    "UpdateLinks",
     "WriteFence",
     "WriteInterrupted",
     "WriteSuspension",

@@ -14,6 +14,7 @@ from zapomni_db.maintenance import Maintenance
 from zapomni_db.memories import MemoryWrites, OnRemoved
 from zapomni_db.memory_reads import MemoryReads
 from zapomni_db.search_reads import SearchReads
+from zapomni_db.updates import UpdateLinks
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class GraphStores:
     neighbours: GraphNeighbours  # the graph-expansion search leg's reads
     files: FileStore  # memories read from files
     code: CodeStore  # indexed codebases: files, symbols and their links
+    updates: UpdateLinks  # which memory replaced which
 
     @classmethod
     def on(cls, client: GraphClient, on_removed: OnRemoved | None = None) -> GraphStores:
@@ -43,4 +45,5 @@ class GraphStores:
             GraphNeighbours(client),
             FileStore(client),
             CodeStore(client),
+            UpdateLinks(client),
         )

@@ -270,6 +270,33 @@ def test_edit_and_delete_take_effect_and_the_api_agrees(admin: Tab, store: dict[
     assert listed["memories"] == []
 
 
+def test_an_update_link_is_shown_and_undone_and_the_api_agrees(
+    admin: Tab, store: dict[str, Any], server: HttpServer, shots: Path
+) -> None:
+    older, newer = tools(
+        server, store["admin"],
+        ("add_memory", {"workspace": "moves", "text": "Our office is on Baker Street.",
+                        "metadata": {"date": "2026-01-10"}}),
+        ("add_memory", {"workspace": "moves", "text": "We moved the office to 14 Kings Road.",
+                        "metadata": {"date": "2026-03-05"}}),
+    )  # fmt: skip
+    assert [o["memory_id"] for o in newer["supersedes"]] == [older["memory_id"]]
+    listing = admin.go("/?workspace=moves")
+    badge = listing.locator(f".memory[data-memory-id='{older['memory_id']}'] .replaced")
+    assert badge.inner_text() == "replaced 2026-03-05"
+    page = admin.go(f"/memories/{older['memory_id']}?workspace=moves")
+    link = page.locator("#memory-links .replaced-by")
+    assert "No longer current: replaced by" in link.inner_text() and "Kings Road" in link.inner_text()
+    assert "office" in link.inner_text() and "moved" in link.inner_text()
+    page.screenshot(path=shots / "memory-replaced.png", full_page=True)
+    link.locator("form.unlink button").click()
+    page.wait_for_selector("p.note")
+    assert "unlinked: it is current again" in page.locator("p.note").inner_text()
+    assert page.locator("#memory-links").count() == 0
+    (got,) = tools(server, store["admin"], ("get_memory", {"workspace": "moves", "memory_id": older["memory_id"]}))
+    assert got["superseded_by"] == []
+
+
 def test_save_with_nothing_edited_changes_nothing(admin: Tab, store: dict[str, Any], server: HttpServer) -> None:
     """Every value the API takes comes back from the form as it was: commas and spaces in tags, a source's
     spaces, a text's leading newline."""

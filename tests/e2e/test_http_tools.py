@@ -63,6 +63,8 @@ async def test_every_tool_and_the_resources_answer_over_http(server: HttpServer,
             session, "update_memory", {"memory_id": added["memory_id"], "text": "Marta fixed it.", **ws}
         )
         assert updated["memory_id"] == added["memory_id"]
+        updates = await call(session, "find_updates", ws)
+        assert (await call(session, "job_status", {"job_id": updates["job_id"], "wait_s": 50}))["state"] == "completed"
         assert (await call(session, "get_stats", ws))["total_memories"] == 1
         names = [w["name"] for w in (await call(session, "list_workspaces"))["workspaces"]]
         assert "tools" in names

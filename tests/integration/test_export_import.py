@@ -186,13 +186,16 @@ async def node_counts(data_dir: Path) -> tuple[int, int]:
 async def test_the_export_holds_every_memory_in_order(source: Source) -> None:
     parsed = lines(source.export)
     header, memories, end = parsed[0], parsed[1:-1], parsed[-1]
-    assert header["type"] == "zapomni-export" and header["format_version"] == 4
+    assert header["type"] == "zapomni-export" and header["format_version"] == 5
     assert header["embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384}
     assert header["schema_version"] >= 2 and header["graph_name"] == "zapomni"
     assert [m["id"] for m in memories] == source.ids
     assert {m["workspace"] for m in memories} == {"default"}
     # No knowledge graph was built: no entity or relation lines, every memory pending for the graph.
-    assert end == {"type": "end", "memories": source.memories, "chunks": source.chunks, "entities": 0, "relations": 0}
+    assert end == {
+        "type": "end", "memories": source.memories, "chunks": source.chunks, "entities": 0, "relations": 0,
+        "updates": 0,
+    }  # fmt: skip
     assert {m["graph_state"] for m in memories} == {None}
     assert sum(len(m["chunks"]) for m in memories) == source.chunks
     long = next(m for m in memories if m["id"] == source.long_id)
@@ -296,6 +299,17 @@ def _replace_line(export: bytes, number: int, edit: Any) -> bytes:
     return ("\n".join(raw) + "\n").encode()
 
 
+ABSENT = "00000000-0000-4000-8000-000000000000"
+
+
+def _update_line(older: str, newer: str) -> bytes:
+    line = {
+        "type": "update", "older": older, "newer": newer, "confidence": 0.9, "attribute": "home", "subject": "self",
+        "cues": ["moved"], "evidence": "We moved.", "method": "rules",
+    }  # fmt: skip
+    return (json.dumps(line) + "\n").encode()
+
+
 def _cases(export: bytes) -> dict[str, tuple[bytes, list[str]]]:
     raw = export.splitlines(keepends=True)
     end = len(raw)
@@ -330,7 +344,15 @@ def _cases(export: bytes) -> dict[str, tuple[bytes, list[str]]]:
             ["line 191: type: unknown line type 'community'"],
         ),
         "a duplicate memory": (b"".join([*raw[:-1], raw[7], raw[-1]]), [f"line {end}: id: ", "appears twice"]),
-        "a newer format": (_replace_line(export, 1, with_("format_version", 5)), ["line 1: format_version: "]),
+        "a newer format": (_replace_line(export, 1, with_("format_version", 6)), ["line 1: format_version: "]),
+        "an update of a memory not in the file": (
+            b"".join([*raw[:-1], _update_line(ABSENT, json.loads(raw[1])["id"]), raw[-1]]),
+            [f"line {end}: older: memory {ABSENT} is not a memory line above it in workspace 'default'"],
+        ),
+        "a memory replacing itself": (
+            b"".join([*raw[:-1], _update_line(json.loads(raw[1])["id"], json.loads(raw[1])["id"]), raw[-1]]),
+            [f"line {end}: newer: a memory cannot replace itself"],
+        ),
         "not an export": (b'{"hello": "world"}\n', ["line 1: not a Zapomni export"]),
         "empty": (b"", ["the file is empty"]),
     }

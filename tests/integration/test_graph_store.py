@@ -824,14 +824,15 @@ async def test_an_export_and_import_carry_the_graph(core: ZapomniCore, tmp_path:
     report = await core.transfer.export_to(out)
     assert (report.memories, report.entities, report.relations) == (6, 8, 6)
     exported = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert exported[0]["format_version"] == 4
+    assert exported[0]["format_version"] == 5
     assert [line["type"] for line in exported[1:5]] == ["memory"] * 3 + ["entity"]
-    assert exported[-1] == {"type": "end", "memories": 6, "chunks": 6, "entities": 8, "relations": 6}
+    # "Maria moved to Lisbon" replaced "lives in Berlin" (in each workspace): the update links travel too.
+    assert exported[-1] == {"type": "end", "memories": 6, "chunks": 6, "entities": 8, "relations": 6, "updates": 2}
 
     async with open_core(quiet(tmp_path / "copy")) as (copy, _info):
         imported = await copy.transfer.import_from(io.BytesIO(out.getvalue().encode()))
         assert (imported.imported, imported.entities_imported, imported.relations_imported) == (6, 8, 6)
-        assert imported.graph_memories == 4
+        assert imported.graph_memories == 4 and imported.updates_imported == 2
         assert await snapshot(copy, made) == before
         for workspace in made:
             opened_ws = await copy.workspaces.registry.get(workspace, create=False)
@@ -839,15 +840,15 @@ async def test_an_export_and_import_carry_the_graph(core: ZapomniCore, tmp_path:
             await Store(opened_ws.stores.client).assert_consistent()
         # Importing again skips every memory, and with them their graph: nothing doubles.
         again = await copy.transfer.import_from(io.BytesIO(out.getvalue().encode()))
-        assert (again.imported, again.entities_imported, again.relations_imported) == (0, 0, 0)
+        assert (again.imported, again.entities_imported, again.relations_imported, again.updates_imported) == (0,) * 4
         assert await snapshot(copy, made) == before
 
     # A file from before the graph (format 2) imports with every memory pending.
     old = []
     for line in exported:
-        if line["type"] in ("entity", "relation"):
+        if line["type"] in ("entity", "relation", "update"):
             continue
-        for newer in ("graph_state", "entities", "relations"):
+        for newer in ("graph_state", "entities", "relations", "updates"):
             line.pop(newer, None)
         if line["type"] == "zapomni-export":
             line["format_version"] = 2

@@ -87,7 +87,8 @@ def test_metadata_keeps_flat_extras_and_normalises_the_date() -> None:
         # The keys a filter may have, not the request's own arguments.
         (
             {"query": "x", "filters": {"colour": "red"}},
-            "- filters.colour: unknown argument; allowed: tags, source, date_from, date_to, kind, thread, speaker\n",
+            "- filters.colour: unknown argument; allowed: tags, source, date_from, date_to, kind, thread, speaker, "
+            "current_only\n",
         ),
         (
             {"query": "x", "filters": {"date_from": "2024-05-02", "date_to": "2024-05-01"}},

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Self
+from collections.abc import Mapping
+from typing import Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, Field
 
@@ -13,6 +14,42 @@ from zapomni_core.validation import iso
 from zapomni_db import ListedKind, MemoryInfo, MemoryStatus, StoredChunk, StoredMemory
 
 PREVIEW_CHARS = 200
+
+
+class LinkedMemory(BaseModel):
+    """The other side of an update link: a memory that replaced this one, or one this one replaced."""
+
+    memory_id: str
+    date: str = Field(description="That memory's date (metadata.date, else when it was added).")
+    preview: str
+    attribute: str = Field(description="What changed: home, work, phone, name, favourite, schedule, ...")
+    subject: str = Field(description="Whose: a speaker or a name ('self': the workspace's owner).")
+    cues: list[str] = Field(description="The words in the newer memory that say the value changed.")
+    confidence: float
+    evidence: str = Field(description="The newer memory's sentence that states the change.")
+
+
+def _superseded_by() -> Any:
+    """A memory's update links (zapomni_core.memories.supersession), on every result that names a memory."""
+    return Field(
+        default_factory=list,
+        description="Newer memories that state a new value of what this one says (newest first): this one is no "
+        "longer current, and kept as history. Empty: nothing replaced it.",
+    )
+
+
+def _supersedes() -> Any:
+    return Field(default_factory=list, description="Older memories this one replaced (newest first).")
+
+
+class Linked(Protocol):
+    """A result that carries a memory's update links."""
+
+    memory_id: str
+    superseded_by: list[LinkedMemory]
+    supersedes: list[LinkedMemory]
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
 
 
 class MemoryFields(BaseModel):
@@ -43,6 +80,8 @@ class MemoryFields(BaseModel):
     thread: str | None = Field(
         None, description="A conversation turn's thread: metadata.thread, else the inferred one."
     )
+    superseded_by: list[LinkedMemory] = _superseded_by()
+    supersedes: list[LinkedMemory] = _supersedes()
 
     @classmethod
     def of(cls, info: MemoryInfo, workspace: str, **fields: Any) -> Self:
@@ -120,6 +159,8 @@ class AddMemoryResult(BaseModel):
         "background job (job_id) makes it searchable — follow it with job_status.",
     )
     job_id: str | None = Field(None, description="The job indexing this memory, when status is indexing.")
+    superseded_by: list[LinkedMemory] = _superseded_by()
+    supersedes: list[LinkedMemory] = _supersedes()
 
 
 class UpdateMemoryResult(BaseModel):
@@ -130,6 +171,18 @@ class UpdateMemoryResult(BaseModel):
     chunk_count: int
     chunks_embedded: int = Field(description="Chunks whose text changed and were embedded again.")
     chunks_kept: int = Field(description="Chunks whose text was unchanged and kept their vectors.")
+    unlinked: list[str] = Field(
+        default_factory=list, description="With not_replaced_by: the newer memories no longer linked as replacing it."
+    )
+    superseded_by: list[LinkedMemory] = _superseded_by()
+    supersedes: list[LinkedMemory] = _supersedes()
+
+
+class FindUpdatesResult(BaseModel):
+    job_id: str = Field(description="Follow it with job_status; one already queued or running is returned instead.")
+    workspace: str
+    memories: int = Field(description="Memories the job reads (every memory of the workspace, oldest first).")
+    queued: bool = Field(description="False when a find_updates job of this workspace was already pending or running.")
 
 
 class DeleteMemoryResult(BaseModel):

@@ -74,6 +74,11 @@ class SearchFilters(StrictModel):
         "inferred from a leading 'Name:').",
     )
 
+    current_only: bool = Field(
+        False,
+        description="Only memories that are current: none that a newer memory replaced (see superseded_by).",
+    )
+
     @field_validator("date_from", "date_to")
     @classmethod
     def _iso(cls, value: str | None, info: Any) -> str | None:
@@ -100,6 +105,7 @@ class SearchFilters(StrictModel):
             kind=self.kind,
             thread=self.thread,
             speaker=self.speaker,
+            current_only=self.current_only,
         )
 
 
@@ -173,6 +179,10 @@ class GetMemoryRequest(ScopedRequest):
     memory_id: MemoryId
 
 
+class FindUpdatesRequest(ScopedRequest):
+    """Link the workspace's stored memories that newer ones replaced (a store filled before detection)."""
+
+
 class UpdateMemoryRequest(ScopedRequest):
     memory_id: MemoryId
     text: str | None = _text_field(
@@ -180,6 +190,13 @@ class UpdateMemoryRequest(ScopedRequest):
     )
     metadata: MemoryMetadata | None = Field(
         None, description="The new metadata; replaces the old as a whole (tags, source, date, extra keys)."
+    )
+    not_replaced_by: list[MemoryId] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_LIMIT,
+        description="Undo wrong update links: these newer memories do not replace this one. Their links "
+        "(superseded_by) are removed and never made again.",
     )
 
     @field_validator("text")
@@ -189,6 +206,6 @@ class UpdateMemoryRequest(ScopedRequest):
 
     @model_validator(mode="after")
     def _something(self) -> UpdateMemoryRequest:
-        if self.text is None and self.metadata is None:
-            raise ValueError("give text, metadata or both: there is nothing to update")
+        if self.text is None and self.metadata is None and self.not_replaced_by is None:
+            raise ValueError("give text, metadata or not_replaced_by: there is nothing to update")
         return self

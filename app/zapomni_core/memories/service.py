@@ -17,7 +17,7 @@ from zapomni_core.content.turns import Inferred, ThreadTracker, inferred_speaker
 from zapomni_core.context import NO_CONTEXT, RequestContext, ShutdownGate, until_committed
 from zapomni_core.disk import DiskGuard, write_estimate
 from zapomni_core.embedders import CachedEmbedder
-from zapomni_core.errors import Conflict, NotFound, ShuttingDown
+from zapomni_core.errors import Conflict, InvalidRequest, NotFound, ShuttingDown, ZapomniError
 from zapomni_core.faults import storage_boundary
 from zapomni_core.kernel.registry import Workspace, Workspaces
 from zapomni_core.kernel.writing import WritePipeline, content_hash, memory_record, metadata_of, new_id
@@ -26,6 +26,7 @@ from zapomni_core.memories.indexing_job import index_job
 from zapomni_core.memories.replies import (
     AddMemoryResult,
     DeleteMemoryResult,
+    FindUpdatesResult,
     HitEntity,
     MemoryChunks,
     MemoryDetail,
@@ -37,6 +38,7 @@ from zapomni_core.memories.requests import (
     MAX_DELETE_IDS,
     AddMemoryRequest,
     DeleteMemoryRequest,
+    FindUpdatesRequest,
     GetMemoryRequest,
     ListMemoriesRequest,
     MemoryMetadata,
@@ -44,8 +46,11 @@ from zapomni_core.memories.requests import (
     SearchRequest,
     UpdateMemoryRequest,
 )
+from zapomni_core.memories.supersession import UpdateLinker, order_current_first
+from zapomni_core.memories.updates_job import KIND as FIND_UPDATES
+from zapomni_core.memories.updates_job import find_updates_job
 from zapomni_core.search import RetrievalQuery, SearchOptions
-from zapomni_db import GraphStores, SearchFilter, StoredMemory
+from zapomni_db import DatabaseError, GraphStores, MemoryRecord, SearchFilter, StoredMemory
 
 log = structlog.get_logger(__name__)
 
@@ -81,6 +86,7 @@ class MemoryService:
         wake_jobs: Callable[[], None],
         background_add_bytes: int,
         threads: ThreadTracker | None = None,
+        supersession: UpdateLinker | None = None,
     ) -> None:
         self._workspaces = workspaces
         self._embedder = embedder
@@ -94,6 +100,8 @@ class MemoryService:
         self._wake_jobs = wake_jobs
         self._background_add_bytes = background_add_bytes
         self._threads = threads or ThreadTracker()  # each client's open conversation, for turns sent without one
+        # Which memory replaced which: found at each add and text change, shown on every result.
+        self._supersession = supersession or UpdateLinker()
         self.latency = _LatencyMeter()
         self._writes_in_flight = 0
         self._writes_done = asyncio.Event()
@@ -163,6 +171,7 @@ class MemoryService:
             return await self._merge_duplicate(workspace, existing, request)
         self.writes_committed += 1
         await self._queue_extraction(workspace)
+        linked = await self._detect_updates(workspace, record, chunks[0].embedding if chunks else None)
         log.info(
             "memory.added",
             workspace=workspace.name,
@@ -171,12 +180,25 @@ class MemoryService:
             bytes=len(request.text.encode(errors="surrogatepass")),
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
         )
-        return AddMemoryResult(
+        result = AddMemoryResult(
             memory_id=record.id,
             workspace=workspace.name,
             chunks_created=len(chunks),
             text_preview=replies.preview(request.text),
         )
+        return (await self._supersession.annotate(workspace.stores, [result]))[0] if linked else result
+
+    async def _detect_updates(self, workspace: Workspace, record: MemoryRecord, vector: list[float] | None) -> bool:
+        """Link `record`, already stored and embedded as `vector`, with the memories it replaces or that replace
+        it; whether any link was made. A failure here is logged and the write stands: links are found again at
+        the memory's next change."""
+        if vector is None:
+            return False
+        try:
+            return bool(await self._supersession.detect(workspace.stores, record, vector))
+        except (DatabaseError, ZapomniError) as exc:
+            log.warning("memory.update_detection_failed", workspace=workspace.name, memory_id=record.id, error=str(exc))
+            return False
 
     def _infer(self, request: AddMemoryRequest, ctx: RequestContext, workspace: str) -> Inferred:
         return self._threads.infer(request.text, request.metadata, ctx.client, workspace, time.time())
@@ -230,6 +252,7 @@ class MemoryService:
                 f"memory_id: memory {stored.info.id} is {stored.info.status} (job {stored.info.job_id}); update it "
                 "once job_status says the job completed, or delete it and add it again"
             )
+        unlink = await self._unlink_targets(workspace, stored.info.id, request.not_replaced_by or [])
         old_metadata = metadata_of(stored)
         metadata = request.metadata if request.metadata is not None else old_metadata
         text_changed = request.text is not None and content_hash(request.text) != stored.content_hash
@@ -253,7 +276,7 @@ class MemoryService:
             chunks_kept=stored.info.chunk_count,
         )
         if not result.text_changed and not result.metadata_changed:
-            return result
+            return await self._relink(workspace, record, result, unlink, redetect=False)
         context = reading_context(metadata, inferred.speaker)
         # A turn's new speaker, date or thread changes how its chunks are indexed, not only its fields.
         rethread = (metadata.thread or inferred.thread) != (old_metadata.thread or old_inferred.thread)
@@ -279,7 +302,53 @@ class MemoryService:
         if reindex:  # its graph evidence went with its old chunks; extraction runs again
             await self._queue_extraction(workspace)
         log.info("memory.updated", workspace=workspace.name, **result.model_dump(exclude={"workspace"}))
-        return result
+        # What it says, who says it or when changed: the links it had are found again.
+        redetect = reindex or (record.date, record.speaker) != (stored.info.date, stored.info.speaker)
+        return await self._relink(workspace, record, result, unlink, redetect=redetect)
+
+    async def _unlink_targets(self, workspace: Workspace, memory_id: str, others: Sequence[str]) -> list[str]:
+        """`not_replaced_by`, checked before anything changes: every id a memory of this workspace, not itself."""
+        wanted = list(dict.fromkeys(others))
+        if memory_id in wanted:
+            raise InvalidRequest("not_replaced_by: a memory cannot replace itself; give the ids of other memories")
+        missing = [mid for mid in wanted if mid not in await workspace.stores.reads.existing_ids(wanted)]
+        if missing:
+            raise NotFound(f"not_replaced_by: no memory {missing[0]} in workspace {workspace.name!r}")
+        return wanted
+
+    async def _relink(
+        self, workspace: Workspace, record: MemoryRecord, result: UpdateMemoryResult, unlink: Sequence[str], *,
+        redetect: bool,
+    ) -> UpdateMemoryResult:  # fmt: skip
+        """The links of an updated memory: those the user undid removed (for good), the rest found again when
+        its text, speaker or date changed."""
+        stores = workspace.stores
+        for other in unlink:  # the pair is no update, whichever way it was linked
+            removed = [await stores.updates.undo(record.id, other), await stores.updates.undo(other, record.id)]
+            if any(removed):
+                result.unlinked.append(other)
+        if redetect:
+            await stores.updates.forget(record.id)
+            chunks = await stores.reads.chunks(record.id)
+            await self._detect_updates(workspace, record, chunks[0].embedding if len(chunks) == 1 else None)
+        if unlink:
+            self.writes_committed += 1
+            log.info("memory.unlinked", workspace=workspace.name, memory_id=record.id, unlinked=result.unlinked)
+        return (await self._supersession.annotate(stores, [result]))[0]
+
+    async def find_updates(self, request: FindUpdatesRequest) -> FindUpdatesResult:
+        """Queue the job that links a workspace's stored memories as adds do (`updates_job`)."""
+        workspace = await self._workspaces.require(request.workspace)
+        stores = workspace.stores
+        total = (await stores.maintenance.counts()).memories
+        for row in await stores.jobs.active():
+            if row.kind == FIND_UPDATES:
+                return FindUpdatesResult(job_id=row.id, workspace=workspace.name, memories=total, queued=False)
+        job = find_updates_job(total)
+        await stores.jobs.create(job)
+        self._wake_jobs()
+        log.info("memory.find_updates_queued", workspace=workspace.name, job_id=job.id, memories=total)
+        return FindUpdatesResult(job_id=job.id, workspace=workspace.name, memories=total, queued=True)
 
     async def delete(self, request: DeleteMemoryRequest) -> DeleteMemoryResult:
         """Delete by ids or by filters: the memories, their chunks and every index entry, everywhere."""
@@ -350,7 +419,9 @@ class MemoryService:
             limit=request.limit,
             duration_ms=round(elapsed_ms, 2),
         )
-        hits = [replies.hit(r, name) for r in ranked]
+        hits = order_current_first(
+            await self._supersession.annotate(workspace.stores, [replies.hit(r, name) for r in ranked]), request.query
+        )
         if request.graph_context and hits:
             context = await self._graph_context(workspace.stores, [hit.chunk_id for hit in hits])
             hits = [hit.model_copy(update={"entities": context.get(hit.chunk_id, [])}) for hit in hits]
@@ -361,7 +432,7 @@ class MemoryService:
         stored = await workspace.stores.reads.get(request.memory_id)
         if stored is None:
             raise NotFound(f"memory_id: no memory {request.memory_id} in workspace {workspace.name!r}")
-        return replies.detail(stored, workspace.name)
+        return (await self._supersession.annotate(workspace.stores, [replies.detail(stored, workspace.name)]))[0]
 
     async def chunks(self, request: GetMemoryRequest) -> MemoryChunks:
         """A memory's chunks in order, each with its place in the file it came from (no vectors)."""
@@ -389,7 +460,9 @@ class MemoryService:
         )
         page = rows[: request.limit]
         next_cursor = cursors.encode_cursor(page[-1][2], request.order) if len(rows) > request.limit else None
-        memories = [replies.summary(info, text, name) for info, text, _key in page]
+        memories = await self._supersession.annotate(
+            workspace.stores, [replies.summary(info, text, name) for info, text, _key in page]
+        )
         return MemoryPage(workspace=name, memories=memories, count=len(memories), next_cursor=next_cursor)
 
     @asynccontextmanager

@@ -28,7 +28,7 @@ class KeywordRetriever:
         if not terms:  # only stopwords or punctuation: nothing to match on
             return []
         # Every indexed chunk is fetchable, so only filters can make the database drop candidates.
-        fetch = k * _OVERFETCH if query.filters.active else k
+        fetch = k * _OVERFETCH if query.filters.narrows else k
         while True:
             ranked = dict(await self._index.search(terms, fetch))
             hits = await self._reads.fetch_chunks(list(ranked), query.vector, filters=query.filters)

@@ -17,7 +17,7 @@ class VectorRetriever:
 
     async def retrieve(self, query: RetrievalQuery, k: int) -> list[Candidate]:
         """Widen the index query until `k` filtered hits are found or the whole index was searched."""
-        fetch = k * _OVERFETCH if query.filters.active else k
+        fetch = k * _OVERFETCH if query.filters.narrows else k
         ceiling: int | None = None
         while True:
             hits = await self._reads.vector_search(query.vector, k=fetch, limit=k, filters=query.filters)

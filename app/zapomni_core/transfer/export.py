@@ -14,7 +14,7 @@ import structlog
 
 from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.transfer.format import EXPORTING, FORMAT_VERSION, HEADER_TYPE, UNIT, EmbedderInfo, TransferError
-from zapomni_db import GraphStore, GraphStores, MemoryReads, StoredChunk, StoredMemory
+from zapomni_db import GraphStore, GraphStores, MemoryReads, StoredChunk, StoredMemory, UpdateLinks
 from zapomni_db.version import package_version
 
 log = structlog.get_logger(__name__)
@@ -44,6 +44,7 @@ class ExportReport:
     duration_s: float
     entities: int = 0
     relations: int = 0
+    updates: int = 0
 
 
 async def export_memories(
@@ -75,10 +76,11 @@ async def export_memories(
         "schema_version": await sources[0].stores.maintenance.schema_version() if sources else 0,
     }
     out.write(_dumps(header) + "\n")
-    memories = chunks = entities = relations = 0
+    memories = chunks = entities = relations = updates = 0
     for source in sources:
         reads, workspace = source.stores.reads, source.workspace
         written: dict[str, str] = {}  # chunk id -> memory id, of the chunks written
+        exported: set[str] = set()  # the memory ids written
         latest = await reads.latest_sequence()
         after = 0
         while after < latest:
@@ -100,13 +102,18 @@ async def export_memories(
                         written.update((c.id, c.memory_id) for c in stored)
                         chunks += len(stored)
             memories += len(page)
+            exported.update(m.info.id for m in page)
             after = upto
             if progress:
                 progress(Progress(memories, max(total, memories), UNIT, EXPORTING))
         more_entities, more_relations = await _write_graph(source.stores.graph, workspace, written, out)
         entities += more_entities
         relations += more_relations
-    end = {"type": "end", "memories": memories, "chunks": chunks, "entities": entities, "relations": relations}
+        updates += await _write_updates(source.stores.updates, workspace, exported, out)
+    end = {
+        "type": "end", "memories": memories, "chunks": chunks, "entities": entities, "relations": relations,
+        "updates": updates,
+    }  # fmt: skip
     out.write(_dumps(end) + "\n")
     out.flush()
     duration = time.perf_counter() - started
@@ -116,6 +123,7 @@ async def export_memories(
         chunks=chunks,
         entities=entities,
         relations=relations,
+        updates=updates,
         duration_ms=round(duration * 1000, 1),
     )
     return ExportReport(
@@ -125,7 +133,27 @@ async def export_memories(
         duration_s=round(duration, 3),
         entities=entities,
         relations=relations,
+        updates=updates,
     )
+
+
+async def _write_updates(links: UpdateLinks, workspace: str, exported: set[str], out: IO[str]) -> int:
+    """A workspace's update links between memories in the file (one replaced by a newer one)."""
+    written = skip = 0
+    while page := await links.page(skip, EXPORT_RELATION_PAGE):
+        skip += len(page)
+        for stored in page:
+            link = stored.link
+            if link.older not in exported or link.newer not in exported:
+                continue  # stored after the export's cut
+            line = {
+                "type": "update", "workspace": workspace, "older": link.older, "newer": link.newer,
+                "confidence": link.confidence, "attribute": link.attribute, "subject": link.subject,
+                "cues": list(link.cues), "evidence": link.evidence, "method": link.method,
+            }  # fmt: skip
+            out.write(_dumps(line) + "\n")
+            written += 1
+    return written
 
 
 async def _write_graph(graph: GraphStore, workspace: str, written: dict[str, str], out: IO[str]) -> tuple[int, int]:

@@ -20,9 +20,11 @@ from zapomni_db import MemoryKind
 # counts on the end line; a version 1 or 2 file imports with its memories pending for the graph.
 # 4 added files: `kind` and `file_hash` on memory lines, `page`, `section`, `line_start`, `line_end` on
 # chunks; an older file's memories are notes.
-FORMAT_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
+# 5 added update lines (which memory replaced which) and their count on the end line.
+FORMAT_VERSION = 5
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 GRAPH_VERSION = 3
+UPDATES_VERSION = 5
 HEADER_TYPE = "zapomni-export"
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -91,7 +93,7 @@ class EmbedderLine(_Line):
 
 class HeaderLine(_Line):
     type: Literal["zapomni-export"]
-    format_version: Literal[1, 2, 3, 4]
+    format_version: Literal[1, 2, 3, 4, 5]
     exported_at: str
     zapomni_version: str
     embedder: EmbedderLine
@@ -208,14 +210,30 @@ class RelationLine(_Line):
     superseded_by: str | None = None
 
 
+class UpdateLine(_Line):
+    """Memory `older` was replaced by memory `newer` (both memory lines above it, in its workspace)."""
+
+    type: Literal["update"]
+    workspace: WorkspaceName = DEFAULT_WORKSPACE
+    older: Uuid
+    newer: Uuid
+    confidence: float = Field(ge=0.0, le=1.0)
+    attribute: str
+    subject: str
+    cues: list[str] = Field(default_factory=list)
+    evidence: str
+    method: str = Field(min_length=1)
+
+
 class EndLine(_Line):
     type: Literal["end"]
     memories: int = Field(ge=0)
     chunks: int = Field(ge=0)
     entities: int = Field(default=0, ge=0)
     relations: int = Field(default=0, ge=0)
+    updates: int = Field(default=0, ge=0)
 
 
-BodyLine = MemoryLine | EntityLine | RelationLine | EndLine
+BodyLine = MemoryLine | EntityLine | RelationLine | UpdateLine | EndLine
 # Any line after the header, told apart by `type`.
 BODY_LINE: TypeAdapter[BodyLine] = TypeAdapter(Annotated[BodyLine, Field(discriminator="type")])

@@ -29,6 +29,7 @@ from zapomni_core.transfer.format import (
     READABLE_VERSIONS,
     TOP_LEVEL_FIELDS,
     UNIT,
+    UPDATES_VERSION,
     VALIDATING,
     ChunkLine,
     EmbedderInfo,
@@ -38,9 +39,10 @@ from zapomni_core.transfer.format import (
     MemoryLine,
     RelationLine,
     TransferError,
+    UpdateLine,
 )
 from zapomni_core.validation import parse_iso8601
-from zapomni_db import ChunkPlace, EntityRow, MentionRow, RelationRow
+from zapomni_db import ChunkPlace, EntityRow, LinkRow, MentionRow, RelationRow
 
 log = structlog.get_logger(__name__)
 
@@ -72,6 +74,7 @@ class ImportReport:
     entities_imported: int = 0  # entity lines written (merged into an entity of the same key if there was one)
     relations_imported: int = 0
     graph_memories: int = 0  # memories imported with their knowledge graph (the rest are pending for it)
+    updates_imported: int = 0  # update links made (those already stored, or undone by a user, are not)
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ class _Scan:
     chunks: int
     entities: int = 0
     relations: int = 0
+    updates: int = 0
 
 
 async def import_memories(target: ImportTarget, src: BinaryIO, progress: ProgressFn | None = None) -> ImportReport:
@@ -142,6 +146,11 @@ async def import_memories(target: ImportTarget, src: BinaryIO, progress: Progres
             item = _parse_body(number, raw, scan.header)
             if isinstance(item, EndLine):
                 break
+            if isinstance(item, UpdateLine):
+                await writer.write(batch)  # the memories it names are above it
+                batch = []
+                await writer.update_line(item)
+                continue
             if isinstance(item, EntityLine | RelationLine):
                 # Graph lines name chunks of the memory lines above them: those are written first.
                 await writer.write(batch)
@@ -154,6 +163,7 @@ async def import_memories(target: ImportTarget, src: BinaryIO, progress: Progres
                 batch = []
         await writer.write(batch)
         await writer.finish_graph()
+        await writer.finish_updates()
     finally:
         source.close()
     duration = time.perf_counter() - started
@@ -173,6 +183,7 @@ async def import_memories(target: ImportTarget, src: BinaryIO, progress: Progres
         entities_imported=writer.entities_imported,
         relations_imported=writer.relations_imported,
         graph_memories=writer.graph_memories,
+        updates_imported=writer.updates_imported,
     )
     log.info("transfer.imported", **asdict(report))
     return report
@@ -234,6 +245,9 @@ async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressF
         if isinstance(item, RelationLine):
             graph.relation(number, item)
             continue
+        if isinstance(item, UpdateLine):
+            graph.update(number, item)
+            continue
         if item.memory.id in memory_ids:
             raise TransferError(f"line {number}: id: memory {item.memory.id} appears twice in the file")
         memory_ids.add(item.memory.id)
@@ -270,6 +284,10 @@ async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressF
             f"line {end_line}: the end line counts {trailer.entities} entities and {trailer.relations} relations, "
             f"but the file holds {graph.entities} entities and {graph.relations} relations"
         )
+    if trailer.updates != graph.updates:
+        raise TransferError(
+            f"line {end_line}: the end line counts {trailer.updates} updates, but the file holds {graph.updates}"
+        )
     if progress:
         progress(Progress(memories, memories, UNIT, VALIDATING))
     return _Scan(header=header, memories=memories, chunks=chunks, entities=graph.entities, relations=graph.relations)
@@ -285,7 +303,7 @@ class _GraphCheck:
         self.memories: dict[str, str] = {}  # memory id -> workspace
         self.keys: set[tuple[str, str]] = set()  # (workspace, entity key)
         self.relation_ids: set[str] = set()
-        self.entities = self.relations = 0
+        self.entities = self.relations = self.updates = 0
 
     def memory(self, memory: MemoryLine) -> None:
         self.memories[memory.id] = memory.workspace
@@ -330,6 +348,18 @@ class _GraphCheck:
         self.relation_ids.add(line.id)
         self.relations += 1
 
+    def update(self, number: int, line: UpdateLine) -> None:
+        for field in ("older", "newer"):
+            memory_id = getattr(line, field)
+            if self.memories.get(memory_id) != line.workspace:
+                raise TransferError(
+                    f"line {number}: {field}: memory {memory_id} is not a memory line above it "
+                    f"in workspace {line.workspace!r}"
+                )
+        if line.older == line.newer:
+            raise TransferError(f"line {number}: newer: a memory cannot replace itself ({line.older})")
+        self.updates += 1
+
 
 async def _check_against_store(workspaces: Workspaces, checks: list[_IdCheck]) -> None:
     """A chunk id of a memory to import must not already belong to a stored memory of its workspace."""
@@ -373,7 +403,9 @@ def _parse_header(raw: bytes) -> HeaderLine:
         raise TransferError(_describe(1, exc)) from None
 
 
-def _parse_body(number: int, raw: bytes, header: HeaderLine) -> _Parsed | EntityLine | RelationLine | EndLine:
+def _parse_body(
+    number: int, raw: bytes, header: HeaderLine
+) -> _Parsed | EntityLine | RelationLine | UpdateLine | EndLine:
     if not raw.strip():
         raise TransferError(f"line {number}: blank line (an export has one JSON object on every line)")
     try:
@@ -384,6 +416,13 @@ def _parse_body(number: int, raw: bytes, header: HeaderLine) -> _Parsed | Entity
         if header.format_version < GRAPH_VERSION:
             raise TransferError(
                 f"line {number}: type: {item.type} lines need format_version {GRAPH_VERSION} "
+                f"(the header says {header.format_version})"
+            )
+        return item
+    if isinstance(item, UpdateLine):
+        if header.format_version < UPDATES_VERSION:
+            raise TransferError(
+                f"line {number}: type: update lines need format_version {UPDATES_VERSION} "
                 f"(the header says {header.format_version})"
             )
         return item
@@ -414,18 +453,20 @@ def _describe(number: int, exc: ValidationError, *, truncated: bool = False, rel
             return f"line {number}: a second header line (two exports joined together?)"
         return (
             f"line {number}: type: unknown line type {tag!r}; a format_version {FORMAT_VERSION} file holds only "
-            "memory, entity and relation lines between its header and end line (a newer Zapomni may be needed "
+            "memory, entity, relation and update lines between its header and end line (a newer Zapomni may be needed "
             "for this file)"
         )
     if kind == "union_tag_not_found":
-        return f'line {number}: type: missing (each line needs "type": "memory", "entity", "relation" or "end")'
+        return (
+            f'line {number}: type: missing (each line needs "type": "memory", "entity", "relation", "update" or "end")'
+        )
     if not loc and kind.endswith("_type"):
         return f"line {number}: not a JSON object"
     if relocate:
         # The line's tags, source and date were checked inside the `metadata` of an add request.
         if len(loc) > 1 and loc[0] == "metadata" and loc[1] in TOP_LEVEL_FIELDS:
             loc = loc[1:]
-    elif loc and loc[0] in ("memory", "entity", "relation", "end"):
+    elif loc and loc[0] in ("memory", "entity", "relation", "update", "end"):
         loc = loc[1:]  # the union's tag
     field = ".".join(str(part) for part in loc) or "line"
     return f"line {number}: {field}: {error['msg'].removeprefix('Value error, ')}"
@@ -475,6 +516,30 @@ class _Writer:
         self._entity_keys: dict[str, set[str]] = {}
         self._buffer: list[EntityLine | RelationLine] = []  # one kind and one workspace at a time
         self._buffered_rows = 0
+        self._updates: dict[str, list[LinkRow]] = {}  # per workspace, linked once every memory is written
+        self.updates_imported = 0
+
+    async def update_line(self, line: UpdateLine) -> None:
+        self._updates.setdefault(line.workspace, []).append(
+            LinkRow(
+                older=line.older,
+                newer=line.newer,
+                confidence=line.confidence,
+                attribute=line.attribute,
+                subject=line.subject,
+                cues=tuple(line.cues),
+                evidence=line.evidence,
+                method=line.method,
+            )
+        )
+
+    async def finish_updates(self) -> None:
+        """Link the memories the file says replaced others (a link already stored, or undone, stays as it is)."""
+        for name, links in self._updates.items():
+            workspace = await self._target.workspaces.get(name, create=True)
+            assert workspace is not None
+            for start in range(0, len(links), IMPORT_GRAPH_ROWS):
+                self.updates_imported += await workspace.stores.updates.link(links[start : start + IMPORT_GRAPH_ROWS])
 
     async def graph_line(self, line: EntityLine | RelationLine) -> None:
         if self._buffer and (type(self._buffer[0]) is not type(line) or self._buffer[0].workspace != line.workspace):

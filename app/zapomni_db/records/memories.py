@@ -155,6 +155,8 @@ class SearchFilter:
     kind: str | None = None
     thread: str | None = None
     speaker: str | None = None
+    # Only memories no newer memory replaced (zapomni_db.updates); not a selection of its own for a delete.
+    current_only: bool = False
 
     @property
     def active(self) -> bool:
@@ -162,6 +164,11 @@ class SearchFilter:
             v is not None
             for v in (self.source, self.date_from_ts, self.date_to_ts, self.kind, self.thread, self.speaker)
         )
+
+    @property
+    def narrows(self) -> bool:
+        """Whether fewer memories pass than exist: a search leg then reads more candidates."""
+        return self.active or self.current_only
 
     def as_params(self) -> dict[str, Any]:
         return {
@@ -172,6 +179,7 @@ class SearchFilter:
             "kind": self.kind,
             "thread": self.thread,
             "speaker": self.speaker,
+            "current": True if self.current_only else None,
         }
 
 

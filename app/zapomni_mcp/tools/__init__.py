@@ -6,6 +6,7 @@ from zapomni_mcp.tools.add_memory import AddMemoryTool
 from zapomni_mcp.tools.code import FindSymbolTool, GetCalleesTool, GetCallersTool
 from zapomni_mcp.tools.delete_memory import DeleteMemoryTool
 from zapomni_mcp.tools.files import IndexCodebaseTool, IngestPathTool
+from zapomni_mcp.tools.find_updates import FindUpdatesTool
 from zapomni_mcp.tools.get_memory import GetMemoryTool
 from zapomni_mcp.tools.get_stats import GetStatsTool
 from zapomni_mcp.tools.graph import BuildGraphTool, GetRelatedTool, GraphStatusTool
@@ -22,6 +23,7 @@ TOOLS = (
     ListMemoriesTool,
     UpdateMemoryTool,
     DeleteMemoryTool,
+    FindUpdatesTool,
     GetStatsTool,
     ListWorkspacesTool,
     DeleteWorkspaceTool,

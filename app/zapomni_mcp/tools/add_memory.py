@@ -6,6 +6,7 @@ import mcp_types as types
 
 from zapomni_core import AddMemoryRequest, AddMemoryResult, RequestContext
 from zapomni_mcp.registry import Tool
+from zapomni_mcp.tools.links import link_lines
 
 
 class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
@@ -21,7 +22,9 @@ class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
         "text again (whitespace aside) is harmless: it returns the existing memory (deduplicated: true) "
         "and adds the new tags to it. Optional workspace keeps memories of different projects apart. A large text "
         "(32 KB or more by default) is stored at once and answered with status 'indexing' and a job_id: a background "
-        "job makes it searchable within seconds to minutes; job_status follows it."
+        "job makes it searchable within seconds to minutes; job_status follows it. When the text states a new value "
+        "of something an older memory said (a move, a new job or number, a changed plan), the older one is linked as "
+        "replaced (supersedes in the reply; update_memory not_replaced_by undoes a wrong link)."
     )
     input_model = AddMemoryRequest
     output_model = AddMemoryResult
@@ -41,7 +44,10 @@ class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
             )
         if result.deduplicated:
             return f"Already stored as memory {result.memory_id} in {result.workspace!r}: {result.text_preview}"
-        return (
-            f"Stored memory {result.memory_id} in {result.workspace!r} ({result.chunks_created} chunk(s)): "
-            f"{result.text_preview}"
+        return "\n".join(
+            [
+                f"Stored memory {result.memory_id} in {result.workspace!r} ({result.chunks_created} chunk(s)): "
+                f"{result.text_preview}",
+                *link_lines(result),
+            ]
         )

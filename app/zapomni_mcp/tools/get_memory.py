@@ -6,11 +6,15 @@ import mcp_types as types
 
 from zapomni_core import GetMemoryRequest, MemoryDetail, RequestContext
 from zapomni_mcp.registry import Tool
+from zapomni_mcp.tools.links import link_lines
 
 
 class GetMemoryTool(Tool[GetMemoryRequest, MemoryDetail]):
     name = "get_memory"
-    description = "One memory in full by its id: the whole text, its metadata, chunk count and timestamps."
+    description = (
+        "One memory in full by its id: the whole text, its metadata, chunk count and timestamps, and its update "
+        "links: superseded_by (newer memories that replaced it) and supersedes (older ones it replaced)."
+    )
     input_model = GetMemoryRequest
     output_model = MemoryDetail
     role = "read"
@@ -25,7 +29,7 @@ class GetMemoryTool(Tool[GetMemoryRequest, MemoryDetail]):
             f"Memory {result.memory_id} in {result.workspace!r}"
             f"{f' [{labels}]' if labels else ''}, added {result.created_at}, updated {result.updated_at}, "
             f"{result.chunk_count} chunk(s){_inferred(result.inferred)}:\n{result.text}"
-        )
+        ) + "".join(f"\n{line}" for line in link_lines(result, indent=""))
 
 
 def _inferred(inferred: dict[str, str]) -> str:

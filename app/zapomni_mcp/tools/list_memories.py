@@ -6,6 +6,7 @@ import mcp_types as types
 
 from zapomni_core import ListMemoriesRequest, MemoryPage, RequestContext
 from zapomni_mcp.registry import Tool
+from zapomni_mcp.tools.links import link_lines
 
 
 class ListMemoriesTool(Tool[ListMemoriesRequest, MemoryPage]):
@@ -13,7 +14,8 @@ class ListMemoriesTool(Tool[ListMemoriesRequest, MemoryPage]):
     description = (
         "List stored memories, newest first (order: oldest for the reverse), optionally filtered like "
         "search_memory. Each item has id, preview, tags, source, date, created/updated time and chunk "
-        "count. Pass next_cursor back as cursor for the next page; pages neither skip nor repeat while "
+        "count, and superseded_by / supersedes when a newer memory replaced it (filters.current_only: true lists "
+        "only current ones). Pass next_cursor back as cursor for the next page; pages neither skip nor repeat while "
         "memories are added or deleted."
     )
     input_model = ListMemoriesRequest
@@ -33,6 +35,7 @@ class ListMemoriesTool(Tool[ListMemoriesRequest, MemoryPage]):
             lines.append(
                 f"- {item.memory_id} ({item.created_at[:19]}){f' [{labels}]' if labels else ''}: {item.preview}"
             )
+            lines += link_lines(item, indent="  ")
         if result.next_cursor:
             lines.append(f"More: call again with cursor={result.next_cursor}")
         return "\n".join(lines)

@@ -6,6 +6,7 @@ import mcp_types as types
 
 from zapomni_core import RequestContext, SearchRequest, SearchResult
 from zapomni_mcp.registry import Tool
+from zapomni_mcp.tools.links import link_lines
 
 
 class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
@@ -16,7 +17,9 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
         "similarity_score in [0, 1] and the legs that found it. mode: hybrid (default), vector or "
         "keyword. Filters: tags (matches any), source (exact), date_from / date_to (ISO 8601, inclusive). "
         "Memories neither leg finds relevant are left out (fewer than limit results is normal); "
-        "include_unrelated: true returns them too."
+        "include_unrelated: true returns them too. A memory that a newer one replaced (a new address, job, number, "
+        "plan...) says so in superseded_by and comes right after the one that replaced it, unless the query asks "
+        "about the past ('before', 'used to', 'old'); filters.current_only leaves replaced memories out."
     )
     input_model = SearchRequest
     output_model = SearchResult
@@ -35,4 +38,5 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
             suffix = f" [{labels}]" if labels else ""
             found = "+".join(hit.matched_by)
             lines.append(f"{rank}. ({hit.similarity_score:.3f}, {found}) {hit.text}{suffix} — memory {hit.memory_id}")
+            lines += link_lines(hit)
         return "\n".join(lines)

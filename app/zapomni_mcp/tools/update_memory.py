@@ -6,6 +6,7 @@ import mcp_types as types
 
 from zapomni_core import RequestContext, UpdateMemoryRequest, UpdateMemoryResult
 from zapomni_mcp.registry import Tool
+from zapomni_mcp.tools.links import link_lines
 
 
 class UpdateMemoryTool(Tool[UpdateMemoryRequest, UpdateMemoryResult]):
@@ -13,7 +14,9 @@ class UpdateMemoryTool(Tool[UpdateMemoryRequest, UpdateMemoryResult]):
     description = (
         "Change a memory's text and/or metadata; the id stays. New metadata replaces the old as a whole "
         "(give every tag you want to keep). A metadata-only change re-embeds nothing; a text change "
-        "re-embeds only the chunks whose text changed. Searches see the old memory or the new one, never a mix."
+        "re-embeds only the chunks whose text changed. Searches see the old memory or the new one, never a mix. "
+        "not_replaced_by: ids of newer memories wrongly linked as replacing this one (superseded_by); the links "
+        "are removed and never made again."
     )
     input_model = UpdateMemoryRequest
     output_model = UpdateMemoryResult
@@ -26,8 +29,16 @@ class UpdateMemoryTool(Tool[UpdateMemoryRequest, UpdateMemoryResult]):
         return await self.core.memories.update(arguments, ctx)
 
     def render(self, result: UpdateMemoryResult) -> str:
+        unlinked = (
+            f"Memory {result.memory_id} is no longer linked as replaced by {', '.join(result.unlinked)}."
+            if (result.unlinked)
+            else ""
+        )
+        return "\n".join(filter(None, [self._changed(result), unlinked, *link_lines(result, indent="")]))
+
+    def _changed(self, result: UpdateMemoryResult) -> str:
         if not result.text_changed and not result.metadata_changed:
-            return f"Memory {result.memory_id} already says that; nothing changed."
+            return "" if result.unlinked else f"Memory {result.memory_id} already says that; nothing changed."
         changed = " and ".join(
             n for n, c in (("text", result.text_changed), ("metadata", result.metadata_changed)) if c
         )

@@ -1,0 +1,639 @@
+"""When a newer memory makes an older one no longer current: rules over sentences, no model.
+
+A person reading "Our office is on Baker Street" (January) and "Update: we moved the office to 14 Kings Road"
+(March) knows the first is outdated. These rules read what that person reads, one sentence of each memory
+against one of the other:
+
+- the subject: who or what the sentence is about. "I", "we", "my", "our" are its speaker (the memory's speaker,
+  or the workspace's owner for a note without one); "my sister", "our dog" are the speaker's sister and dog; a
+  name that leads the sentence ("Marco moved", "Priya's number") is that person or pet. Two subjects that differ
+  are two people, or two pets: never an update.
+- the attribute: which of a fixed set of things the subject holds (`ATTRIBUTES`: home, work, phone, ...). Most
+  hold one value at a time (functional: a new home replaces the old one); some do not (pets, hobbies, tools: a
+  second one adds), and those need a cue.
+- cues in the newer sentence: a change ("now", "moved", "switched", "instead", "actually") or an end ("no longer",
+  "quit", "used to"), and what rules a link out: a plan or a wish ("thinking about moving"), a question, the past
+  told again ("back in 2019"), a second item ("also"), the same value kept ("still").
+- the value: the words that fill the attribute (names, numbers, what follows "to", "at", "in", "is"); a newer
+  sentence with no value the older lacks, and no end cue, restates the fact.
+
+The memory embeddings decide which older memories are read at all (the nearest few) and add to the confidence.
+Each link carries its evidence: the attribute, the subject, the cues and the newer sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from itertools import pairwise
+
+# The attributes a subject holds, each with the words that say a sentence is about it, and whether it holds one
+# value at a time (a different value then replaces the old one without a cue).
+_ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
+    "home": (
+        True,
+        r"live[sd]?|living|moved|moving|relocat\w*|apartment|house|home|address|neighbou?rhood|lease|"
+        r"settled|settling (?:in|into)|rent(?:ing|ed)?|place",
+    ),
+    "work": (
+        True,
+        r"work(?:s|ed|ing)?\s+(?:at|for|as|in)|(?:my|his|her|their|our|your|a|new|old|the|day) jobs?|"
+        r"jobs? (?:at|as|with)|employ\w*|hired|company|position|role|career|quit|"
+        r"laid off|fired|promot\w*|retir\w*|joined|occupation|(?:assistant|store|office|general|product|project|"
+        r"account|sales|program|engineering) manager|profession|freelanc\w*|business|startup|banker|"
+        r"transferred|teach(?:es|ing)?|engineer|analyst|scientist|consultant|designer|developer|teacher|nurse|"
+        r"lawyer|advis[eo]r|director|ceo|cto|cfo|founder|pm|intern(?:ship)?s?|professor|researcher|accountant|architect|chef",
+    ),
+    "office": (True, r"office|offices|headquarters|hq|coworking|co-working|wework|desk"),
+    "phone": (True, r"phone|number|mobile|cell|landline|whatsapp|reach (?:me|him|her|us|them)"),
+    "password": (True, r"password|passcode|pin|wi-?fi|pw|logins?|door code|gate code|garage code|code is"),
+    "email": (True, r"e-?mail|inbox|[\w.+-]+@[\w-]+\.[\w.]+"),
+    "name": (True, r"name|named|renamed|nickname|surname|goes by|call(?:s|ed)? (?:me|him|her|them|it)"),
+    "favourite": (True, r"favou?rites?|prefer\w*|go-to|like[sd]? best|love[sd]? best"),
+    "relationship": (
+        True,
+        r"dating|married|marry|girlfriend|boyfriend|partner|wife|husband|fianc[eé]e?|engaged|divorc\w*|single|"
+        r"broke up|split up|seeing someone",
+    ),
+    "vehicle": (True, r"car|cars|drives?|drove|driving|vehicle|motorbike|motorcycle|scooter|truck|van|commute\w*"),
+    "study": (
+        True,
+        r"stud(?:y|ies|ying|ied)|major(?:s|ed|ing)?|school|university|college|degree|course|student|phd|"
+        r"master'?s|bootcamp|thesis|grade|sophomore|junior|senior year|freshman|semester",
+    ),
+    "price": (
+        True,
+        r"price|prices|costs?|budget|salary|rate|fees?|charges?|charged|subscription|rent|paid|pay|membership|"
+        r"[$€£¥]\s?\d[\d,.]*|\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros|pounds|bucks)",
+    ),
+    "age": (
+        True,
+        r"\d+\s+years?\s+old|age|turn(?:ed|s)\s+\d+|birthday|(?:is|are)\s+\d{1,3}(?![\d.,:/%-]|\s*(?:kg|lb|am|pm))",
+    ),
+    "measure": (True, r"weighs?|weighed|kg|lbs|pounds|height|tall|cm|blood pressure|bp|cholesterol|a1c"),
+    "health": (
+        True,
+        r"doctor|dentist|therapist|physio\w*|gp|medication|meds|dose|dosage|injur\w*|surgery|diagnos\w*|"
+        r"allerg\w*|intolerant|\d+\s?mg|prescri\w*",
+    ),
+    "schedule": (
+        True,
+        r"meeting|meetings|stand-?up|sync|appointment|shift|schedule|rehears\w*|practice|lessons?|class|classes|"
+        r"deadline|due|launch|release|go-live|mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|"
+        r"sundays?|\d{1,2}(?::\d\d)?\s*(?:am|pm)",
+    ),
+    "team": (
+        True,
+        r"team|manager|managers|lead|leads|reports? to|reporting to|mentor|coach|department|squad|club|fc|"
+        r"plays? (?:\w+ )?for|signed with",
+    ),
+    "diet": (
+        True,
+        r"vegetarian|vegan|diet|meat|gluten|keto|dairy|lactose|sugar|caffeine|coffee|tea|alcohol|drinks?|"
+        r"drinking|sober|eats?|eating",
+    ),
+    "pet": (False, r"dogs?|cats?|pets?|puppy|puppies|kitten|parrot|hamster|rabbit|bunny|fish|turtle|horse"),
+    "tool": (
+        False,
+        r"uses?|used|using|switched|editor|ide|laptop|browser|framework|library|language|stack|database|app|"
+        r"tool|tools|software|keyboard|camera|phone|coding|code in|password manager",
+    ),
+    "hobby": (
+        False,
+        r"hobby|hobbies|plays?|playing|learning|painting|guitar|piano|running|climbing|dancing|dance|"
+        r"volunteer\w*|gaming|reading|cooking|baking|gardening|been into|bouldering|climbing|yoga|pottery|"
+        r"swim(?:s|ming)?|surfing|cycling|hiking|knitting|chess|run|runs|marathons?",
+    ),
+}
+FUNCTIONAL = frozenset(name for name, (functional, _) in _ATTRIBUTE_WORDS.items() if functional)
+ATTRIBUTES: dict[str, re.Pattern[str]] = {
+    name: re.compile(rf"(?<![\w$€£¥])(?:{words})(?!\w)") for name, (_functional, words) in _ATTRIBUTE_WORDS.items()
+}
+
+# Cues read in the newer sentence. An end says the older value stopped being true, with or without a new one.
+_ENDING = re.compile(
+    r"\b(?:no longer|not anymore|anymore|any more|used to|quit|quitting|left|leaving|"
+    r"lost (?:my|our|his|her|their) \w+|laid off|got fired|was fired|broke up|split up|divorced|sold|retired|"
+    r"ended(?! up)|stopped|gave up|passed away|"
+    r"died|closed|shut down|former|formerly|ex-\w+|moved out|moved away|cancell?ed|dropped|not with|deleted|"
+    r"uninstalled|gone off|went off|stopped|(?:take|took|taking) a break from|on hold|paused|"
+    # the end of a state in progress: "working on my book" is over once it is finished
+    r"finished|completed|got it done|passed (?:the|my)|opened (?:my|our|the)|launched)\b"
+)
+_CHANGE = re.compile(
+    r"\b(?:moved|moving to|move to|changed|instead(?! of \w+ing)|switched|switching|update|updated|"
+    r"correction|corrected|replaced|transferred|relocated|rescheduled|postponed|"
+    r"pushed (?:back|to)|brought forward|renamed|became an?|promoted|not \w+ but|turns out|(?:was|had it|got it) wrong|"
+    r"bumped|"
+    r"raised|lowered|increased|decreased|settling in(?:to)?|got (?:engaged|married|divorced))\b"
+)
+_CURRENT = re.compile(r"\b(?:now|these days|nowadays|currently|as of)\b")
+# Weaker: a new value is news, but the sentence would say this of a first value too. "Now" says a value is the
+# current one, not that there was another.
+# "Actually" corrects when it opens a sentence; inside one it is a filler ("they actually didn't ...").
+_ACTUALLY = re.compile(r"^(?:\W*\w+\W+){0,2}actually\b")
+_NEWS = re.compile(
+    r"\b(?:new|started|starting|start|just|recently|since|finally|got a|signed|joined|bought|adopted|hired|"
+    r"accepted|took|taking over|going with|went with|picked|again|first week|"
+    r"now|these days|nowadays|currently|as of)\b"
+)
+# Ends that say nothing without the thing that ended: "I used to compete", "just finished a book".
+_NAMING_ENDS = frozenset("used to finished completed got it done launched".split()) | {"used to", "got it done"}
+# What rules a sentence out as the newer side: a plan or wish is no change yet, a second item adds, "still" keeps.
+_WISH = re.compile(
+    r"\b(?:thinking (?:about|of)|might|maybe|perhaps|considering|consider|want(?:s|ed)? to|would (?:like|love)|"
+    r"'d (?:like|love)|hope to|hoping to|wish|someday|some day|one day|dream(?:s|ing)? (?:of|about)|"
+    r"looking (?:at|into)|tempted|could|should|if|unless|fingers crossed|part of me|interview(?:ing)? (?:at|with|for)|"
+    r"appl(?:y|ied|ying) (?:to|for)|not sure|let's|lets|let us|shall we)\b"
+)
+_PLAN = re.compile(
+    r"\b(?:plan(?:s|ning)? (?:to|on)|gonna|going to|will|'ll|next (?:year|month|week|spring|summer|fall|autumn|"
+    r"winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
+)
+# A plan that says the fact changed is a change: "the launch will be on May 3 instead".
+_PLAN_OVERRIDE = re.compile(
+    r"\b(?:instead|changed|moved|rescheduled|postponed|pushed (?:back|to)|brought forward|no longer|now|actually)\b"
+)
+_ALSO = re.compile(r"\b(?:also|too|as well|another|second|in addition|additionally|both|plus)\b")
+_ALSO_OVERRIDE = re.compile(r"\b(?:instead|no longer|replaced|switched|anymore|not anymore)\b")
+_STILL = re.compile(r"\b(?:still|as always|as usual|same as (?:before|ever)|continues? to|keep(?:s)? (?:on )?\w+ing)\b")
+# The past told again (in the newer sentence), or a past that was never a current fact (in the older one).
+_RETOLD = re.compile(
+    r"\b(?:back (?:in|when|then)|years ago|when (?:i|we|he|she|they) (?:was|were)|as a (?:kid|child|teen\w*)|"
+    r"remember (?:when|the|that)|looking back|growing up|reminds? me|brings? back|those days|that time|"
+    r"miss (?:those|the days)|(?:years?|months?|weeks?) since|can't believe it's been|anniversary|"
+    r"(?:years?|a while|way) back|back in the day)\b"
+)
+_OLD_PAST = re.compile(
+    r"\b(?:used to|back (?:in|when|then)|years ago|when (?:i|we|he|she|they) (?:was|were)|as a (?:kid|child|"
+    r"teen\w*)|growing up|remember (?:when|the|that))\b"
+)
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\n+\s*|(?<=[a-z0-9)])\s+[—–-]\s+|;\s+")
+_LEADERS = re.compile(
+    r"^(?:(?:update|updated|correction|fyi|btw|ps|p\.s\.|note|news|edit|heads up|quick update|big news|good news|"
+    r"great news|sad news|change of plans?|plan change|so|well|oh|ok|okay|yeah|yep|yes|no|nope|hey|hi|hello|actually|"
+    r"anyway|guess what|and|"
+    r"but|just|lol|wow|haha|hmm|sorry|thanks|thank you|ugh|welp|alright|right|also|reminder|fun fact)"
+    r"\b[\s,:!?.\-—–]*)+",
+    re.IGNORECASE,
+)
+_GREETING = re.compile(r"^(?:hey|hi|hello|yo|dear)\s+[A-Z][\w'-]*[\s,!.:]*", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|im|me|my|mine|myself|we|we're|we've|we'd|we'll|us|our|ours)\b")
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|u)\b")
+_THIRD_PERSON = re.compile(r"^(?:he|she|they|his|her|their|him|them)\b", re.IGNORECASE)
+_RELATIVES = (
+    "dentist|doctor|vet|therapist|landlord|accountant|hairdresser|barber|plumber|mechanic|lawyer|"
+    "sister|brother|mom|mum|mother|dad|father|parents|son|daughter|kid|kids|child|children|wife|husband|partner|"
+    "girlfriend|boyfriend|fianc[eé]e?|friend|best friend|boss|manager|roommate|flatmate|neighbou?r|cousin|aunt|"
+    "uncle|grandma|grandmother|grandpa|grandfather|colleague|coworker|co-worker|landlord|niece|nephew|"
+    "dog|cat|puppy|kitten|parrot|hamster|rabbit|bunny|horse|pet|fish|turtle"
+)
+# "my sister", "our dog", "my dog Rex" (then the name is the subject), "my best friend's"
+_POSSESSED = re.compile(
+    rf"^(?i:my|our)\s+(?:[\w-]+\s+)?((?i:{_RELATIVES}))(?:-in-law)?(?:'s)?\b(?:,?\s+([A-Z][\w'-]+))?"
+)
+# A capitalised word at the start is a name when what follows reads so: "'s", another capitalised word (Mei Lin,
+# Grandpa Wojciech), or a verb of the third person ("Marco lives", "Tofu was"); "Switched to Neovim" is no name.
+# "Kill drill 0: the key is ...", "Password manager: LastPass": a record's key, then its value.
+_HEADING = re.compile(r"^((?![Ii]\b|[Mm]y\b|[Oo]ur\b|[Ww]e\b)[^:\n]{2,40}?):\s")
+# After "my sister" or "Emre's manager": a name or ":" says who that is, an attribute of the owner.
+_NAMES_THE_RELATIVE = re.compile(r"\s*(?::|\bis\b|\bwas\b|=)\s*(?:now\s+|still\s+)?(?:(?:Dr|Mr|Mrs|Ms)\.?\s+)?[A-Z]")
+_LEADING_NAME = re.compile(
+    r"^((?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?[A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,2})"
+    r"(?=['’]s\b|\s+(?:is|was|has|had|does|did|doesn't|didn't|isn't|wasn't|can|can't|will|won't|would|got|gets|"
+    r"just|also|still|now|finally|recently|never|always|left|got|took|went|made|began|became|bought|sold|quit|"
+    r"came|gave|won|lost|met|ran|swam|told|said|[a-z]+s|[a-z]+ed)\b|\s*[,(]|\s+and\s+[A-Z])"
+)
+_NOT_NAMES = frozenset(
+    "i the a an this that these those there here it its our my we he she they his her their what when where why "
+    "how who which if after before since today yesterday tomorrow last next every each some all both our new you "
+    "your yours honestly anyway "
+    "january february march april may june july august september october november december monday tuesday "
+    "wednesday thursday friday saturday sunday please let lets let's".split()
+)
+_WORD = re.compile(r"[a-z0-9][a-z0-9'@.+_-]*[a-z0-9]|[a-z0-9]")
+_STOP = frozenset(
+    "a an the and or but of to in on at for with from by as is are was were be been being am it its this that "
+    "these those i me my mine we us our you your he him his she her they them their there here what which who "
+    "whom whose when where why how so very just really too also not no yes do does did done have has had having "
+    "will would can could should may might must shall about into over under again then than now up down out off "
+    "get got gets getting go goes going went gone make made one ones some any all each every more most much many "
+    "lot lots thing things stuff like love good great nice new old since still actually update been being i'm "
+    "i've i'd i'll we're we've it's that's s t don't didn't can't won't isn't wasn't".split()
+)
+_VALUE_SLOT = re.compile(
+    r"(?:\b(?:to|at|in|for|is|are|was|as|from|with|on|named|called|by|into|of)|['’]s)\s+((?:the\s+|a\s+|an\s+)?[\w@.+'-]+"
+    r"(?:\s+[A-Z0-9][\w@.+'-]*){0,3})"
+)
+_CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+|[A-Z]{2,})\b")
+_DIGITS = re.compile(r"[\w@.+-]*\d[\w@.+:-]*")
+
+
+@dataclass(frozen=True)
+class Said:
+    """A memory as the rules read it: its text, who said it, and when."""
+
+    memory_id: str
+    text: str
+    speaker: str | None
+    when: float  # the memory's date (seconds since the epoch), else when it was added
+    added: float  # when it was added: orders two memories of the same date
+
+
+@dataclass(frozen=True)
+class UpdateLink:
+    """`older` is no longer current: `newer` states a new value of the same subject's attribute."""
+
+    older: str
+    newer: str
+    confidence: float
+    attribute: str
+    subject: str
+    cues: tuple[str, ...]
+    evidence: str  # the newer memory's sentence that states the change
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    text: str
+    subject: str | None
+    attributes: frozenset[str]
+    words: frozenset[str]
+    values: frozenset[str]
+    ending: tuple[str, ...]
+    change: tuple[str, ...]
+    news: tuple[str, ...]
+    plan: bool
+    wish: bool
+    also: bool
+    still: bool
+    retold: bool
+    past: bool
+    question: bool
+    strong: frozenset[str] = frozenset()  # the values that are names and numbers
+    next_values: frozenset[str] = frozenset()  # the next sentence's: "Caved and bought a car. A Renault Zoe."
+
+    @property
+    def cued(self) -> bool:
+        return bool(self.ending or self.change or self.news)
+
+
+# Below this the newer memory is not said to replace the older (chosen on the development set, decision 0043).
+LINK_THRESHOLD = 0.55
+# Two subjects: the same (a name twice, one speaker), maybe the same (one side cannot be told), or not.
+SAME, MAYBE, OTHER = "same", "maybe", "other"
+# A sentence led by "he", "she", "it": someone not named here. One addressed to "you": never the speaker's news.
+UNRESOLVED, ADDRESSEE = "?", "~you"
+
+
+def find_updates(new: Said, older: Sequence[tuple[Said, float]]) -> list[UpdateLink]:
+    """The links between `new` and each of `older` (with its embedding similarity to `new`) that the rules find.
+
+    The later of the two (by date, then by when it was added) is the newer side whatever order they arrive in:
+    a memory dated last year, added today, can be the one replaced.
+    """
+    links = []
+    for other, similarity in older:
+        if other.memory_id == new.memory_id:
+            continue
+        first, second = (other, new) if (other.when, other.added) <= (new.when, new.added) else (new, other)
+        link = judge(first, second, similarity)
+        if link is not None:
+            links.append(link)
+    return links
+
+
+def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
+    """The link from `older` to `newer`, when a sentence of `newer` replaces a value a sentence of `older` states."""
+    new_sentences, old_sentences = _read(newer.text, newer.speaker), _read(older.text, older.speaker)
+    new_default, old_default = (
+        _memory_subject(new_sentences, newer.speaker),
+        _memory_subject(old_sentences, older.speaker),
+    )
+    best: UpdateLink | None = None
+    for new in new_sentences:
+        if not _may_replace(new):
+            continue
+        for old in old_sentences:
+            if old.question or old.past or old.wish:
+                continue  # "we should plan a dance session" was never a fact to replace
+            old_subject, new_subject = old.subject or old_default, new.subject or new_default
+            relation = related(old_subject, new_subject)
+            if relation == OTHER or (UNRESOLVED in (old_subject, new_subject) and not new.cued):
+                continue  # "her name is Shadow": whose, a pronoun does not say; only a stated change may link
+            link = _score(older, newer, old, new, similarity, relation, new_subject)
+            if link is not None and (best is None or link.confidence > best.confidence):
+                best = link
+    return best
+
+
+def _may_replace(new: _Sentence) -> bool:
+    """Whether a sentence can state a change at all: not a question, a plan, the past told again, a second item."""
+    lower = new.text.lower()
+    if new.question or new.retold or new.wish:
+        return False
+    if new.plan and not _PLAN_OVERRIDE.search(lower):
+        return False
+    return not (new.also and not _ALSO_OVERRIDE.search(lower))
+
+
+def _score(
+    older: Said, newer: Said, old: _Sentence, new: _Sentence, similarity: float, relation: str, subject: str | None
+) -> UpdateLink | None:
+    shared = old.attributes & new.attributes
+    functional = any(a.split(":")[0] in FUNCTIONAL for a in shared)
+    # An end counts when it is news ("quit" told again is not) and names what ended: an attribute both speak of,
+    # or one of the older sentence's values ("no longer at Google").
+    named = _overlap(old, new)
+    ending = tuple(c for c in new.ending if c not in old.ending and (named or (functional and c not in _NAMING_ENDS)))
+    # A sentence without values of its own ("Caved and bought a car.") may name it in the next ("A Renault Zoe").
+    new_value = bool(new.values - old.words) or (not new.values and new.cued and bool(new.next_values - old.words))
+    replaced = new_value and bool(old.values - new.words)  # it drops a value of the older and brings its own
+    swapped = bool(new.strong - old.words) and bool(old.strong - new.words)  # names or numbers replaced
+    strong_cue = bool(ending or new.change)
+    if _two_of_a_kind(old.attributes, new.attributes):
+        return None  # a work phone and a home phone, a favourite colour and a favourite flower
+    if not new_value and not ending:
+        return None  # the same value again, nothing ended: a restatement
+    if new.still and not new.change and not (new.strong - old.words):
+        return None  # "still $6.25": the value kept
+    # A chat runs on for hundreds of turns that touch the same things ("new", "just", "now" in every other one):
+    # between two turns, only a change of a named attribute links, and without a word of change only when close.
+    chat = bool(older.speaker or newer.speaker)
+    if shared and functional:  # one value at a time: a new one replaces the old
+        # Without a word of change, the older must state a value ("Gunnar drives a Volvo"), not tell an event
+        # ("the wifi started timing out"): a later event with other numbers replaces nothing.
+        stated = strong_cue or (
+            ((bool(new.news) and replaced) or swapped) and _states(old) and (not chat or similarity >= 0.45)
+        )
+    elif shared:  # pets, hobbies, tools: a new one adds unless the sentence says the old one went
+        stated = strong_cue
+    else:  # no attribute names what they speak of: the words they share and a stated change must
+        stated = (
+            not chat
+            and _overlap(old, new)
+            # an older event ("ran out of disk space") is no value a later one replaces: it states one
+            and (
+                (strong_cue and similarity >= 0.45 and _states(old))
+                or (swapped and similarity >= 0.6 and _states(old, new))
+            )
+        )
+    if not stated:
+        return None
+    score = 0.5 * max(0.0, min(1.0, (similarity - 0.3) / 0.5))
+    score += 0.4 if ending else 0.0
+    score += 0.3 if new.change else 0.15 if new.news else 0.0
+    score += (0.25 if functional else 0.15) if shared else 0.0
+    score += 0.15 if new_value else 0.0
+    score += 0.1 if replaced else 0.0
+    score -= 0.15 if new.still else 0.0
+    score += 0.1 if relation == SAME else -0.1
+    if score < LINK_THRESHOLD:
+        return None
+    return UpdateLink(
+        older=older.memory_id,
+        newer=newer.memory_id,
+        confidence=round(min(score, 0.99), 3),
+        attribute=_pick(shared) if shared else "same topic",
+        subject=(subject or "?").lstrip("@"),
+        cues=(*ending, *new.change, *new.news),
+        evidence=new.text[:300],
+    )
+
+
+def _overlap(old: _Sentence, new: _Sentence) -> bool:
+    """Whether two sentences share a content word of four letters or more (not a cue)."""
+    return any(len(w) >= 4 for w in (old.words | old.values) & (new.words | new.values) - _CUE_WORDS)
+
+
+def _two_of_a_kind(old: frozenset[str], new: frozenset[str]) -> bool:
+    """Whether the two sentences name one kind of attribute with different qualifiers (and not the same one)."""
+    qualified = {a.split(":")[0]: a for a in old if ":" in a}
+    return any(":" in a and a.split(":")[0] in qualified and qualified[a.split(":")[0]] != a for a in new)
+
+
+def _states(*sentences: _Sentence) -> bool:
+    """Whether the sentences state a value ("X is Y", "X: Y") rather than tell an event."""
+    return any(_STATE.search(s.text) for s in sentences)
+
+
+_STATE = re.compile(
+    r":\s|['’](?:s|re|m)\s|\b(?:is|are|am|costs?|equals|lives?|works?|drives?|uses?|plays?|stud(?:y|ies)|has|have|"
+    r"owns?|rents?|prefers?|loves?|likes?|eats?|teach(?:es)?|goes|weighs?|reports? to|leads?|manages?|belongs?|"
+    r"doesn't|don't|isn't|aren't)\b"
+)
+
+
+def _pick(shared: frozenset[str]) -> str:
+    """The attribute a link names when two sentences share several: a functional one first, in table order."""
+    ordered = sorted(shared, key=lambda a: (a.split(":")[0] not in FUNCTIONAL, list(ATTRIBUTES).index(a.split(":")[0])))
+    return ordered[0]
+
+
+def related(a: str | None, b: str | None) -> str:
+    """Whether two subjects are the same: `@name` a speaker (or `@self`), `@name:sister` the speaker's relative or
+    pet, a bare name a person or pet named in the text (its first words), None unknown."""
+    if ADDRESSEE in (a, b):
+        return OTHER
+    if a is None or b is None:
+        return MAYBE
+    if UNRESOLVED in (a, b):  # "she had to find a new place" is not the speaker's news
+        return OTHER if a.startswith("@") or b.startswith("@") else MAYBE
+    if a == b:
+        return SAME
+    (a, a_of), (b, b_of) = a.partition("<")[::2], b.partition("<")[::2]
+    if (a_of and a_of == b) or (b_of and b_of == a):
+        return OTHER  # the speaker and the speaker's sister
+    if _KEYED.match(a) or _KEYED.match(b):
+        return _related_things(a, b)
+    a_speaker, b_speaker = a.startswith("@"), b.startswith("@")
+    if a_speaker and b_speaker:
+        return OTHER  # two speakers, or a speaker and their relative, or two relatives
+    if a_speaker or b_speaker:
+        speaker, name = (a, b) if a_speaker else (b, a)
+        if ":" in speaker:
+            return MAYBE  # "my sister" and "Kasia" may be one person
+        return SAME if speaker[1:] == name.split()[0] else MAYBE
+    short, long = sorted((a.split(), b.split()), key=len)
+    return SAME if long[: len(short)] == short else OTHER
+
+
+def _related_things(a: str, b: str) -> str:
+    """Two things named by their words ("the billing service", "Kill drill 0:"): other when their numbers differ
+    (drill 0 and drill 1 are two records), the same when the words of one are all words of the other."""
+    words_a, words_b = ({w.removesuffix("'s") for w in _WORD.findall(_KEYED.sub("", x))} - _STOP for x in (a, b))
+    numbers_a, numbers_b = ({w for w in words if any(c.isdigit() for c in w)} for words in (words_a, words_b))
+    if numbers_a and numbers_b and numbers_a != numbers_b:
+        return OTHER
+    if words_a and words_b and (words_a <= words_b or words_b <= words_a):
+        return SAME  # "Kyoto hotel", "hotel in Kyoto"; "Emre", "Emre's manager"; not "billing service", "flag service"
+    both_things = _KEYED.match(a) and _KEYED.match(b)
+    return OTHER if both_things else MAYBE if a.startswith("@") or b.startswith("@") else OTHER
+
+
+# A thing named by the words before a colon ("Kill drill 0: ...") or after an article ("the billing service").
+_KEYED = re.compile(r"^(?:key:|the )")
+
+
+def _memory_subject(sentences: Sequence[_Sentence], speaker: str | None) -> str | None:
+    """Who a memory is about where a sentence does not say: a chat turn's speaker ("Switched to Neovim" is the
+    speaker's news), else the first subject one of its sentences names."""
+    if speaker:  # a chat turn: what it says without naming someone is its speaker's news
+        return "@" + _name_key(speaker)
+    return next((s.subject for s in sentences if s.subject not in (None, UNRESOLVED, ADDRESSEE)), None)
+
+
+@lru_cache(maxsize=4096)
+def _read(text: str, speaker: str | None) -> list[_Sentence]:
+    sentences = [_sentence(piece, speaker) for piece in _split(text)]
+    return [replace(s, next_values=after.values) for s, after in pairwise(sentences)] + sentences[-1:]
+
+
+def _split(text: str) -> list[str]:
+    pieces: list[str] = []
+    for piece in _SENTENCE_END.split(text[:4000]):
+        if pieces and _ABBREVIATION.search(pieces[-1]):
+            pieces[-1] = f"{pieces[-1]} {piece}"  # "Dr. Varga" is one sentence
+        else:
+            pieces.append(piece)
+    return [p.strip() for p in pieces if len(p.strip()) >= 3][:40]
+
+
+_ABBREVIATION = re.compile(r"(?:^|\s)(?:Dr|Mr|Mrs|Ms|Prof|St|vs|etc|e\.g|i\.e|approx|no|Jr|Sr)\.$", re.IGNORECASE)
+
+
+def _sentence(text: str, speaker: str | None) -> _Sentence:
+    lower = text.lower()
+    subject = subject_of(text, speaker)
+    words = frozenset(_WORD.findall(lower)) - _STOP
+    return _Sentence(
+        text=text,
+        subject=subject,
+        # What the subject is called says nothing of what is said of it: "the office wifi" is no office.
+        attributes=_attributes(lower.replace(subject, " ", 1) if subject and subject.startswith("the ") else lower),
+        words=words,
+        values=_values(text, subject),
+        strong=_values(text, subject, strong_only=True),
+        ending=_found(_ENDING, lower),
+        change=_found(_CHANGE, lower) + (("actually",) if _ACTUALLY.match(lower) else ()),
+        news=_found(_NEWS, lower),
+        plan=bool(_PLAN.search(lower)),
+        wish=bool(_WISH.search(lower)),
+        also=bool(_ALSO.search(lower)),
+        still=bool(_STILL.search(lower)),
+        retold=bool(_RETOLD.search(lower)),
+        past=bool(_OLD_PAST.search(lower)),
+        question=text.rstrip().endswith("?"),
+    )
+
+
+def _attributes(lower: str) -> frozenset[str]:
+    """The attributes a sentence speaks of, each narrowed by its qualifier where it has one: a favourite *colour*
+    and a favourite *flower*, a *work* phone and a *home* phone are different things."""
+    found = set()
+    for name, pattern in ATTRIBUTES.items():
+        match = pattern.search(lower)
+        if match is None:
+            continue
+        qualifier = _QUALIFIER.get(name)
+        narrowed = qualifier.search(lower) if qualifier else None
+        found.add(f"{name}:{narrowed.group(1)}" if narrowed else name)
+    return frozenset(found)
+
+
+_QUALIFIER = {
+    "favourite": re.compile(r"\bfavou?rite\s+([a-z]+)"),
+    "phone": re.compile(r"\b(work|home|office|personal|private|business|landline|mobile)\s+(?:phone|number|line)"),
+    "email": re.compile(r"\b(work|home|personal|private|business|school)\s+e-?mail"),
+}
+
+
+def _found(pattern: re.Pattern[str], lower: str) -> tuple[str, ...]:
+    """The cues `pattern` finds, less the negated ones: "I won't quit" ends nothing."""
+    return tuple(dict.fromkeys(m.group(0) for m in pattern.finditer(lower) if not _NEGATED.search(lower, 0, m.start())))
+
+
+_NEGATED = re.compile(
+    r"\b(?:not|never|won't|wont|don't|dont|didn't|can't|cannot|wouldn't|isn't|wasn't|haven't|hasn't|no)\s+"
+    r"(?:\w+\s+)?$"
+)
+
+
+def subject_of(sentence: str, speaker: str | None) -> str | None:
+    """Who or what `sentence` is about: `@speaker` for the first person (`@self`, the workspace's owner, without
+    a speaker), the speaker's relative or pet (`@self:sister`), a person or pet named at its start (`marco`,
+    `mei lin`, `lucía:husband` for "Lucía's husband"), or None when it cannot be told."""
+    me = "@" + (_name_key(speaker) if speaker else "self")
+    rest = _GREETING.sub("", sentence.strip())
+    rest = _LEADERS.sub("", rest).lstrip(" \"'“(")
+    if speaker:  # "John, that's a great idea!": in a chat, a leading name and a comma call the other person
+        rest = re.sub(r"^[A-Z][\w'-]*,\s+", "", rest)
+    heading = _HEADING.match(rest)
+    if heading is not None and _name_key(heading.group(1)) != me[1:]:  # "Caroline: I moved" is a speaker's lead
+        return "key:" + " ".join(heading.group(1).lower().split())
+    possessed = _POSSESSED.match(rest)
+    if possessed is not None:
+        name = possessed.group(2)
+        if name and name.lower() not in _NOT_NAMES:
+            return f"{_name_key(name)}<{me}"  # "my sister Sigrid": Sigrid, who is not the speaker
+        if _NAMES_THE_RELATIVE.match(rest[possessed.end(1) :]):
+            return me  # "my dentist is Dr. Okafor": who the dentist is, is the speaker's attribute
+        return f"{me}:{possessed.group(1).lower()}"
+    lower = rest.lower()
+    if re.match(r"(?:i|i'm|i've|i'd|i'll|im|me|my|mine|we|we're|we've|we'd|we'll|us|our)\b", lower):
+        return me
+    if _THIRD_PERSON.match(rest):
+        return UNRESOLVED
+    if _SECOND_PERSON.search(lower) and not _FIRST_PERSON.search(lower):
+        return ADDRESSEE
+    rest = re.sub(r"^[Tt]he\s+(?=[A-Z])", "", rest)  # "The Fairhaven Clinic is ..."
+    named = _LEADING_NAME.match(rest)
+    first = named.group(1).split()[0].lower() if named is not None else ""
+    if named is not None and first not in _NOT_NAMES and not first.endswith("ly"):
+        key = _name_key(named.group(1))
+        relative = re.match(rf"['’]s\s+({_RELATIVES})\b", rest[named.end(1) :], re.IGNORECASE)
+        if relative is None or _NAMES_THE_RELATIVE.match(rest[named.end(1) + relative.end(1) :]):
+            return key
+        return f"{key}:{relative.group(1).lower()}"
+    article = _ARTICLE_NOUNS.match(lower)
+    if article is not None:  # "the billing service" and "the data warehouse" are two things, "the office" one
+        return "the " + article.group(1)
+    if _FIRST_PERSON.search(lower):
+        return me
+    return None
+
+
+def _name_key(name: str) -> str:
+    words = [w.lower().removesuffix("'s").removesuffix("’s") for w in name.strip().split()]
+    return " ".join(w for w in words if w not in _TITLES) or words[0]
+
+
+_IRREGULAR = "ran|went|lost|took|made|left|came|gave|won|met|sold|bought|quit|began|became|grew|fell|broke|hit|kept"
+# "the nightly backup job ran ...": the words after the article up to the verb (one to four of them).
+_ARTICLE_NOUNS = re.compile(
+    r"(?:the|this|that)\s+((?:(?!is\b|are\b|was\b|were\b|has\b|had\b|got\b|gets\b|will\b|can\b)[a-z0-9][\w'-]*"
+    rf"(?<!ed)\s*){{1,6}}?)(?=\s+(?:is|are|was|were|has|had|got|gets|will|can|{_IRREGULAR}|[a-z]+ed|[a-z]+s)\b)"
+)
+_TITLES = frozenset("dr dr. mr mr. mrs mrs. ms ms. prof prof. the".split())
+
+
+def _values(text: str, subject: str | None, *, strong_only: bool = False) -> frozenset[str]:
+    """The words that could fill an attribute: names, numbers, and (unless `strong_only`) what follows "to", "at",
+    "in", "is"."""
+    found: list[str] = []
+    found += (m.group(1).lower() for m in _CAPITAL.finditer(text))
+    found += (m.group(0).lower().strip(".") for m in _DIGITS.finditer(text))
+    for match in () if strong_only else _VALUE_SLOT.finditer(text):
+        found += _WORD.findall(match.group(1).lower())
+    owner = set((subject or "").replace("@", " ").replace(":", " ").replace("<", " ").split())
+    kept = (w.removesuffix("'s") for w in found if w not in _STOP and w not in owner and (len(w) > 1 or w.isdigit()))
+    return frozenset(kept) - _CUE_WORDS
+
+
+_CUE_WORDS = frozenset(
+    "now actually moved moving changed instead switched update updated correction currently new started just "
+    "recently since finally longer anymore quit left lost sold retired former formerly".split()
+)

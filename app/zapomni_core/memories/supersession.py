@@ -1,0 +1,159 @@
+"""Which memory is current: links found when a memory is added or changed, shown on every result, and the order
+search gives a memory and the one that replaced it (docs/decisions/0043-knowing-which-fact-is-current.md).
+
+The rules are in `zapomni_core.content.updates`; this reads the candidates they compare (the nearest stored
+memories by embedding), stores what they find, and reads it back for results.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import structlog
+
+from zapomni_core.content.updates import Said, find_updates
+from zapomni_core.memories import replies
+from zapomni_core.memories.replies import Linked, LinkedMemory
+from zapomni_core.validation import iso, parse_iso8601
+from zapomni_db import GraphStores, LinkRow, MemoryRecord, SearchFilter, StoredLink
+
+log = structlog.get_logger(__name__)
+
+# The nearest stored memories an added one is compared with, and how near (cosine) they must be: an update
+# restates the same subject and attribute, which puts it among the nearest few (decision 0043).
+CANDIDATES = 8
+MIN_SIMILARITY = 0.3
+# Longer texts are documents, pages and files, not facts that replace one another.
+MAX_CHARS = 2000
+# A question about the past keeps the order of relevance: the old value is what it asks for.
+_ASKS_ABOUT_THE_PAST = re.compile(
+    r"\b(?:before|previous(?:ly)?|used to|old|older|former(?:ly)?|originally|earlier|prior|past|history|"
+    r"first|until|back then|at the time|in (?:19|20)\d\d|did (?:\w+ )?(?:use|live|work|have)|was|were)\b",
+    re.IGNORECASE,
+)
+
+F = TypeVar("F", bound=Linked)
+
+
+@dataclass(frozen=True)
+class UpdateLinker:
+    """Update detection at write time, and the links on results; `enabled` False: no detection (reads still
+    show the links already stored)."""
+
+    enabled: bool = True
+
+    async def detect(self, stores: GraphStores, record: MemoryRecord, vector: Sequence[float]) -> int:
+        """Link `record` (just stored, embedded as `vector`) with the stored memories it replaces or that replace
+        it; how many links were made."""
+        if not self.enabled or record.kind != "note":
+            return 0
+        return await self.link(
+            stores, said(record.id, record.text, record.speaker, record.date, record.created_at), vector
+        )
+
+    async def link(self, stores: GraphStores, new: Said, vector: Sequence[float]) -> int:
+        """Link the stored memory `new` (a note or turn, embedded as `vector`) with those it replaces or that replace
+        it, among its nearest; how many links were made (none that were there already)."""
+        if len(new.text) > MAX_CHARS:
+            return 0
+        hits = await stores.search.vector_search(
+            list(vector), k=CANDIDATES + 1, limit=CANDIDATES + 1, filters=SearchFilter()
+        )
+        older = [
+            (said(h.memory.id, h.text, h.memory.speaker, h.memory.date, h.memory.created_at), 1.0 - h.distance)
+            for h in hits
+            if h.memory.id != new.memory_id
+            and h.memory.kind in ("note", "turn")
+            and len(h.text) <= MAX_CHARS
+            and 1.0 - h.distance >= MIN_SIMILARITY
+        ]
+        found = find_updates(new, older)
+        if not found:
+            return 0
+        made = await stores.updates.link(
+            [
+                LinkRow(
+                    older=f.older,
+                    newer=f.newer,
+                    confidence=f.confidence,
+                    attribute=f.attribute,
+                    subject=f.subject,
+                    cues=f.cues,
+                    evidence=f.evidence,
+                )
+                for f in found
+            ]
+        )
+        log.info("memory.updates_linked", memory_id=new.memory_id, links=made)
+        return made
+
+    async def annotate(self, stores: GraphStores, results: Sequence[F]) -> list[F]:
+        """`results` with the links of each memory (`superseded_by`, `supersedes`)."""
+        if not results:
+            return list(results)
+        links = await stores.updates.of([r.memory_id for r in results])
+        return [_with_links(r, links) for r in results]
+
+
+def order_current_first(hits: Sequence[F], query: str) -> list[F]:
+    """`hits` (in rank order) with each replaced memory moved just below the latest of the hits that replaced it,
+    unless the query asks about the past. Nothing is dropped."""
+    if _ASKS_ABOUT_THE_PAST.search(query):
+        return list(hits)
+    position: dict[str, float] = {}
+    for i, hit in enumerate(hits):
+        position.setdefault(hit.memory_id, float(i))
+    newer_of = {hit.memory_id: [s.memory_id for s in hit.superseded_by if s.memory_id in position] for hit in hits}
+    for _ in range(len(position)):  # a chain of replacements settles in as many rounds as it is long
+        moved = False
+        for memory_id, newer in newer_of.items():
+            if newer:
+                target = max(position[n] for n in newer) + 0.5
+                if target > position[memory_id]:
+                    position[memory_id] = target
+                    moved = True
+        if not moved:
+            break
+    ranked = sorted(enumerate(hits), key=lambda pair: (position[pair[1].memory_id], pair[0]))
+    return [hit for _, hit in ranked]
+
+
+def _with_links(result: F, links: Sequence[StoredLink]) -> F:
+    newer = [s for s in links if s.link.older == result.memory_id]
+    older = [s for s in links if s.link.newer == result.memory_id]
+    if not newer and not older:
+        return result
+    newer.sort(key=lambda s: (_when(s.newer_date, s.newer_created_at), s.link.newer), reverse=True)
+    older.sort(key=lambda s: (_when(s.older_date, s.older_created_at), s.link.older), reverse=True)
+    return result.model_copy(
+        update={
+            "superseded_by": [_linked(s, s.link.newer, s.newer_date, s.newer_created_at, s.newer_head) for s in newer],
+            "supersedes": [_linked(s, s.link.older, s.older_date, s.older_created_at, s.older_head) for s in older],
+        }
+    )
+
+
+def _linked(stored: StoredLink, memory_id: str, date: str | None, created_at: float, head: str) -> LinkedMemory:
+    link = stored.link
+    return LinkedMemory(
+        memory_id=memory_id,
+        date=date or iso(created_at),
+        preview=replies.preview(head),
+        attribute=link.attribute,
+        subject=link.subject,
+        cues=list(link.cues),
+        confidence=link.confidence,
+        evidence=link.evidence,
+    )
+
+
+def _when(date: str | None, created_at: float) -> float:
+    return parse_iso8601(date).timestamp() if date else created_at
+
+
+def said(memory_id: str, text: str, speaker: str | None, date: str | None, created_at: float) -> Said:
+    """A stored memory as the rules read it."""
+    return Said(memory_id=memory_id, text=text, speaker=speaker, when=_when(date, created_at), added=created_at)

@@ -1,0 +1,473 @@
+"""Knowing which fact is current: update links found, near-misses left alone, the current fact ranked first.
+
+Through `ZapomniCore` in process (the path the MCP tools take), on the embedded defaults with graph extraction
+off. The sets are in bench/data/updates/ (README.md there says where each case comes from):
+- `cases`: hand-written pairs (older, newer) with a label; each case in a workspace of its own: the older memory
+  added, then the newer one, with their speaker and date, as an agent would. A linked case's `question` asks for
+  the current value: the newer memory must come first; its `past_question` asks for the old one.
+- `locomo`: pairs of turns of LoCoMo's development half, by reference (the text is read from
+  ../shared/data/locomo-dev, CC BY-NC 4.0, never copied here); each conversation stored whole the README way
+  (speaker, date, thread), one workspace per conversation, and its labelled pairs checked in it. Links made
+  between other turns are counted and listed for reading; they cannot be scored.
+- `heldout`: public cases written elsewhere (mem0, Graphiti, Letta, LangMem, Memobase), checked on landed code.
+
+Figures: precision (links made that are labelled updates, in the right direction, over all links made among the
+judged memories), recall (labelled updates linked), near-misses left unlinked, and the share of "what is ... now"
+questions whose first result is the newer memory (before the change: the order of relevance alone, measured with
+the links hidden from the search, same run).
+
+`--cost` measures what detection adds to a write: LoCoMo's turns added with detection on and off (adds per
+second), and search p95 at a 10K-memory store with the links read and ordered, and without.
+
+Run: `.venv/bin/python -m bench.updates` (about 4 minutes on 2 cores; `--cost` about 8 more).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import DATA_DIR, commit, summary_ms, write_results
+from zapomni_core import Settings, ZapomniCore, open_core
+from zapomni_core.logs import configure_logging
+from zapomni_core.memories import supersession
+from zapomni_core.memories.requests import AddMemoryRequest, GetMemoryRequest, MemoryMetadata, SearchRequest
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data" / "updates"
+RESULTS = HERE / "results"
+LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
+SETS = ("cases", "locomo", "heldout")
+
+
+@dataclass(frozen=True)
+class Turn:
+    text: str
+    speaker: str | None
+    date: str
+    thread: str | None = None
+
+
+@dataclass
+class Case:
+    id: str
+    link: bool
+    older: Turn
+    newer: Turn
+    kind: str = ""
+    near_miss: str | None = None
+    question: str | None = None
+    past_question: str | None = None
+    conversation: str | None = None  # a LoCoMo case: the conversation it is stored in
+
+
+@dataclass
+class Outcome:
+    case: Case
+    linked: bool = False  # older -> newer linked
+    reversed: bool = False  # newer -> older linked (wrong direction)
+    first: bool | None = None  # the question's first result is the newer memory
+    first_unordered: bool | None = None  # the same without the links (the order of relevance alone)
+    past_rank: int | None = None  # where the older memory comes for the past question (1-based)
+    confidence: float | None = None
+
+
+@dataclass
+class SetResult:
+    name: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    other_links: list[dict[str, Any]] = field(default_factory=list)  # made between memories no case names
+
+
+def load_cases(path: Path) -> list[Case]:
+    cases = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            raw = json.loads(line)
+            cases.append(
+                Case(
+                    id=raw["id"],
+                    link=raw["link"],
+                    older=Turn(raw["older"]["text"], raw["older"].get("speaker"), raw["older"]["date"]),
+                    newer=Turn(raw["newer"]["text"], raw["newer"].get("speaker"), raw["newer"]["date"]),
+                    kind=raw.get("kind", ""),
+                    near_miss=raw.get("near_miss"),
+                    question=raw.get("question"),
+                    past_question=raw.get("past_question"),
+                )
+            )
+    return cases
+
+
+def locomo_turns(path: Path) -> dict[str, list[tuple[str, Turn]]]:
+    """Each conversation's turns in order as (dia_id, turn), stored the README way."""
+    if not path.exists():
+        raise SystemExit(f"LoCoMo development half not found at {path} (see ../shared/data/README.md)")
+    conversations: dict[str, list[tuple[str, Turn]]] = {}
+    for sample in json.loads(path.read_text(encoding="utf-8")):
+        talk = sample["conversation"]
+        sessions = sorted((k for k in talk if k.startswith("session_") and k.count("_") == 1),
+                          key=lambda k: int(k.split("_")[1]))  # fmt: skip
+        turns = []
+        for session in sessions:
+            when = datetime.strptime(talk[f"{session}_date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+            for turn in talk[session]:
+                text = turn["text"] + (f" [shares a photo: {turn['blip_caption']}]" if turn.get("blip_caption") else "")
+                thread = f"{sample['sample_id']} {session.replace('_', ' ')}"
+                turns.append((turn["dia_id"], Turn(text, turn["speaker"], when.isoformat(), thread)))
+        conversations[sample["sample_id"]] = turns
+    return conversations
+
+
+def locomo_cases(path: Path, turns: dict[str, list[tuple[str, Turn]]]) -> list[Case]:
+    cases = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        raw = json.loads(line)
+        by_id = dict(turns[raw["sample_id"]])
+        cases.append(
+            Case(
+                id=raw["id"],
+                link=raw["link"],
+                older=by_id[raw["older"]],
+                newer=by_id[raw["newer"]],
+                kind=raw.get("kind", ""),
+                near_miss=raw.get("near_miss"),
+                question=raw.get("question"),
+                conversation=raw["sample_id"],
+            )
+        )
+    return cases
+
+
+async def add(core: ZapomniCore, workspace: str, turn: Turn) -> str:
+    metadata = MemoryMetadata.model_validate(
+        {
+            "date": turn.date,
+            **({"speaker": turn.speaker} if turn.speaker else {}),
+            **({"thread": turn.thread} if turn.thread else {}),
+        }
+    )
+    result = await core.memories.add(AddMemoryRequest(workspace=workspace, text=turn.text, metadata=metadata))
+    return result.memory_id
+
+
+async def newer_ids(core: ZapomniCore, workspace: str, memory_id: str) -> dict[str, float]:
+    detail = await core.memories.get(GetMemoryRequest(workspace=workspace, memory_id=memory_id))
+    return {linked.memory_id: linked.confidence for linked in detail.superseded_by}
+
+
+async def ranks(core: ZapomniCore, workspace: str, query: str) -> tuple[list[str], list[str]]:
+    """The memory ids a search returns (the links ordering them), and the same hits in the order of relevance alone
+    (their rank scores: the order before links existed)."""
+    result = await core.memories.search(SearchRequest(workspace=workspace, query=query, limit=10))
+    by_relevance = sorted(result.results, key=lambda hit: -hit.rank_score)  # stable: ties keep their order
+    return [hit.memory_id for hit in result.results], [hit.memory_id for hit in by_relevance]
+
+
+class links_hidden:  # a context manager read as a phrase
+    """Search as it was before links (for its cost): no links read, so none to order by."""
+
+    def __enter__(self) -> None:
+        self._annotate = supersession.UpdateLinker.annotate
+
+        async def plain(_self: supersession.UpdateLinker, _stores: Any, results: Sequence[Any]) -> list[Any]:
+            return list(results)
+
+        # Replaced for the measurement only, and put back on exit: the cost of the links read is what is measured.
+        supersession.UpdateLinker.annotate = plain  # type: ignore[method-assign,assignment]  # a bench's stand-in
+
+    def __exit__(self, *_exc: object) -> None:
+        supersession.UpdateLinker.annotate = self._annotate  # type: ignore[method-assign]  # put back
+
+
+async def judge(core: ZapomniCore, workspace: str, case: Case, older_id: str, newer_id: str) -> Outcome:
+    outcome = Outcome(case)
+    forward = await newer_ids(core, workspace, older_id)
+    outcome.linked = newer_id in forward
+    outcome.confidence = forward.get(newer_id)
+    outcome.reversed = older_id in await newer_ids(core, workspace, newer_id)
+    if case.link and case.question:
+        ordered, plain = await ranks(core, workspace, case.question)
+        outcome.first = bool(ordered) and ordered[0] == newer_id
+        outcome.first_unordered = bool(plain) and plain[0] == newer_id
+    if case.link and case.past_question:
+        ordered, _plain = await ranks(core, workspace, case.past_question)
+        outcome.past_rank = ordered.index(older_id) + 1 if older_id in ordered else None
+    return outcome
+
+
+async def run_pairs(core: ZapomniCore, name: str, cases: Sequence[Case]) -> SetResult:
+    result = SetResult(name)
+    for case in cases:
+        workspace = f"upd-{name}-{case.id}"
+        older_id = await add(core, workspace, case.older)
+        newer_id = await add(core, workspace, case.newer)
+        result.outcomes.append(await judge(core, workspace, case, older_id, newer_id))
+    return result
+
+
+async def run_locomo(core: ZapomniCore, cases: Sequence[Case], turns: dict[str, list[tuple[str, Turn]]]) -> SetResult:
+    result = SetResult("locomo")
+    for conversation in sorted({c.conversation for c in cases if c.conversation}):
+        workspace = f"upd-locomo-{conversation}"
+        ids: dict[str, str] = {}
+        for dia_id, turn in turns[conversation]:
+            ids[dia_id] = await add(core, workspace, turn)
+        mine = [c for c in cases if c.conversation == conversation]
+        labelled = set()
+        by_turn = {id(turn): dia for dia, turn in turns[conversation]}
+        for case in mine:
+            older_id, newer_id = ids[by_turn[id(case.older)]], ids[by_turn[id(case.newer)]]
+            labelled |= {(older_id, newer_id), (newer_id, older_id)}
+            result.outcomes.append(await judge(core, workspace, case, older_id, newer_id))
+        dia_of = {memory_id: dia for dia, memory_id in ids.items()}
+        space = await core.workspaces.registry.get(workspace, create=False)
+        assert space is not None
+        for stored in await space.stores.updates.of(list(ids.values())):
+            pair = (stored.link.older, stored.link.newer)
+            if pair not in labelled and not any(o["pair"] == [dia_of[p] for p in pair] for o in result.other_links):
+                result.other_links.append({
+                    "conversation": conversation, "pair": [dia_of[p] for p in pair],
+                    "attribute": stored.link.attribute, "cues": list(stored.link.cues),
+                    "confidence": stored.link.confidence,
+                })  # fmt: skip
+    return result
+
+
+def figures(results: Iterable[SetResult]) -> dict[str, Any]:
+    outcomes = [o for r in results for o in r.outcomes]
+    links = [o for o in outcomes if o.case.link]
+    misses = [o for o in outcomes if not o.case.link]
+    true_positives = sum(o.linked for o in links)
+    made = sum(o.linked or o.reversed for o in outcomes)
+    asked = [o for o in links if o.first is not None]
+    past = [o for o in links if o.case.past_question]
+    return {
+        "cases": len(outcomes),
+        "updates": len(links),
+        "near_misses": len(misses),
+        "links_made": made,
+        "precision": round(true_positives / made, 3) if made else None,
+        "recall": round(true_positives / len(links), 3) if links else None,
+        "near_misses_unlinked": round(sum(not (o.linked or o.reversed) for o in misses) / len(misses), 3)
+        if misses else None,
+        "current_first": round(sum(bool(o.first) for o in asked) / len(asked), 3) if asked else None,
+        "current_first_by_relevance": round(sum(bool(o.first_unordered) for o in asked) / len(asked), 3)
+        if asked else None,
+        "questions": len(asked),
+        "past_in_top_2": round(sum(o.past_rank is not None and o.past_rank <= 2 for o in past) / len(past), 3)
+        if past else None,
+        "past_questions": len(past),
+    }  # fmt: skip
+
+
+def by_group(result: SetResult, key: str) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[Outcome]] = {}
+    for o in result.outcomes:
+        label = (o.case.kind if o.case.link else o.case.near_miss) if key == "kind" else str(o.case.link)
+        groups.setdefault(label or "?", []).append(o)
+    return {label: figures([SetResult(result.name, group)]) for label, group in sorted(groups.items())}
+
+
+def misses(result: SetResult) -> list[dict[str, Any]]:
+    """What went wrong, case by case, for reading."""
+    rows = []
+    for o in result.outcomes:
+        wrong = []
+        if o.case.link and not o.linked:
+            wrong.append("update not linked")
+        if not o.case.link and (o.linked or o.reversed):
+            wrong.append(f"near-miss linked ({o.case.near_miss})")
+        if o.reversed:
+            wrong.append("linked backwards")
+        if o.first is False:
+            wrong.append("current not first")
+        if wrong:
+            rows.append({"id": o.case.id, "kind": o.case.kind, "wrong": wrong})
+    return rows
+
+
+async def measure_quality(core: ZapomniCore, sets: Sequence[str], limit: int | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in sets:
+        started = time.perf_counter()
+        if name == "locomo":
+            turns = locomo_turns(LOCOMO)
+            result = await run_locomo(core, locomo_cases(DATA / "locomo_dev.jsonl", turns)[:limit], turns)
+        else:
+            result = await run_pairs(core, name, load_cases(DATA / f"{name}.jsonl")[:limit])
+        out[name] = {
+            "figures": figures([result]),
+            "by_kind": by_group(result, "kind"),
+            "misses": misses(result),
+            "other_links": result.other_links,
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+    return out
+
+
+async def adds_per_second(workdir: Path, detection: bool, turns: Sequence[Turn]) -> dict[str, float]:
+    settings = Settings.from_variables(
+        ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO="false",
+        ZAPOMNI_UPDATE_DETECTION=str(detection).lower(), ZAPOMNI_APPENDFSYNC="everysec",
+    )  # fmt: skip
+    async with open_core(settings) as (core, _info):
+        started = time.perf_counter()
+        for turn in turns:
+            await add(core, "cost", turn)
+        seconds = time.perf_counter() - started
+    return {"adds": len(turns), "seconds": round(seconds, 2), "adds_per_s": round(len(turns) / seconds, 2)}
+
+
+async def search_p95(workdir: Path, store: int, searches: int) -> dict[str, Any]:
+    """Search latency at a `store`-memory store (SciFact sentences, borrowed vectors, as bench/memory_ops grows
+    it), with the links read and ordered, and without; the same queries alternating."""
+    import numpy as np
+
+    from bench.memory_ops import grow
+    from bench.scale import sentences
+
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO="false")
+    async with open_core(settings) as (core, _info):
+        texts = sentences(DATA_DIR)[:store]
+        base = np.asarray(await core.embedder.embed_documents(texts[:256]), dtype=np.float32)
+        await grow(core, "p95", texts, base, np.random.default_rng(7))
+        queries = random.Random(7).sample(texts, searches)
+        timings: dict[str, list[float]] = {"with links": [], "without": []}
+        for query in queries:
+            for label in ("with links", "without"):
+                request = SearchRequest(workspace="p95", query=query[:200], limit=10)
+                started = time.perf_counter()
+                if label == "without":
+                    with links_hidden():
+                        await core.memories.search(request)
+                else:
+                    await core.memories.search(request)
+                timings[label].append((time.perf_counter() - started) * 1000)
+        return {label: summary_ms(samples) for label, samples in timings.items()} | {"store": store}
+
+
+def report(results: dict[str, Any]) -> str:
+    lines = [
+        "# Knowing which fact is current — update links and ranking",
+        "",
+        f"- date: {results['date']}; commit {results['commit']}; produced by `python -m bench.updates`.",
+        "- through ZapomniCore in process, embedded defaults, graph extraction off; sets and provenance in "
+        "bench/data/updates/README.md.",
+        "",
+        "| set | cases | updates | near-misses | links made | precision | recall | near-misses unlinked | "
+        "current first | by relevance alone | past value in top 2 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, data in results.get("quality", {}).items():
+        f = data["figures"]
+        lines.append(
+            f"| {name} | {f['cases']} | {f['updates']} | {f['near_misses']} | {f['links_made']} | {f['precision']} | "
+            f"{f['recall']} | {f['near_misses_unlinked']} | {f['current_first']} ({f['questions']}) | "
+            f"{f['current_first_by_relevance']} | {f['past_in_top_2']} ({f['past_questions']}) |"
+        )
+    for name, data in results.get("quality", {}).items():
+        lines += ["", f"## {name}: by kind (updates) and near-miss type", "",
+                  "| group | cases | links made | recall | near-misses unlinked | current first |",
+                  "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+        for label, f in data["by_kind"].items():
+            lines.append(
+                f"| {label} | {f['cases']} | {f['links_made']} | {f['recall']} | {f['near_misses_unlinked']} | "
+                f"{f['current_first']} |"
+            )
+        if data["misses"]:
+            lines += ["", "Cases not right:", ""]
+            lines += [f"- {m['id']} ({m['kind']}): {'; '.join(m['wrong'])}" for m in data["misses"]]
+        if data["other_links"]:
+            lines += ["", f"Links between turns no case names ({len(data['other_links'])}), for reading:", ""]
+            lines += [
+                f"- {o['conversation']} {o['pair'][0]} → {o['pair'][1]}: {o['attribute']}, cues {o['cues']}, "
+                f"confidence {o['confidence']}"
+                for o in data["other_links"]
+            ]
+    if "cost" in results:
+        cost = results["cost"]
+        lines += ["", "## What detection costs", ""]
+        for label in ("on", "off"):
+            a = cost["adds"][label]
+            lines.append(f"- LoCoMo turns added with detection {label}: {a['adds']} adds in {a['seconds']} s, "
+                         f"{a['adds_per_s']} adds/s")  # fmt: skip
+        change = cost["adds"]["on"]["adds_per_s"] / cost["adds"]["off"]["adds_per_s"] - 1
+        lines.append(f"- adds per second with detection: {change:+.1%}")
+        s = cost["search"]
+        lines.append(
+            f"- search at {s['store']:,} memories, p50/p95 ms: with links {s['with links']['p50']}/"
+            f"{s['with links']['p95']}, without {s['without']['p50']}/{s['without']['p95']} "
+            f"(ratio of p95 {s['with links']['p95'] / s['without']['p95']:.2f})"
+        )
+    return "\n".join(lines) + "\n"
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit()}
+    with tempfile.TemporaryDirectory(prefix="zapomni-updates-") as tmp:
+        work = Path(tmp)
+        if args.sets:
+            settings = Settings.from_variables(
+                ZAPOMNI_DATA_DIR=work / "quality", LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO="false",
+                ZAPOMNI_APPENDFSYNC="everysec",
+            )  # fmt: skip
+            async with open_core(settings) as (core, _info):
+                results["quality"] = await measure_quality(core, args.sets, args.cases)
+        if args.cost:
+            stream = [turn for turns in locomo_turns(LOCOMO).values() for _dia, turn in turns][: args.cost_adds]
+            results["cost"] = {
+                "adds": {
+                    # Alternated twice so that neither side has the warmer machine.
+                    "off": await adds_per_second(work / "off", False, stream),
+                    "on": await adds_per_second(work / "on", True, stream),
+                },
+                "search": await search_p95(work / "p95", args.store, args.searches),
+            }
+            again_off = await adds_per_second(work / "off2", False, stream)
+            again_on = await adds_per_second(work / "on2", True, stream)
+            for label, again in (("off", again_off), ("on", again_on)):
+                first = results["cost"]["adds"][label]
+                total_s = first["seconds"] + again["seconds"]
+                results["cost"]["adds"][label] = {
+                    "adds": first["adds"] + again["adds"], "seconds": round(total_s, 2),
+                    "adds_per_s": round((first["adds"] + again["adds"]) / total_s, 2),
+                }  # fmt: skip
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sets", type=lambda s: [x for x in s.split(",") if x], default=["cases", "locomo"],
+                        help=f"comma list of {', '.join(SETS)} (default cases,locomo; '' for none)")  # fmt: skip
+    parser.add_argument("--cases", type=int, default=None, help="the first N cases of each set only")
+    parser.add_argument("--cost", action="store_true", help="also measure adds per second and search p95")
+    parser.add_argument("--cost-adds", type=int, default=2760, help="turns added per side for --cost")
+    parser.add_argument("--store", type=int, default=10_000, help="memories in the store searched for --cost")
+    parser.add_argument("--searches", type=int, default=300, help="searches per side for --cost")
+    parser.add_argument("--json", type=Path, default=RESULTS / "updates.json")
+    parser.add_argument("--output", type=Path, default=RESULTS / "updates.md")
+    args = parser.parse_args(argv)
+    unknown = [s for s in args.sets if s not in SETS]
+    if unknown:
+        parser.error(f"--sets: unknown set {unknown[0]!r} (choose from {', '.join(SETS)})")
+    configure_logging("WARNING")
+    results = asyncio.run(main_async(args))
+    write_results(report(results), results, args.output, args.json)
+    print(report(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

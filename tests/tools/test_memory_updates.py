@@ -1,0 +1,189 @@
+"""A memory that knows which fact is current: update links made at add time, shown and used by every read, kept
+consistent by updates and deletes, and undone by the user — over MCP, in process, on a real FalkorDB."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import ClientSession
+
+from tests.helpers import local_session, text_of
+from tests.processes import call
+from zapomni_core import Settings
+
+pytestmark = pytest.mark.anyio
+
+BAKER = "Our team's office is on Baker Street, second floor."
+KINGS = "Update: we moved the office to 14 Kings Road last month, the Baker Street lease ended."
+LUNCH = "Lunch on Fridays is at the Thai place next to the office."
+
+
+async def add(session: ClientSession, text: str, date: str, **metadata: Any) -> dict[str, Any]:
+    return await call(session, "add_memory", {"text": text, "metadata": {"date": date, **metadata}})
+
+
+async def search(session: ClientSession, query: str, **arguments: Any) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = (await call(session, "search_memory", {"query": query, **arguments}))["results"]
+    return results
+
+
+async def test_a_newer_fact_replaces_the_older_and_search_puts_it_first(settings: Settings) -> None:
+    async with local_session(settings) as session:
+        baker = await add(session, BAKER, "2026-01-10")
+        lunch = await add(session, LUNCH, "2026-02-01")
+        kings = await add(session, KINGS, "2026-03-05")
+        assert baker["supersedes"] == [] and lunch["superseded_by"] == []
+        [replaced] = kings["supersedes"]  # the add says what it replaced, and why
+        assert replaced["memory_id"] == baker["memory_id"] and replaced["date"].startswith("2026-01-10")
+        assert replaced["attribute"] == "office" and "moved" in replaced["cues"] and replaced["confidence"] >= 0.55
+        assert "Kings Road" in replaced["evidence"]
+
+        hits = await search(session, "Where is the team's office?")
+        order = [hit["memory_id"] for hit in hits]
+        assert order.index(kings["memory_id"]) < order.index(baker["memory_id"])
+        assert order[0] == kings["memory_id"]
+        old = hits[order.index(baker["memory_id"])]
+        assert [n["memory_id"] for n in old["superseded_by"]] == [kings["memory_id"]]
+        assert old["superseded_by"][0]["preview"].startswith("Update: we moved the office")
+        assert [o["memory_id"] for o in hits[0]["supersedes"]] == [baker["memory_id"]]
+
+        # The text reply says it as plainly.
+        reply = await session.call_tool("search_memory", {"query": "Where is the team's office?"})
+        assert f"no longer current: replaced by memory {kings['memory_id']} (2026-03-05, office)" in text_of(reply)
+
+        # A question about the past keeps the order of relevance: nothing is hidden.
+        past = await search(session, "Where was the office before the move?")
+        assert baker["memory_id"] in [hit["memory_id"] for hit in past]
+
+        got = await call(session, "get_memory", {"memory_id": baker["memory_id"]})
+        assert [n["memory_id"] for n in got["superseded_by"]] == [kings["memory_id"]] and got["supersedes"] == []
+        current = await call(session, "list_memories", {"filters": {"current_only": True}})
+        assert {m["memory_id"] for m in current["memories"]} == {lunch["memory_id"], kings["memory_id"]}
+        everything = await call(session, "list_memories", {})
+        listed = {m["memory_id"]: m for m in everything["memories"]}
+        assert [n["memory_id"] for n in listed[baker["memory_id"]]["superseded_by"]] == [kings["memory_id"]]
+        only_current = await search(session, "office", filters={"current_only": True}, include_unrelated=True)
+        assert baker["memory_id"] not in {hit["memory_id"] for hit in only_current}
+
+
+async def test_near_misses_stay_unlinked(settings: Settings) -> None:
+    async with local_session(settings) as session:
+        pairs = [
+            (("Ana lives in Lyon.", {}), ("Bruno lives in Nice.", {})),  # two people
+            (("My dog Rex is 3 years old.", {}), ("My cat Mochi is 5 years old.", {})),  # two pets
+            (("I live in Leeds.", {}), ("I'm thinking about moving to Bristol next year.", {})),  # a plan
+            (("I moved to Denver in 2019.", {}), ("Moving to Denver back in 2019 was the best thing I did.", {})),
+            (("I live in Austin.", {"speaker": "Kim"}), ("I live in Reno.", {"speaker": "Lee"})),  # two speakers
+            (("I play guitar.", {}), ("I've also started learning the piano.", {})),  # a second hobby
+            (("I work at Stripe.", {}), ("Do you still work at Stripe?", {})),  # a question
+            (("I won't quit my job at the bakery.", {}), ("Thanks, I won't quit, no matter what.", {})),
+        ]
+        for index, ((first, first_meta), (second, second_meta)) in enumerate(pairs):
+            workspace = f"near-miss-{index}"
+            older = await call(session, "add_memory", {
+                "text": first, "workspace": workspace, "metadata": {"date": "2025-01-10", **first_meta},
+            })  # fmt: skip
+            newer = await call(session, "add_memory", {
+                "text": second, "workspace": workspace, "metadata": {"date": "2025-06-10", **second_meta},
+            })  # fmt: skip
+            assert newer["supersedes"] == [] and newer["superseded_by"] == [], (first, second, newer)
+            got = await call(session, "get_memory", {"memory_id": older["memory_id"], "workspace": workspace})
+            assert got["superseded_by"] == [], (first, second)
+
+
+async def test_a_memory_dated_earlier_is_the_one_replaced_whatever_the_order_of_adding(settings: Settings) -> None:
+    async with local_session(settings) as session:
+        newer = await add(session, "Priya's phone number is 555-0199.", "2025-06-01")
+        older = await add(session, "Priya's phone number is 555-0134.", "2024-02-01")
+        assert older["superseded_by"][0]["memory_id"] == newer["memory_id"] and older["supersedes"] == []
+        hits = await search(session, "What is Priya's phone number?")
+        assert hits[0]["memory_id"] == newer["memory_id"]
+
+
+async def test_a_user_undoes_a_wrong_link_for_good(settings: Settings) -> None:
+    async with local_session(settings) as session:
+        baker = await add(session, BAKER, "2026-01-10")
+        kings = await add(session, KINGS, "2026-03-05")
+        assert kings["supersedes"]
+
+        undone = await call(session, "update_memory", {
+            "memory_id": baker["memory_id"], "not_replaced_by": [kings["memory_id"]],
+        })  # fmt: skip
+        assert undone["unlinked"] == [kings["memory_id"]] and undone["superseded_by"] == []
+        assert undone["text_changed"] is False and undone["metadata_changed"] is False
+        reply = await session.call_tool("update_memory", {
+            "memory_id": baker["memory_id"], "not_replaced_by": [kings["memory_id"]],
+        })  # fmt: skip
+        assert not reply.is_error
+
+        # Changing the newer memory finds its links again, but never the one the user undid.
+        changed = await call(session, "update_memory", {
+            "memory_id": kings["memory_id"], "text": KINGS + " Parking is in the yard.",
+        })  # fmt: skip
+        assert changed["text_changed"] and changed["supersedes"] == []
+        hits = await search(session, "Where is the team's office?")
+        assert all(hit["superseded_by"] == [] for hit in hits)
+
+        current = await call(session, "list_memories", {"filters": {"current_only": True}})
+        assert {m["memory_id"] for m in current["memories"]} == {baker["memory_id"], kings["memory_id"]}
+
+
+async def test_updates_and_deletes_keep_the_links_true(settings: Settings) -> None:
+    async with local_session(settings) as session:
+        baker = await add(session, BAKER, "2026-01-10")
+        kings = await add(session, KINGS, "2026-03-05")
+        assert kings["supersedes"]
+
+        # The newer memory no longer speaks of the office: the link goes with what it said.
+        rewritten = await call(session, "update_memory", {
+            "memory_id": kings["memory_id"], "text": "The quarterly review moved to Thursday afternoon.",
+        })  # fmt: skip
+        assert rewritten["supersedes"] == []
+        assert (await call(session, "get_memory", {"memory_id": baker["memory_id"]}))["superseded_by"] == []
+
+        # Written back, the link is found again; deleting the newer memory makes the older current again.
+        back = await call(session, "update_memory", {"memory_id": kings["memory_id"], "text": KINGS})
+        assert [o["memory_id"] for o in back["supersedes"]] == [baker["memory_id"]]
+        await call(session, "delete_memory", {"memory_ids": [kings["memory_id"]]})
+        got = await call(session, "get_memory", {"memory_id": baker["memory_id"]})
+        assert got["superseded_by"] == []
+        current = await call(session, "list_memories", {"filters": {"current_only": True}})
+        assert [m["memory_id"] for m in current["memories"]] == [baker["memory_id"]]
+
+
+async def test_bad_unlink_requests_name_the_field_and_change_nothing(settings: Settings) -> None:
+    async with local_session(settings) as session:
+        baker = await add(session, BAKER, "2026-01-10")
+        kings = await add(session, KINGS, "2026-03-05")
+        absent = "00000000-0000-4000-8000-000000000000"
+        cases = [
+            ({"not_replaced_by": [absent]}, f"not_replaced_by: no memory {absent}"),
+            ({"not_replaced_by": [baker["memory_id"]]}, "not_replaced_by: a memory cannot replace itself"),
+            ({"not_replaced_by": []}, "not_replaced_by"),
+            ({"not_replaced_by": ["not-an-id"]}, "not_replaced_by.0"),
+        ]
+        for extra, expected in cases:
+            reply = await session.call_tool("update_memory", {"memory_id": baker["memory_id"], **extra})
+            assert reply.is_error and expected in text_of(reply), (extra, text_of(reply))
+        got = await call(session, "get_memory", {"memory_id": baker["memory_id"]})
+        assert [n["memory_id"] for n in got["superseded_by"]] == [kings["memory_id"]]
+
+
+async def test_find_updates_links_a_store_filled_without_detection(settings: Settings) -> None:
+    async with local_session(settings.model_copy(update={"update_detection": False})) as session:
+        baker = await add(session, BAKER, "2026-01-10")
+        await add(session, LUNCH, "2026-02-01")
+        kings = await add(session, KINGS, "2026-03-05")
+        assert kings["supersedes"] == []  # detection off: nothing linked at add time
+
+        queued = await call(session, "find_updates", {})
+        assert queued["queued"] is True and queued["memories"] == 3
+        job = await call(session, "job_status", {"job_id": queued["job_id"], "wait_s": 30})
+        assert job["state"] == "completed" and job["counts"]["links"] == 1 and job["counts"]["memories"] == 3, job
+        got = await call(session, "get_memory", {"memory_id": baker["memory_id"]})
+        assert [n["memory_id"] for n in got["superseded_by"]] == [kings["memory_id"]]
+
+        again = await call(session, "find_updates", {})  # nothing twice
+        job = await call(session, "job_status", {"job_id": again["job_id"], "wait_s": 30})
+        assert job["state"] == "completed" and job["counts"].get("links", 0) == 0, job

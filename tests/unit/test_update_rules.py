@@ -1,0 +1,116 @@
+"""The rules that tell an update from a near-miss (zapomni_core.content.updates), and the order search gives a
+replaced memory (zapomni_core.memories.supersession), on sentences of their own (the development set is
+bench/data/updates, measured by bench/updates.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zapomni_core.content.updates import Said, UpdateLink, find_updates, related, subject_of
+from zapomni_core.memories.replies import LinkedMemory, MemoryFields
+from zapomni_core.memories.supersession import order_current_first
+
+DAY = 86_400.0
+
+
+def said(memory_id: str, text: str, day: int, speaker: str | None = None) -> Said:
+    return Said(memory_id=memory_id, text=text, speaker=speaker, when=day * DAY, added=day * DAY)
+
+
+def links(
+    older: str, newer: str, similarity: float = 0.6, speakers: tuple[str | None, str | None] = (None, None)
+) -> list[UpdateLink]:
+    return find_updates(said("new", newer, 200, speakers[1]), [(said("old", older, 100, speakers[0]), similarity)])
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "attribute"),
+    [
+        ("Noor lives in Rotterdam.", "Noor moved to Utrecht in the spring.", "home"),
+        ("My mobile number is 07700 900123.", "My mobile number is 07700 900456.", "phone:mobile"),
+        ("I work at Philips as a designer.", "I quit Philips and joined Booking as a researcher.", "work"),
+        ("Stand-up is at 9:30 every morning.", "Stand-up moved to 10:15 starting next week.", "schedule"),
+        ("We use Trello for the roadmap.", "We switched from Trello to Linear for the roadmap.", "tool"),
+        ("Gym membership at FitHub is $30 a month.", "FitHub membership is $35 a month as of March.", "price"),
+    ],
+)
+def test_a_new_value_of_the_same_thing_replaces_the_old(older: str, newer: str, attribute: str) -> None:
+    [link] = links(older, newer)
+    assert (link.older, link.newer) == ("old", "new")
+    assert link.attribute == attribute and 0.55 <= link.confidence <= 0.99
+    assert link.evidence in newer
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "speakers"),
+    [
+        ("Noor lives in Rotterdam.", "Femke lives in Utrecht.", (None, None)),  # two people
+        ("I live in Rotterdam.", "I live in Utrecht.", ("Noor", "Femke")),  # two speakers
+        ("My dog Bolt is 4.", "My cat Pixel is 6.", (None, None)),  # two pets
+        ("I live in Rotterdam.", "Thinking about moving to Utrecht someday.", (None, None)),  # a wish
+        ("I live in Rotterdam.", "Do you still live in Rotterdam?", (None, None)),  # a question
+        ("I moved to Rotterdam in 2019.", "Back in 2019 I moved to Rotterdam, best decision.", (None, None)),
+        ("I live in Rotterdam.", "I still live in Rotterdam, near the harbour.", (None, None)),  # the same value
+        ("I play chess.", "I've also started playing go.", (None, None)),  # a second hobby
+        ("My work phone is 555-0101.", "My home phone is 555-0188.", (None, None)),  # two of a kind
+        ("I won't quit my job at the bakery.", "I won't quit, I promise.", (None, None)),  # a negated cue
+        (
+            "The billing service ran out of disk space, error E17.",
+            "The billing service was moved to a new rack, slot 44.",
+            (None, None),
+        ),  # events of a log, not values
+        ("Thanks, Sam! I love my new job.", "Sorry about your job, Sam, but a new start sounds great!", ("Kai", "Kai")),
+    ],
+)
+def test_near_misses_are_not_updates(older: str, newer: str, speakers: tuple[str | None, str | None]) -> None:
+    assert links(older, newer, 0.7, speakers) == []
+
+
+def test_the_later_date_is_the_newer_side_whatever_arrives_first() -> None:
+    newer = said("a", "Noor moved to Utrecht.", 200)
+    older = said("b", "Noor lives in Rotterdam.", 100)
+    [link] = find_updates(newer, [(older, 0.6)])
+    assert (link.older, link.newer) == ("b", "a")
+    [link] = find_updates(older, [(newer, 0.6)])  # the memory added last is the older one
+    assert (link.older, link.newer) == ("b", "a")
+
+
+def test_subjects() -> None:
+    assert subject_of("I moved to Porto.", "Inês") == "@inês"
+    assert subject_of("I moved to Porto.", None) == "@self"
+    assert subject_of("My sister lives in Oslo.", None) == "@self:sister"
+    assert subject_of("My sister Sigrid lives in Oslo.", None) == "sigrid<@self"
+    assert subject_of("My dentist is Dr. Okafor.", None) == "@self"  # who the dentist is: the speaker's attribute
+    assert subject_of("Lucía's husband works at Iberdrola.", None) == "lucía:husband"
+    assert subject_of("Mei Lin's number is 555-0172.", None) == "mei lin"
+    assert subject_of("Switched to Neovim full time.", None) is None  # a verb, not a name
+    assert subject_of("She moved to Lyon.", None) == "?"
+    assert subject_of("The billing service was moved.", None) == "the billing service"
+    assert related("mei lin", "mei ling") == "other" and related("priyanka desai", "priyanka") == "same"
+    assert related("@self", "sigrid<@self") == "other" and related(None, "@self") == "maybe"
+
+
+def fields(memory_id: str, *replaced_by: str) -> MemoryFields:
+    linked = [
+        LinkedMemory(
+            memory_id=n, date="2026-01-01", preview="", attribute="home", subject="self", cues=[], confidence=0.9,
+            evidence="",
+        )
+        for n in replaced_by
+    ]  # fmt: skip
+    return MemoryFields(
+        memory_id=memory_id, workspace="w", tags=[], source=None, created_at="", updated_at="", chunk_count=1,
+        superseded_by=linked,
+    )  # fmt: skip
+
+
+def test_a_replaced_hit_comes_right_after_what_replaced_it() -> None:
+    hits = [fields("old", "mid"), fields("other"), fields("mid", "new"), fields("new"), fields("last")]
+    ordered = order_current_first(hits, "Where does she live?")
+    assert [h.memory_id for h in ordered] == ["other", "new", "mid", "old", "last"]
+    # A question about the past keeps the order of relevance; nothing is ever dropped.
+    assert [h.memory_id for h in order_current_first(hits, "Where did she live before?")] == [
+        "old", "other", "mid", "new", "last",
+    ]  # fmt: skip
+    # A replacement that is not among the hits moves nothing.
+    assert [h.memory_id for h in order_current_first([fields("a", "zzz"), fields("b")], "x")] == ["a", "b"]
