@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import json
 import random
+import statistics
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
@@ -332,21 +333,24 @@ async def adds_per_second(workdir: Path, detection: bool, turns: Sequence[Turn])
 
 async def search_p95(workdir: Path, store: int, searches: int) -> dict[str, Any]:
     """Search latency at a `store`-memory store (SciFact sentences, borrowed vectors, as bench/memory_ops grows
-    it), with the links read and ordered, and without; the same queries alternating."""
+    it), with the links read and ordered, and without; each query asked both ways, which first alternating, with the
+    query-embedding cache off (else the second would find its embedding cached: 20 ms of a 35 ms search)."""
     import numpy as np
 
     from bench.memory_ops import grow
     from bench.scale import sentences
 
-    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO="false")
+    settings = Settings.from_variables(
+        ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO="false", ZAPOMNI_CACHE_MAX_ENTRIES="0"
+    )
     async with open_core(settings) as (core, _info):
         texts = sentences(DATA_DIR)[:store]
         base = np.asarray(await core.embedder.embed_documents(texts[:256]), dtype=np.float32)
         await grow(core, "p95", texts, base, np.random.default_rng(7))
         queries = random.Random(7).sample(texts, searches)
         timings: dict[str, list[float]] = {"with links": [], "without": []}
-        for query in queries:
-            for label in ("with links", "without"):
+        for number, query in enumerate(queries):
+            for label in ("with links", "without") if number % 2 else ("without", "with links"):
                 request = SearchRequest(workspace="p95", query=query[:200], limit=10)
                 started = time.perf_counter()
                 if label == "without":
@@ -356,6 +360,61 @@ async def search_p95(workdir: Path, store: int, searches: int) -> dict[str, Any]
                     await core.memories.search(request)
                 timings[label].append((time.perf_counter() - started) * 1000)
         return {label: summary_ms(samples) for label, samples in timings.items()} | {"store": store}
+
+
+async def regression(core: ZapomniCore) -> dict[str, Any]:
+    """What the links do to retrieval elsewhere, in one run on the same stores: LoCoMo (development half) evidence
+    recall@10, stored the README way and as `Name: text` with a date (bench/conversations.py's `full` and
+    `name_date`), and SciFact test nDCG@10 (abstracts stored the issue-25 way), each with the links ordering the
+    results and in the order of relevance alone (what search returned before links; detection changes nothing
+    else of a search)."""
+    from bench.common import claims, scifact_documents
+    from bench.conversations import VARIANTS
+    from bench.locomo import load_locomo
+    from bench.metrics import evidence_recall, mean_ndcg
+
+    out: dict[str, Any] = {}
+    conversations = load_locomo(LOCOMO)
+    for variant in (VARIANTS["full"], VARIANTS["name_date"]):
+        recalls: dict[str, list[float]] = {"with links": [], "by relevance": []}
+        links = 0
+        for conversation in conversations:
+            workspace = f"reg-{variant.name}-{conversation.sample_id}"
+            to_turns: dict[str, list[str]] = {}
+            for turn in conversation.turns:
+                metadata = MemoryMetadata.model_validate(variant.metadata(turn, conversation.sample_id))
+                request = AddMemoryRequest(workspace=workspace, text=variant.text(turn), metadata=metadata)
+                to_turns.setdefault((await core.memories.add(request)).memory_id, []).append(turn.dia_id)
+            for question in conversation.questions:
+                for label, order in zip(recalls, await ranks(core, workspace, question.text), strict=True):
+                    turns = [dia for memory_id in order[:10] for dia in to_turns.get(memory_id, [])]
+                    recalls[label].append(evidence_recall(turns, question.evidence))
+            links += await _links_in(core, workspace)
+        out[f"locomo_{variant.name}"] = {label: round(statistics.mean(v), 4) for label, v in recalls.items()} | {
+            "questions": len(recalls["with links"]),
+            "links": links,
+        }
+    ids, texts, qrels = claims(DATA_DIR, "test")
+    to_doc: dict[str, str] = {}
+    for doc_id, text, source in scifact_documents(DATA_DIR, "issue"):
+        added = await core.memories.add(
+            AddMemoryRequest(workspace="reg-scifact", text=text, metadata=MemoryMetadata.model_validate(source))
+        )
+        to_doc[added.memory_id] = doc_id
+    rankings: dict[str, list[list[str]]] = {"with links": [], "by relevance": []}
+    for text in texts:
+        for label, order in zip(rankings, await ranks(core, "reg-scifact", text), strict=True):
+            rankings[label].append([to_doc[m] for m in order])
+    out["scifact"] = {label: round(mean_ndcg(r, ids, qrels), 4) for label, r in rankings.items()} | {
+        "questions": len(ids),
+        "links": await _links_in(core, "reg-scifact"),
+    }
+    return out
+
+
+async def _links_in(core: ZapomniCore, workspace: str) -> int:
+    space = await core.workspaces.registry.get(workspace, create=False)
+    return await space.stores.updates.count() if space is not None else 0
 
 
 def report(results: dict[str, Any]) -> str:
@@ -396,15 +455,31 @@ def report(results: dict[str, Any]) -> str:
                 f"confidence {o['confidence']}"
                 for o in data["other_links"]
             ]
+    if "regression" in results:
+        lines += ["", "## Retrieval elsewhere, with the links ordering results and without (same stores)", "",
+                  "| measure | questions | links made | with links | by relevance alone | change |",
+                  "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+        names = {
+            "locomo_full": "LoCoMo dev recall@10, README way",
+            "locomo_name_date": "LoCoMo dev recall@10, `Name: text` + date",
+            "scifact": "SciFact test nDCG@10",
+        }
+        for key, row in results["regression"].items():
+            change = row["with links"] - row["by relevance"]
+            lines.append(
+                f"| {names[key]} | {row['questions']} | {row['links']} | {row['with links']} | {row['by relevance']} | "
+                f"{change:+.4f} |"
+            )
     if "cost" in results:
         cost = results["cost"]
         lines += ["", "## What detection costs", ""]
-        for label in ("on", "off"):
+        for label in ("on", "off") if "adds" in cost else ():
             a = cost["adds"][label]
             lines.append(f"- LoCoMo turns added with detection {label}: {a['adds']} adds in {a['seconds']} s, "
                          f"{a['adds_per_s']} adds/s")  # fmt: skip
-        change = cost["adds"]["on"]["adds_per_s"] / cost["adds"]["off"]["adds_per_s"] - 1
-        lines.append(f"- adds per second with detection: {change:+.1%}")
+        if "adds" in cost:
+            change = cost["adds"]["on"]["adds_per_s"] / cost["adds"]["off"]["adds_per_s"] - 1
+            lines.append(f"- adds per second with detection: {change:+.1%}")
         s = cost["search"]
         lines.append(
             f"- search at {s['store']:,} memories, p50/p95 ms: with links {s['with links']['p50']}/"
@@ -425,7 +500,16 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             )  # fmt: skip
             async with open_core(settings) as (core, _info):
                 results["quality"] = await measure_quality(core, args.sets, args.cases)
-        if args.cost:
+        if args.regression:
+            settings = Settings.from_variables(
+                ZAPOMNI_DATA_DIR=work / "regression", LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO="false",
+                ZAPOMNI_APPENDFSYNC="everysec",
+            )  # fmt: skip
+            async with open_core(settings) as (core, _info):
+                results["regression"] = await regression(core)
+        if args.cost and args.cost_adds == 0:  # the search part alone
+            results["cost"] = {"search": await search_p95(work / "p95", args.store, args.searches)}
+        elif args.cost:
             stream = [turn for turns in locomo_turns(LOCOMO).values() for _dia, turn in turns][: args.cost_adds]
             results["cost"] = {
                 "adds": {
@@ -453,6 +537,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"comma list of {', '.join(SETS)} (default cases,locomo; '' for none)")  # fmt: skip
     parser.add_argument("--cases", type=int, default=None, help="the first N cases of each set only")
     parser.add_argument("--cost", action="store_true", help="also measure adds per second and search p95")
+    parser.add_argument("--regression", action="store_true",
+                        help="also LoCoMo recall@10 and SciFact nDCG@10 with the links and without")  # fmt: skip
     parser.add_argument("--cost-adds", type=int, default=2760, help="turns added per side for --cost")
     parser.add_argument("--store", type=int, default=10_000, help="memories in the store searched for --cost")
     parser.add_argument("--searches", type=int, default=300, help="searches per side for --cost")

@@ -25,10 +25,11 @@ _FIELDS = (
     "o.id, n.id, r.confidence, r.attribute, r.subject, r.cues, r.evidence, r.method, r.linked_at, "
     "o.date, o.created_at, n.date, n.created_at, coalesce(n.head, n.text), coalesce(o.head, o.text)"
 )
-# Each side through the id index: an `o.id IN $ids OR n.id IN $ids` scans every link.
+# Each side from the id index, one lookup per id: `WHERE o.id IN $ids` beside an edge pattern scanned every memory
+# (22 ms a search at 10K memories).
 _LINKS_OF = (
-    f"MATCH (o:Memory)-[r:SUPERSEDED_BY]->(n:Memory) WHERE o.id IN $ids RETURN {_FIELDS} "
-    f"UNION MATCH (o:Memory)-[r:SUPERSEDED_BY]->(n:Memory) WHERE n.id IN $ids RETURN {_FIELDS}"
+    f"UNWIND $ids AS mid MATCH (o:Memory {{id: mid}})-[r:SUPERSEDED_BY]->(n:Memory) RETURN {_FIELDS} "
+    f"UNION UNWIND $ids AS mid MATCH (n:Memory {{id: mid}})<-[r:SUPERSEDED_BY]-(o:Memory) RETURN {_FIELDS}"
 )
 _UNDO = (
     "MATCH (o:Memory {id: $older}) MATCH (n:Memory {id: $newer}) "

@@ -125,7 +125,7 @@ _ENDING = re.compile(
 _CHANGE = re.compile(
     r"\b(?:moved|moving to|move to|changed|instead(?! of \w+ing)|switched|switching|update|updated|"
     r"correction|corrected|replaced|transferred|relocated|rescheduled|postponed|"
-    r"pushed (?:back|to)|brought forward|renamed|became an?|promoted|not \w+ but|turns out|(?:was|had it|got it) wrong|"
+    r"pushed (?:back|to)|brought forward|renamed|became an?|promoted|not \w+ but|(?:was|had it|got it) wrong|"
     r"bumped|"
     r"raised|lowered|increased|decreased|settling in(?:to)?|got (?:engaged|married|divorced))\b"
 )
@@ -133,7 +133,7 @@ _CURRENT = re.compile(r"\b(?:now|these days|nowadays|currently|as of)\b")
 # Weaker: a new value is news, but the sentence would say this of a first value too. "Now" says a value is the
 # current one, not that there was another.
 # "Actually" corrects when it opens a sentence; inside one it is a filler ("they actually didn't ...").
-_ACTUALLY = re.compile(r"^(?:\W*\w+\W+){0,2}actually\b")
+_ACTUALLY = re.compile(r"^(?:\W*(?:oh|well|so|but|and|no|wait|um|hmm)\W+)?actually\b")
 _NEWS = re.compile(
     r"\b(?:new|started|starting|start|just|recently|since|finally|got a|signed|joined|bought|adopted|hired|"
     r"accepted|took|taking over|going with|went with|picked|again|first week|"
@@ -164,7 +164,8 @@ _RETOLD = re.compile(
     r"\b(?:back (?:in|when|then)|years ago|when (?:i|we|he|she|they) (?:was|were)|as a (?:kid|child|teen\w*)|"
     r"remember (?:when|the|that)|looking back|growing up|reminds? me|brings? back|those days|that time|"
     r"miss (?:those|the days)|(?:years?|months?|weeks?) since|can't believe it's been|anniversary|"
-    r"(?:years?|a while|way) back|back in the day)\b"
+    r"(?:years?|a while|way) back|back in the day|(?:'cause|cause|because|since|after) (?:i|we|he|she|they) "
+    r"(?:\w+ )?(?:lost|quit|left|sold|moved|got)|losing my)\b"
 )
 _OLD_PAST = re.compile(
     r"\b(?:used to|back (?:in|when|then)|years ago|when (?:i|we|he|she|they) (?:was|were)|as a (?:kid|child|"
@@ -295,15 +296,30 @@ def find_updates(new: Said, older: Sequence[tuple[Said, float]]) -> list[UpdateL
     The later of the two (by date, then by when it was added) is the newer side whatever order they arrive in:
     a memory dated last year, added today, can be the one replaced.
     """
-    links = []
+    links: list[tuple[Said, UpdateLink]] = []
     for other, similarity in older:
         if other.memory_id == new.memory_id:
             continue
         first, second = (other, new) if (other.when, other.added) <= (new.when, new.added) else (new, other)
         link = judge(first, second, similarity)
         if link is not None:
-            links.append(link)
-    return links
+            links.append((first, link))
+    if new.speaker is None:
+        return [link for _, link in links]
+    # A chat tells the same thing in many turns: a change there replaces the latest earlier statement of that
+    # attribute, not every turn that ever touched it.
+    latest: dict[tuple[str, str], tuple[Said, UpdateLink]] = {}
+    for first, link in links:
+        key = (link.newer, link.attribute)
+        if key not in latest or (first.when, first.added) > (latest[key][0].when, latest[key][0].added):
+            latest[key] = (first, link)
+    return [link for _, link in latest.values()]
+
+
+def may_be_linked(memory: Said) -> bool:
+    """Whether the rules could link `memory` either way: a chat turn that names no attribute never is (between two
+    turns only a change of a named attribute links), so its neighbours need not be read."""
+    return memory.speaker is None or any(s.attributes for s in _read(memory.text, memory.speaker))
 
 
 def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
@@ -313,6 +329,8 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
         _memory_subject(new_sentences, newer.speaker),
         _memory_subject(old_sentences, older.speaker),
     )
+    # Two speakers' turns: one's "I" is not the other's, so only a third person both name can link them.
+    crossed = bool(older.speaker and newer.speaker and _name_key(older.speaker) != _name_key(newer.speaker))
     best: UpdateLink | None = None
     for new in new_sentences:
         if not _may_replace(new):
@@ -323,6 +341,8 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
             old_subject, new_subject = old.subject or old_default, new.subject or new_default
             relation = related(old_subject, new_subject)
             if relation == OTHER or (UNRESOLVED in (old_subject, new_subject) and not new.cued):
+                continue
+            if crossed and relation != SAME:
                 continue  # "her name is Shadow": whose, a pronoun does not say; only a stated change may link
             link = _score(older, newer, old, new, similarity, relation, new_subject)
             if link is not None and (best is None or link.confidence > best.confidence):
@@ -348,7 +368,14 @@ def _score(
     # An end counts when it is news ("quit" told again is not) and names what ended: an attribute both speak of,
     # or one of the older sentence's values ("no longer at Google").
     named = _overlap(old, new)
-    ending = tuple(c for c in new.ending if c not in old.ending and (named or (functional and c not in _NAMING_ENDS)))
+    # "Used to" ends a value the older states ("I live in Boston"), not an event it told.
+    ending = tuple(
+        c
+        for c in new.ending
+        if c not in old.ending
+        and (named or (functional and c not in _NAMING_ENDS))
+        and (c != "used to" or _states(old))
+    )
     # A sentence without values of its own ("Caved and bought a car.") may name it in the next ("A Renault Zoe").
     new_value = bool(new.values - old.words) or (not new.values and new.cued and bool(new.next_values - old.words))
     replaced = new_value and bool(old.values - new.words)  # it drops a value of the older and brings its own
@@ -366,9 +393,9 @@ def _score(
     if shared and functional:  # one value at a time: a new one replaces the old
         # Without a word of change, the older must state a value ("Gunnar drives a Volvo"), not tell an event
         # ("the wifi started timing out"): a later event with other numbers replaces nothing.
-        stated = strong_cue or (
-            ((bool(new.news) and replaced) or swapped) and _states(old) and (not chat or similarity >= 0.45)
-        )
+        # Between chat turns, only a new name or number counts as a new value: "now" and "new" are everywhere there.
+        fresh = bool(new.strong - old.words) if chat else replaced
+        stated = strong_cue or (((bool(new.news) and fresh) or swapped) and _states(old))
     elif shared:  # pets, hobbies, tools: a new one adds unless the sentence says the old one went
         stated = strong_cue
     else:  # no attribute names what they speak of: the words they share and a stated change must

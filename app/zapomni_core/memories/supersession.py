@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import structlog
 
-from zapomni_core.content.updates import Said, find_updates
+from zapomni_core.content.updates import Said, find_updates, may_be_linked
 from zapomni_core.memories import replies
 from zapomni_core.memories.replies import Linked, LinkedMemory
 from zapomni_core.validation import iso, parse_iso8601
@@ -57,7 +57,7 @@ class UpdateLinker:
     async def link(self, stores: GraphStores, new: Said, vector: Sequence[float]) -> int:
         """Link the stored memory `new` (a note or turn, embedded as `vector`) with those it replaces or that replace
         it, among its nearest; how many links were made (none that were there already)."""
-        if len(new.text) > MAX_CHARS:
+        if len(new.text) > MAX_CHARS or not may_be_linked(new):
             return 0
         hits = await stores.search.vector_search(
             list(vector), k=CANDIDATES + 1, limit=CANDIDATES + 1, filters=SearchFilter()
