@@ -117,6 +117,8 @@ bench: $(BENCH_STAMP)  ## run the benchmarks (~110 min on 2 cores), results in b
 	$(BIN)/python -m bench.job_fairness
 	$(BIN)/python -m bench.graph_extraction
 	$(BIN)/python -m bench.entity_dedup
+	$(BIN)/python -m bench.updates --sets cases,locomo,heldout --regression
+	$(BIN)/python -m bench.updates --sets "" --cost --json bench/results/updates_cost.json --output bench/results/updates_cost.md
 	$(BIN)/python -m bench.graph_retrieval
 	$(BIN)/python -m bench.document_formats
 	$(BIN)/python -m bench.document_ingestion

@@ -69,6 +69,7 @@ def arguments(tool: str, ids: dict[str, str], store: Path) -> dict[str, Any]:
         "list_memories": {},
         "update_memory": {"memory_id": memory, "text": "Rewritten by a token that may not."},
         "delete_memory": {"memory_ids": [memory]},
+        "find_updates": {},
         "get_stats": {},
         "list_workspaces": {},
         "delete_workspace": {"name": "default", "confirm": "default"},
