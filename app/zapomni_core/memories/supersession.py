@@ -69,6 +69,7 @@ class UpdateLinker:
             for h in hits
             if h.memory.id != new.memory_id
             and h.memory.kind in ("note", "turn")
+            and h.memory.chunk_count == 1  # a chunk of a long text is a piece of a document
             and len(h.text) <= MAX_CHARS
             and 1.0 - h.distance >= MIN_SIMILARITY
         ]
