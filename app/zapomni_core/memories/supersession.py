@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TypeVar
 
 import structlog
@@ -76,20 +76,8 @@ class UpdateLinker:
         found = find_updates(new, older)
         if not found:
             return 0
-        made = await stores.updates.link(
-            [
-                LinkRow(
-                    older=f.older,
-                    newer=f.newer,
-                    confidence=f.confidence,
-                    attribute=f.attribute,
-                    subject=f.subject,
-                    cues=f.cues,
-                    evidence=f.evidence,
-                )
-                for f in found
-            ]
-        )
+        # A rule's link and the stored row carry the same fields by the same names (method: "rules", the default).
+        made = await stores.updates.link([LinkRow(**asdict(f)) for f in found])
         log.info("memory.updates_linked", memory_id=new.memory_id, links=made)
         return made
 

@@ -520,18 +520,9 @@ class _Writer:
         self.updates_imported = 0
 
     async def update_line(self, line: UpdateLine) -> None:
-        self._updates.setdefault(line.workspace, []).append(
-            LinkRow(
-                older=line.older,
-                newer=line.newer,
-                confidence=line.confidence,
-                attribute=line.attribute,
-                subject=line.subject,
-                cues=tuple(line.cues),
-                evidence=line.evidence,
-                method=line.method,
-            )
-        )
+        # An update line is the stored row's fields, with where it goes.
+        fields = line.model_dump(exclude={"type", "workspace"})
+        self._updates.setdefault(line.workspace, []).append(LinkRow(**fields | {"cues": tuple(line.cues)}))
 
     async def finish_updates(self) -> None:
         """Link the memories the file says replaced others (a link already stored, or undone, stays as it is)."""
