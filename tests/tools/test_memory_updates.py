@@ -187,3 +187,26 @@ async def test_find_updates_links_a_store_filled_without_detection(settings: Set
         again = await call(session, "find_updates", {})  # nothing twice
         job = await call(session, "job_status", {"job_id": again["job_id"], "wait_s": 30})
         assert job["state"] == "completed" and job["counts"].get("links", 0) == 0, job
+
+
+async def test_a_turn_finds_the_turn_it_updates_among_many_greetings(settings: Settings) -> None:
+    """A chat turn's vector is mostly its greeting: the turns nearest to it are other greetings, so the keyword leg
+    brings the turn that spoke of the same internship; the outcome of an interview replaces the interview."""
+    gina = {"speaker": "Gina", "thread": "chat"}
+    async with local_session(settings) as session:
+        interview = await add(
+            session,
+            "Oh, btw, I had an interview for a design internship yesterday! It was so cool.",
+            "2026-01-05",
+            **gina,
+        )
+        for day in range(10, 22):  # a dozen greetings, each nearer to the next greeting than the interview is
+            greeting = f"Hey Jon! Long time no talk! So much has happened - I got a fashion magazine, issue {day}!"
+            await add(session, greeting, f"2026-01-{day}", **gina)
+        accepted = await add(
+            session, "Hey Jon! Long time no talk! A lot's happened - I just got accepted for a fashion internship!",
+            "2026-02-01", **gina,
+        )  # fmt: skip
+        [replaced] = accepted["supersedes"]
+        assert replaced["memory_id"] == interview["memory_id"] and replaced["attribute"] == "outcome"
+        assert "got accepted" in replaced["cues"]

@@ -17,6 +17,9 @@ from zapomni_core.memories.requests import MemoryMetadata
         ("  Jon: hi", "Jon"),
         ("Note: buy milk", None),
         ("TODO: call the plumber", None),
+        ("Correction: Declan's number is 087 555 2201", None),  # a label, not a person called Correction
+        ("FYI: the office moved", None),
+        ("Password: hunter2", None),
         ("Q: what is it?", None),
         ("https://example.org is down", None),
         ("The plan: ship on Monday", None),

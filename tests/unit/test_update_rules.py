@@ -32,6 +32,16 @@ def links(
         ("Stand-up is at 9:30 every morning.", "Stand-up moved to 10:15 starting next week.", "schedule"),
         ("We use Trello for the roadmap.", "We switched from Trello to Linear for the roadmap.", "tool"),
         ("Gym membership at FitHub is $30 a month.", "FitHub membership is $35 a month as of March.", "price"),
+        # an address is a value; a key before the colon names the record
+        ("Booking contact for Lark Hall: bookings@larkhall.com", "For Lark Hall, email ngozi@larkhall.co.", "email"),
+        # a lead-in with a comma is no record's key: the number is still the speaker's
+        ("You can reach me at 020 555 0187.", "New number, save it: 020 555 0342.", "phone"),
+        # "Quick thing:" leads in; "Everyone" is nobody's name
+        ("Everyone calls me Alex.", "Quick thing: please call me Sasha from now on.", "name"),
+        # what follows ", so" has its own subject
+        ("Pickle's vet is Dr. Pham at Eastside.", "Eastside closed, so Pickle's vet is Dr. Brandt now.", "health"),
+        ("Keanu is on the Search team.", "Keanu transferred to Ads Quality.", "team"),
+        ("Usual coffee order: oat flat white.", "Actually I've gone off oat milk.", "diet"),
     ],
 )
 def test_a_new_value_of_the_same_thing_replaces_the_old(older: str, newer: str, attribute: str) -> None:
@@ -64,6 +74,55 @@ def test_a_new_value_of_the_same_thing_replaces_the_old(older: str, newer: str, 
 )
 def test_near_misses_are_not_updates(older: str, newer: str, speakers: tuple[str | None, str | None]) -> None:
     assert links(older, newer, 0.7, speakers) == []
+
+
+def test_a_chat_turn_may_name_its_new_value_in_the_next_sentence() -> None:
+    older, newer = "I don't have a car, I cycle everywhere.", "Caved and bought a car — a little Renault Zoe."
+    [link] = links(older, newer, 0.5, ("Camille", "Camille"))
+    assert link.attribute == "vehicle" and "bought" in link.cues
+    # without a stated change, a name in the next sentence is no new value of this one
+    assert links(older, "I like my car. A Renault Zoe, electric.", 0.5, ("Camille", "Camille")) == []
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        (
+            "Oh, btw, I had an interview for a design internship yesterday!",
+            "I just got accepted for a fashion internship!",
+        ),
+        ("Researching adoption agencies, it's been a dream.", "Guess what? I applied to adoption agencies!"),
+        ("I failed the military aptitude test recently.", "Last week I retook the aptitude test with great results."),
+    ],
+)
+def test_how_a_step_of_a_story_turned_out_replaces_the_step(older: str, newer: str) -> None:
+    [link] = links(older, newer, 0.5, ("Gina", "Gina"))
+    assert link.attribute == "outcome" and link.cues
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "speakers"),
+    [
+        # a different thing turned out: the book is not the script
+        ("I started on a book recently since my movie did well!", "I finished the intro to my next movie script.",
+         ("Jo", "Jo")),
+        # going somewhere is no outcome of working on something
+        ("I'm working on a Harry Potter fan project.", "Last week I went to a Harry Potter conference!",
+         ("Tim", "Tim")),
+        # two speakers: one's interview is not the other's acceptance
+        ("I had an interview for a design internship.", "I just got accepted for a fashion internship!",
+         ("Gina", "Jon")),
+        # still a plan
+        ("I had an interview for a design internship.", "I hope I get accepted for the internship.", ("Gina", "Gina")),
+        # whom a turn speaks to is no new value; a food drive is no car; a title is no name
+        ("Since I lost my job at Door Dash, things have been tough.", "I had tough times with my business, Jon.",
+         ("Gina", "Gina")),
+        ("We went to a shelter to give out food.", "I just started helping out with a food drive.", ("Al", "Al")),
+        ('"The Name of the Wind" is great.', 'I\'m currently reading "The Name of the Wind".', ("Tim", "Tim")),
+    ],
+)  # fmt: skip
+def test_what_is_not_a_story_or_a_change(older: str, newer: str, speakers: tuple[str, str]) -> None:
+    assert links(older, newer, 0.6, speakers) == []
 
 
 def test_the_later_date_is_the_newer_side_whatever_arrives_first() -> None:
@@ -112,5 +171,7 @@ def test_a_replaced_hit_comes_right_after_what_replaced_it() -> None:
     assert [h.memory_id for h in order_current_first(hits, "Where did she live before?")] == [
         "old", "other", "mid", "new", "last",
     ]  # fmt: skip
+    # "How old" asks for an age now, not for the past.
+    assert [h.memory_id for h in order_current_first(hits, "How old is Grandpa?")][:2] == ["other", "new"]
     # A replacement that is not among the hits moves nothing.
     assert [h.memory_id for h in order_current_first([fields("a", "zzz"), fields("b")], "x")] == ["a", "b"]

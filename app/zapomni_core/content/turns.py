@@ -36,9 +36,11 @@ THREAD_GAP_S = 30 * 60
 _LEAD = re.compile(r"^\s*([A-Z][\w.'\-]*(?: [A-Z][\w.'\-]*){0,2}):\s+\S")
 # Leading words that label a note rather than name a speaker.
 _LABELS = frozenset(
-    "note notes todo to-do re fwd fw subject summary update warning error info tip important reminder "
+    "note notes todo to-do re fwd fw subject summary update updated warning error info tip important reminder "
     "decision question answer q a title date source ps nb example step task idea fact status result "
-    "problem solution fix bug issue edit edited http https file path url".split()
+    "problem solution fix bug issue edit edited http https file path url correction clarification addendum fyi "
+    "btw news context background agenda conclusion takeaway takeaways caveat tldr hint heads-up followup follow-up "
+    "address phone email e-mail password pin wifi price budget deadline location birthday name".split()
 )
 # Characters on the lines after a `Name:` line that make it a heading rather than a turn. A chat turn is one
 # message: LoCoMo's longest is 434 characters, and where one has a second line it holds at most a photo's

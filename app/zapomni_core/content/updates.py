@@ -57,7 +57,12 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
         r"dating|married|marry|girlfriend|boyfriend|partner|wife|husband|fianc[eé]e?|engaged|divorc\w*|single|"
         r"broke up|split up|seeing someone",
     ),
-    "vehicle": (True, r"car|cars|drives?|drove|driving|vehicle|motorbike|motorcycle|scooter|truck|van|commute\w*"),
+    # "a food drive", "the hard drive" are no driving
+    "vehicle": (
+        True,
+        r"car|cars|(?<!a )(?<!the )(?<!food )(?<!hard )(?<!toy )drives?|drove|driving|vehicle|motorbike|motorcycle|"
+        r"scooter|truck|van|commute\w*",
+    ),
     "study": (
         True,
         r"stud(?:y|ies|ying|ied)|major(?:s|ed|ing)?|school|university|college|degree|course|student|phd|"
@@ -76,7 +81,7 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
     "health": (
         True,
         r"doctor|dentist|therapist|physio\w*|gp|medication|meds|dose|dosage|injur\w*|surgery|diagnos\w*|"
-        r"allerg\w*|intolerant|\d+\s?mg|prescri\w*",
+        r"allerg\w*|intolerant|\d+\s?mg|prescri\w*|vet|veterinarian",
     ),
     "schedule": (
         True,
@@ -87,11 +92,11 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
     "team": (
         True,
         r"team|manager|managers|lead|leads|reports? to|reporting to|mentor|coach|department|squad|club|fc|"
-        r"plays? (?:\w+ )?for|signed with",
+        r"plays? (?:\w+ )?for|signed with|transferred",
     ),
     "diet": (
         True,
-        r"vegetarian|vegan|diet|meat|gluten|keto|dairy|lactose|sugar|caffeine|coffee|tea|alcohol|drinks?|"
+        r"vegetarian|vegan|diet|meat|gluten|keto|dairy|lactose|milk|sugar|caffeine|coffee|tea|alcohol|drinks?|"
         r"drinking|sober|eats?|eating",
     ),
     "pet": (False, r"dogs?|cats?|pets?|puppy|puppies|kitten|parrot|hamster|rabbit|bunny|fish|turtle|horse"),
@@ -144,7 +149,7 @@ _NAMING_ENDS = frozenset("used to finished completed got it done launched".split
 # What rules a sentence out as the newer side: a plan or wish is no change yet, a second item adds, "still" keeps.
 _WISH = re.compile(
     r"\b(?:thinking (?:about|of)|might|maybe|perhaps|considering|consider|want(?:s|ed)? to|would (?:like|love)|"
-    r"'d (?:like|love)|hope to|hoping to|wish|someday|some day|one day|dream(?:s|ing)? (?:of|about)|"
+    r"'d (?:like|love)|hope|hopes|hoping|wish|someday|some day|one day|dream(?:s|ing)? (?:of|about)|"
     r"looking (?:at|into)|tempted|could|should|if|unless|fingers crossed|part of me|interview(?:ing)? (?:at|with|for)|"
     r"appl(?:y|ied|ying) (?:to|for)|not sure|let's|lets|let us|shall we)\b"
 )
@@ -167,15 +172,46 @@ _RETOLD = re.compile(
     r"(?:years?|a while|way) back|back in the day|(?:'cause|cause|because|since|after) (?:i|we|he|she|they) "
     r"(?:\w+ )?(?:lost|quit|left|sold|moved|got)|losing my)\b"
 )
+# A story told over time: a step that has an outcome to come, then the outcome. "Applied" is both: the outcome of
+# researching, the step before an interview's result.
+_ATTEMPT = re.compile(
+    r"\b(?:interview(?:ed|ing)? (?:for|at|with)|(?:had|have|got) an interview|appl(?:y|ying|ied) (?:to|for)|"
+    r"research(?:ing)?|search(?:ing)? for|looking for|hunting for|dream(?:s|ing|t)? (?:of|about)|"
+    r"want(?:s|ed)? to|hop(?:e|ing) to|thinking (?:about|of)|invited (?:\w+ )?to|"
+    r"start(?:ed|ing)? (?:on|writing|working)|working on|exploring|trying to|failed|waiting to hear|considering|"
+    r"planning)\b"
+)
+_OUTCOME = re.compile(
+    r"\b(?:got (?:accepted|in|into|hired|the job|the offer|the part)|(?:was|been|am|i'm) accepted|passed|"
+    r"appl(?:ied) (?:to|for)|finished|wrapped up|completed|got it done|went to|visited|signed|"
+    r"started (?:a|an|my|the)|took the plunge|opened|launched|retook|adopted|bought|won|published|graduated)\b"
+)
+# Going somewhere is the outcome of wanting to go ("I dream of visiting them one day"), not of working on something.
+_GOING = frozenset({"went to", "visited"})
+_AIMS = re.compile(r"dream|want|hop|thinking|planning|considering")
+# Below this two turns are not one story: every third turn of a chat says "finished" or "went to" something.
+OUTCOME_SIMILARITY = 0.4
+# Words of four letters or more that name no topic.
+_PLAIN = frozenset(
+    "really great awesome amazing thanks thank glad hope think feel felt know want wanted make made time today "
+    "week month year last next first much many something everything anything nothing always never even well "
+    "good nice cool love loved happy excited little able since while though through back help need".split()
+)
+
+
 _OLD_PAST = re.compile(
     r"\b(?:used to|back (?:in|when|then)|years ago|when (?:i|we|he|she|they) (?:was|were)|as a (?:kid|child|"
     r"teen\w*)|growing up|remember (?:when|the|that))\b"
 )
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\n+\s*|(?<=[a-z0-9)])\s+[—–-]\s+|;\s+")
+# ", so" joins a cause to what follows from it, which may have a subject of its own ("Eastside closed, so Pickle's
+# vet is ...") or not ("My advisor convinced me, so the thesis is ..."): both readings are kept.
+_SO = re.compile(r",\s+so\s+(?=\w)")
 _LEADERS = re.compile(
     r"^(?:(?:update|updated|correction|fyi|btw|ps|p\.s\.|note|news|edit|heads up|quick update|big news|good news|"
-    r"great news|sad news|change of plans?|plan change|so|well|oh|ok|okay|yeah|yep|yes|no|nope|hey|hi|hello|actually|"
+    r"great news|sad news|change of plans?|plan change|quick thing|quick note|one more thing|psa|so|well|oh|ok|"
+    r"okay|yeah|yep|yes|no|nope|hey|hi|hello|actually|"
     r"anyway|guess what|and|"
     r"but|just|lol|wow|haha|hmm|sorry|thanks|thank you|ugh|welp|alright|right|also|reminder|fun fact)"
     r"\b[\s,:!?.\-—–]*)+",
@@ -198,8 +234,9 @@ _POSSESSED = re.compile(
 )
 # A capitalised word at the start is a name when what follows reads so: "'s", another capitalised word (Mei Lin,
 # Grandpa Wojciech), or a verb of the third person ("Marco lives", "Tofu was"); "Switched to Neovim" is no name.
-# "Kill drill 0: the key is ...", "Password manager: LastPass": a record's key, then its value.
-_HEADING = re.compile(r"^((?![Ii]\b|[Mm]y\b|[Oo]ur\b|[Ww]e\b)[^:\n]{2,40}?):\s")
+# "Kill drill 0: the key is ...", "Password manager: LastPass": a record's key, then its value. A key is a name,
+# not a clause: "New number, save it: +233 ..." is a lead-in.
+_HEADING = re.compile(r"^((?![Ii]\b|[Mm]y\b|[Oo]ur\b|[Ww]e\b)[^:\n,]{2,40}?):\s")
 # After "my sister" or "Emre's manager": a name or ":" says who that is, an attribute of the owner.
 _NAMES_THE_RELATIVE = re.compile(r"\s*(?::|\bis\b|\bwas\b|=)\s*(?:now\s+|still\s+)?(?:(?:Dr|Mr|Mrs|Ms)\.?\s+)?[A-Z]")
 _LEADING_NAME = re.compile(
@@ -211,7 +248,7 @@ _LEADING_NAME = re.compile(
 _NOT_NAMES = frozenset(
     "i the a an this that these those there here it its our my we he she they his her their what when where why "
     "how who which if after before since today yesterday tomorrow last next every each some all both our new you "
-    "your yours honestly anyway "
+    "your yours honestly anyway everyone everybody nobody someone somebody people "
     "january february march april may june july august september october november december monday tuesday "
     "wednesday thursday friday saturday sunday please let lets let's".split()
 )
@@ -231,6 +268,11 @@ _VALUE_SLOT = re.compile(
 )
 _CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+|[A-Z]{2,})\b")
 _DIGITS = re.compile(r"[\w@.+-]*\d[\w@.+:-]*")
+_VOCATIVE = re.compile(
+    r"(?:,\s*|\b(?i:hey|hi|hello|thanks|thank you|congrats|congratulations|wow|yeah|ha|oh|sorry|dear)\W+)"
+    r"([A-Z][a-z][\w'-]*)(?=\s*(?:[!?.,]|$))"
+)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]*\w")
 
 
 @dataclass(frozen=True)
@@ -269,13 +311,20 @@ class _Sentence:
     news: tuple[str, ...]
     plan: bool
     wish: bool
+    wishes: tuple[str, ...]  # the words that make it a wish (negated or not: "I don't want to move" is no news)
     also: bool
     still: bool
     retold: bool
     past: bool
     question: bool
+    attempt: tuple[str, ...] = ()  # what was tried, planned or begun: a story's step that has an outcome to come
+    outcome: tuple[str, ...] = ()  # how a tried, planned or begun thing turned out
+    # What was tried and what turned out: the content words (stemmed) right after each cue, up to a clause's end
+    attempted: frozenset[str] = frozenset()
+    turned_out: frozenset[str] = frozenset()
     strong: frozenset[str] = frozenset()  # the values that are names and numbers
     next_values: frozenset[str] = frozenset()  # the next sentence's: "Caved and bought a car. A Renault Zoe."
+    next_strong: frozenset[str] = frozenset()
 
     @property
     def cued(self) -> bool:
@@ -316,10 +365,13 @@ def find_updates(new: Said, older: Sequence[tuple[Said, float]]) -> list[UpdateL
     return [link for _, link in latest.values()]
 
 
-def may_be_linked(memory: Said) -> bool:
-    """Whether the rules could link `memory` either way: a chat turn that names no attribute never is (between two
-    turns only a change of a named attribute links), so its neighbours need not be read."""
-    return memory.speaker is None or any(s.attributes for s in _read(memory.text, memory.speaker))
+def linkable_text(memory: Said) -> str:
+    """What of `memory` the rules could link either way, to look for the memories it may update or be updated by:
+    a note's text; a chat turn's sentences that name an attribute or tell a step of a story ("" when none does:
+    between two turns only those link, so its neighbours need not be read)."""
+    if memory.speaker is None:
+        return memory.text
+    return " ".join(s.text for s in _read(memory.text, memory.speaker) if s.attributes or s.attempt or s.outcome)
 
 
 def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
@@ -333,18 +385,22 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
     crossed = bool(older.speaker and newer.speaker and _name_key(older.speaker) != _name_key(newer.speaker))
     best: UpdateLink | None = None
     for new in new_sentences:
-        if not _may_replace(new):
+        replaces, tells = _may_replace(new), _may_tell_outcome(new)
+        if not (replaces or tells):
             continue
         for old in old_sentences:
-            if old.question or old.past or old.wish:
-                continue  # "we should plan a dance session" was never a fact to replace
+            if old.question or old.past:
+                continue
             old_subject, new_subject = old.subject or old_default, new.subject or new_default
             relation = related(old_subject, new_subject)
             if relation == OTHER or (UNRESOLVED in (old_subject, new_subject) and not new.cued):
                 continue
             if crossed and relation != SAME:
                 continue  # "her name is Shadow": whose, a pronoun does not say; only a stated change may link
-            link = _score(older, newer, old, new, similarity, relation, new_subject)
+            # "I had an interview for a design internship", then "I got accepted for a fashion internship"
+            link = _outcome(older, newer, old, new, similarity, new_subject) if tells and relation == SAME else None
+            if link is None and replaces and not old.wish:  # "we should plan a session" was never a fact to replace
+                link = _score(older, newer, old, new, similarity, relation, new_subject)
             if link is not None and (best is None or link.confidence > best.confidence):
                 best = link
     return best
@@ -358,6 +414,14 @@ def _may_replace(new: _Sentence) -> bool:
     if new.plan and not _PLAN_OVERRIDE.search(lower):
         return False
     return not (new.also and not _ALSO_OVERRIDE.search(lower))
+
+
+def _may_tell_outcome(new: _Sentence) -> bool:
+    """Whether a sentence can tell how something turned out: not a question, a plan, the past told again, or a wish
+    other than its outcome's own words ("I applied to three agencies" is the outcome of researching them)."""
+    if not new.outcome or new.question or new.retold or (new.plan and not _PLAN_OVERRIDE.search(new.text.lower())):
+        return False
+    return all(any(wish in cue or cue in wish for cue in new.outcome) for wish in new.wishes)
 
 
 def _score(
@@ -377,7 +441,7 @@ def _score(
         and (c != "used to" or _states(old))
     )
     # A sentence without values of its own ("Caved and bought a car.") may name it in the next ("A Renault Zoe").
-    new_value = bool(new.values - old.words) or (not new.values and new.cued and bool(new.next_values - old.words))
+    new_value = _brings(new.values, new.next_values, new, old)
     replaced = new_value and bool(old.values - new.words)  # it drops a value of the older and brings its own
     swapped = bool(new.strong - old.words) and bool(old.strong - new.words)  # names or numbers replaced
     strong_cue = bool(ending or new.change)
@@ -394,10 +458,12 @@ def _score(
         # Without a word of change, the older must state a value ("Gunnar drives a Volvo"), not tell an event
         # ("the wifi started timing out"): a later event with other numbers replaces nothing.
         # Between chat turns, only a new name or number counts as a new value: "now" and "new" are everywhere there.
-        fresh = bool(new.strong - old.words) if chat else replaced
+        fresh = _brings(new.strong, new.next_strong, new, old) if chat else replaced
         stated = strong_cue or (((bool(new.news) and fresh) or swapped) and _states(old))
     elif shared:  # pets, hobbies, tools: a new one adds unless the sentence says the old one went
-        stated = strong_cue
+        # between chat turns, the older must say whose it is or state it ("I do all my coding in VS Code",
+        # "Pottery's so relaxing"), not exclaim at the other's news ("Wow, a candlelit dance!")
+        stated = strong_cue and (not chat or old.subject is not None or _states(old))
     else:  # no attribute names what they speak of: the words they share and a stated change must
         stated = (
             not chat
@@ -431,6 +497,64 @@ def _score(
     )
 
 
+def _brings(values: frozenset[str], following: frozenset[str], new: _Sentence, old: _Sentence) -> bool:
+    """Whether `new` brings a value `old` lacks: one of its `values`, or, when it has none of them and states a
+    change, one of the next sentence's (`following`)."""
+    return bool(values - old.words) or (not values and new.cued and bool(following - old.words))
+
+
+def _outcome(
+    older: Said, newer: Said, old: _Sentence, new: _Sentence, similarity: float, subject: str | None
+) -> UpdateLink | None:
+    """The link from a step of a story (`old`: an interview, an application, a plan, a book begun) to how it turned
+    out (`new`: accepted, passed, finished, went), told by the same subject about the same thing."""
+    if not old.attempt:
+        return None
+    outcome = tuple(
+        c
+        for c in new.outcome
+        if c not in old.attempt
+        and c not in old.outcome
+        and (c not in _GOING or any(_AIMS.match(a) for a in old.attempt))
+    )
+    topic = old.attempted & new.turned_out
+    if not outcome or not topic or similarity < OUTCOME_SIMILARITY:
+        return None
+    score = 0.5 * max(0.0, min(1.0, (similarity - 0.3) / 0.5)) + 0.3 + 0.1 * min(len(topic), 2)
+    if score < LINK_THRESHOLD:
+        return None
+    return UpdateLink(
+        older=older.memory_id,
+        newer=newer.memory_id,
+        confidence=round(min(score, 0.99), 3),
+        attribute="outcome",
+        subject=(subject or "?").lstrip("@"),
+        cues=outcome,
+        evidence=new.text[:300],
+    )
+
+
+def _objects(cues: re.Pattern[str], lower: str) -> frozenset[str]:
+    """The content words (stemmed) of what each cue is about: the words after it, up to a clause's end, at most
+    six. "applied to adoption agencies" is about {adoption, agency}."""
+    found: set[str] = set()
+    for match in cues.finditer(lower):
+        clause = _CLAUSE_END.split(lower[match.end() :], maxsplit=1)[0]
+        found |= {_stem(w) for w in _WORD.findall(clause)[:6] if len(w) >= 4 and w not in _STOP | _CUE_WORDS | _PLAIN}
+    return frozenset(found)
+
+
+_CLAUSE_END = re.compile(r"[,.;:!?()\[\]—–]|\s-\s|\b(?:and|but|while|since|because|so|though|which|who|when)\b")
+
+
+def _stem(word: str) -> str:
+    """A crude English stem, enough to match "agencies" with "agency" and "castles" with "castle"."""
+    for suffix, repl in (("ies", "y"), ("ing", ""), ("es", ""), ("ed", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)] + repl
+    return word
+
+
 def _overlap(old: _Sentence, new: _Sentence) -> bool:
     """Whether two sentences share a content word of four letters or more (not a cue)."""
     return any(len(w) >= 4 for w in (old.words | old.values) & (new.words | new.values) - _CUE_WORDS)
@@ -450,7 +574,7 @@ def _states(*sentences: _Sentence) -> bool:
 _STATE = re.compile(
     r":\s|['’](?:s|re|m)\s|\b(?:is|are|am|costs?|equals|lives?|works?|drives?|uses?|plays?|stud(?:y|ies)|has|have|"
     r"owns?|rents?|prefers?|loves?|likes?|eats?|teach(?:es)?|goes|weighs?|reports? to|leads?|manages?|belongs?|"
-    r"doesn't|don't|isn't|aren't)\b"
+    r"doesn't|don't|isn't|aren't|(?:reach|calls?|text) (?:me|us|him|her|them))\b"
 )
 
 
@@ -516,7 +640,9 @@ def _memory_subject(sentences: Sequence[_Sentence], speaker: str | None) -> str 
 @lru_cache(maxsize=4096)
 def _read(text: str, speaker: str | None) -> list[_Sentence]:
     sentences = [_sentence(piece, speaker) for piece in _split(text)]
-    return [replace(s, next_values=after.values) for s, after in pairwise(sentences)] + sentences[-1:]
+    return [
+        replace(s, next_values=after.values, next_strong=after.strong) for s, after in pairwise(sentences)
+    ] + sentences[-1:]
 
 
 def _split(text: str) -> list[str]:
@@ -526,7 +652,8 @@ def _split(text: str) -> list[str]:
             pieces[-1] = f"{pieces[-1]} {piece}"  # "Dr. Varga" is one sentence
         else:
             pieces.append(piece)
-    return [p.strip() for p in pieces if len(p.strip()) >= 3][:40]
+    read = [reading for piece in pieces for reading in (piece, *_SO.split(piece)[1:])]
+    return [p.strip() for p in read if len(p.strip()) >= 3][:40]
 
 
 _ABBREVIATION = re.compile(r"(?:^|\s)(?:Dr|Mr|Mrs|Ms|Prof|St|vs|etc|e\.g|i\.e|approx|no|Jr|Sr)\.$", re.IGNORECASE)
@@ -540,7 +667,10 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
         text=text,
         subject=subject,
         # What the subject is called says nothing of what is said of it: "the office wifi" is no office.
-        attributes=_attributes(lower.replace(subject, " ", 1) if subject and subject.startswith("the ") else lower),
+        # Nor does a title: "The Name of the Wind" is no one's name.
+        attributes=_attributes(
+            _QUOTED.sub(" ", lower.replace(subject, " ", 1) if subject and subject.startswith("the ") else lower)
+        ),
         words=words,
         values=_values(text, subject),
         strong=_values(text, subject, strong_only=True),
@@ -549,12 +679,20 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
         news=_found(_NEWS, lower),
         plan=bool(_PLAN.search(lower)),
         wish=bool(_WISH.search(lower)),
+        wishes=tuple(m.group(0) for m in _WISH.finditer(lower)),
         also=bool(_ALSO.search(lower)),
         still=bool(_STILL.search(lower)),
         retold=bool(_RETOLD.search(lower)),
         past=bool(_OLD_PAST.search(lower)),
         question=text.rstrip().endswith("?"),
+        attempt=_found(_ATTEMPT, lower),
+        outcome=_found(_OUTCOME, lower),
+        attempted=_objects(_ATTEMPT, lower),
+        turned_out=_objects(_OUTCOME, lower),
     )
+
+
+_QUOTED = re.compile(r"[\"“”][^\"“”]{1,80}[\"“”]")
 
 
 def _attributes(lower: str) -> frozenset[str]:
@@ -651,8 +789,10 @@ def _values(text: str, subject: str | None, *, strong_only: bool = False) -> fro
     """The words that could fill an attribute: names, numbers, and (unless `strong_only`) what follows "to", "at",
     "in", "is"."""
     found: list[str] = []
-    found += (m.group(1).lower() for m in _CAPITAL.finditer(text))
+    called = {m.group(1) for m in _VOCATIVE.finditer(text)}  # "Thanks, Jon!": whom a turn speaks to is no value
+    found += (m.group(1).lower() for m in _CAPITAL.finditer(text) if m.group(1) not in called)
     found += (m.group(0).lower().strip(".") for m in _DIGITS.finditer(text))
+    found += (m.group(0).lower() for m in _EMAIL.finditer(text))
     for match in () if strong_only else _VALUE_SLOT.finditer(text):
         found += _WORD.findall(match.group(1).lower())
     owner = set((subject or "").replace("@", " ").replace(":", " ").replace("<", " ").split())

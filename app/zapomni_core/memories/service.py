@@ -195,7 +195,7 @@ class MemoryService:
         if vector is None:
             return False
         try:
-            return bool(await self._supersession.detect(workspace.stores, record, vector))
+            return bool(await self._supersession.detect(workspace, record, vector))
         except (DatabaseError, ZapomniError) as exc:
             log.warning("memory.update_detection_failed", workspace=workspace.name, memory_id=record.id, error=str(exc))
             return False

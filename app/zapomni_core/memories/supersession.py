@@ -14,11 +14,13 @@ from typing import TypeVar
 
 import structlog
 
-from zapomni_core.content.updates import Said, find_updates, may_be_linked
+from zapomni_core.content.updates import Said, find_updates, linkable_text
+from zapomni_core.kernel.registry import Workspace
 from zapomni_core.memories import replies
 from zapomni_core.memories.replies import Linked, LinkedMemory
+from zapomni_core.search.types import RetrievalQuery
 from zapomni_core.validation import iso, parse_iso8601
-from zapomni_db import GraphStores, LinkRow, MemoryRecord, SearchFilter, StoredLink
+from zapomni_db import ChunkHit, GraphStores, LinkRow, MemoryRecord, SearchFilter, StoredLink
 
 log = structlog.get_logger(__name__)
 
@@ -26,13 +28,17 @@ log = structlog.get_logger(__name__)
 # restates the same subject and attribute, which puts it among the nearest few (decision 0043).
 CANDIDATES = 8
 MIN_SIMILARITY = 0.3
+# A chat turn's vector is mostly its greeting and its speaker ("Hey Jon! ..."): the turns nearest to it are other
+# greetings. For a turn the keyword leg, asked with the sentences that could state a change, also finds the turn
+# that spoke of the same internship or agency (decision 0043). A note's vector is its content: no keyword query.
+KEYWORD_CANDIDATES = 8
 # Longer texts are documents, pages, abstracts and files, not facts that replace one another, and the rules compare
 # every sentence of one with every sentence of the other: a long text costs the square of its sentences. LoCoMo's
 # longest turn is 434 characters (more with a photo's caption), the development set's longest statement 208.
 MAX_CHARS = 600
 # A question about the past keeps the order of relevance: the old value is what it asks for.
 _ASKS_ABOUT_THE_PAST = re.compile(
-    r"\b(?:before|previous(?:ly)?|used to|old|older|former(?:ly)?|originally|earlier|prior|past|history|"
+    r"\b(?:before|previous(?:ly)?|used to|(?<!how )old|older|former(?:ly)?|originally|earlier|prior|past|history|"
     r"first|until|back then|at the time|in (?:19|20)\d\d|did (?:\w+ )?(?:use|live|work|have)|was|were)\b",
     re.IGNORECASE,
 )
@@ -47,23 +53,28 @@ class UpdateLinker:
 
     enabled: bool = True
 
-    async def detect(self, stores: GraphStores, record: MemoryRecord, vector: Sequence[float]) -> int:
+    async def detect(self, workspace: Workspace, record: MemoryRecord, vector: Sequence[float]) -> int:
         """Link `record` (just stored, embedded as `vector`) with the stored memories it replaces or that replace
         it; how many links were made."""
         if not self.enabled or record.kind != "note":
             return 0
         return await self.link(
-            stores, said(record.id, record.text, record.speaker, record.date, record.created_at), vector
+            workspace, said(record.id, record.text, record.speaker, record.date, record.created_at), vector
         )
 
-    async def link(self, stores: GraphStores, new: Said, vector: Sequence[float]) -> int:
+    async def link(self, workspace: Workspace, new: Said, vector: Sequence[float]) -> int:
         """Link the stored memory `new` (a note or turn, embedded as `vector`) with those it replaces or that replace
         it, among its nearest; how many links were made (none that were there already)."""
-        if len(new.text) > MAX_CHARS or not may_be_linked(new):
+        topic = linkable_text(new)
+        if len(new.text) > MAX_CHARS or not topic:
             return 0
+        stores = workspace.stores
         hits = await stores.search.vector_search(
             list(vector), k=CANDIDATES + 1, limit=CANDIDATES + 1, filters=SearchFilter()
         )
+        if new.speaker is not None:  # a note's own vector finds its neighbours; a turn's is mostly its greeting
+            hits += await _keyword_hits(workspace, topic, vector)
+        hits = list({h.memory.id: h for h in reversed(hits)}.values())  # one per memory, the vector's kept
         older = [
             (said(h.memory.id, h.text, h.memory.speaker, h.memory.date, h.memory.created_at), 1.0 - h.distance)
             for h in hits
@@ -87,6 +98,14 @@ class UpdateLinker:
             return list(results)
         links = await stores.updates.of([r.memory_id for r in results])
         return [_with_links(r, links) for r in results]
+
+
+async def _keyword_hits(workspace: Workspace, topic: str, vector: Sequence[float]) -> list[ChunkHit]:
+    keyword = next((leg for leg in workspace.search.retrievers if leg.name == "keyword"), None)
+    if keyword is None:
+        return []
+    query = RetrievalQuery(text=topic, vector=list(vector), filters=SearchFilter())
+    return [candidate.hit for candidate in await keyword.retrieve(query, KEYWORD_CANDIDATES + 1)]
 
 
 def order_current_first(hits: Sequence[F], query: str) -> list[F]:
