@@ -476,7 +476,7 @@ def _score(
         )
     if not stated:
         return None
-    score = 0.5 * max(0.0, min(1.0, (similarity - 0.3) / 0.5))
+    score = _closeness(similarity)
     score += 0.4 if ending else 0.0
     score += 0.3 if new.change else 0.15 if new.news else 0.0
     score += (0.25 if functional else 0.15) if shared else 0.0
@@ -484,15 +484,27 @@ def _score(
     score += 0.1 if replaced else 0.0
     score -= 0.15 if new.still else 0.0
     score += 0.1 if relation == SAME else -0.1
+    attribute = _pick(shared) if shared else "same topic"
+    return _link(older, newer, new, score, attribute, subject, (*ending, *new.change, *new.news))
+
+
+def _closeness(similarity: float) -> float:
+    """What the embeddings add to a link's confidence: nothing at cosine 0.3, 0.5 from 0.8."""
+    return 0.5 * max(0.0, min(1.0, (similarity - 0.3) / 0.5))
+
+
+def _link(
+    older: Said, newer: Said, new: _Sentence, score: float, attribute: str, subject: str | None, cues: tuple[str, ...]
+) -> UpdateLink | None:
     if score < LINK_THRESHOLD:
         return None
     return UpdateLink(
         older=older.memory_id,
         newer=newer.memory_id,
         confidence=round(min(score, 0.99), 3),
-        attribute=_pick(shared) if shared else "same topic",
+        attribute=attribute,
         subject=(subject or "?").lstrip("@"),
-        cues=(*ending, *new.change, *new.news),
+        cues=cues,
         evidence=new.text[:300],
     )
 
@@ -520,18 +532,8 @@ def _outcome(
     topic = old.attempted & new.turned_out
     if not outcome or not topic or similarity < OUTCOME_SIMILARITY:
         return None
-    score = 0.5 * max(0.0, min(1.0, (similarity - 0.3) / 0.5)) + 0.3 + 0.1 * min(len(topic), 2)
-    if score < LINK_THRESHOLD:
-        return None
-    return UpdateLink(
-        older=older.memory_id,
-        newer=newer.memory_id,
-        confidence=round(min(score, 0.99), 3),
-        attribute="outcome",
-        subject=(subject or "?").lstrip("@"),
-        cues=outcome,
-        evidence=new.text[:300],
-    )
+    score = _closeness(similarity) + 0.3 + 0.1 * min(len(topic), 2)
+    return _link(older, newer, new, score, "outcome", subject, outcome)
 
 
 def _objects(cues: re.Pattern[str], lower: str) -> frozenset[str]:
