@@ -16,6 +16,8 @@ against one of the other:
   told again ("back in 2019"), a second item ("also"), the same value kept ("still").
 - the value: the words that fill the attribute (names, numbers, what follows "to", "at", "in", "is"); a newer
   sentence with no value the older lacks, and no end cue, restates the fact.
+- a story's outcome: a step with an outcome to come ("I had an interview for a design internship") is replaced by
+  how it turned out ("I got accepted for a fashion internship"), told by the same subject of the same thing.
 
 The memory embeddings decide which older memories are read at all (the nearest few) and add to the confidence.
 Each link carries its evidence: the attribute, the subject, the cues and the newer sentence.
