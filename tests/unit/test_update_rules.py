@@ -41,6 +41,7 @@ def links(
         # what follows ", so" has its own subject
         ("Pickle's vet is Dr. Pham at Eastside.", "Eastside closed, so Pickle's vet is Dr. Brandt now.", "health"),
         ("Keanu is on the Search team.", "Keanu transferred to Ads Quality.", "team"),
+        ("I drive a 2012 Honda Civic.", "Picked up the keys to a used Mazda today! Sold the Civic.", "vehicle"),
         ("Usual coffee order: oat flat white.", "Actually I've gone off oat milk.", "diet"),
     ],
 )

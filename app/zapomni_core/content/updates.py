@@ -63,7 +63,10 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
     "vehicle": (
         True,
         r"car|cars|(?<!a )(?<!the )(?<!food )(?<!hard )(?<!toy )drives?|drove|driving|vehicle|motorbike|motorcycle|"
-        r"scooter|truck|van|commute\w*",
+        r"scooter|truck|van|commute\w*|"
+        # makes and models no other word means ("Picked up the keys to a used Mazda")
+        r"toyota|honda|civic|corolla|prius|mazda|tesla|bmw|audi|mercedes|volkswagen|vw|kia|hyundai|renault|peugeot|"
+        r"fiat|volvo|subaru|nissan|chevy|chevrolet|jeep|skoda|porsche|lexus",
     ),
     "study": (
         True,

@@ -27,7 +27,7 @@ log = structlog.get_logger(__name__)
 # The nearest stored memories an added one is compared with, and how near (cosine) they must be: an update
 # restates the same subject and attribute, which puts it among the nearest few (decision 0043).
 CANDIDATES = 8
-MIN_SIMILARITY = 0.3
+MIN_SIMILARITY = 0.25
 # A chat turn's vector is mostly its greeting and its speaker ("Hey Jon! ..."): the turns nearest to it are other
 # greetings. For a turn the keyword leg, asked with the sentences that could state a change, also finds the turn
 # that spoke of the same internship or agency (decision 0043). A note's vector is its content: no keyword query.
