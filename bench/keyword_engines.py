@@ -28,7 +28,6 @@ import json
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from bench.common import DATA_DIR, commit, load_scifact, write_results
+from bench.common import DATA_DIR, commit, load_scifact, summary_ms, write_results
 from bench.metrics import mean_ndcg, recall_at_100
 from bench.scale import memory_texts, queries, sentences
 from zapomni_core.search.analyzer import Analyzer
@@ -156,14 +155,6 @@ def disk_mb(directory: Path) -> float:
     return round(sum(p.stat().st_size for p in directory.rglob("*") if p.is_file()) / 1e6, 1)
 
 
-def summary(samples_ms: list[float]) -> dict[str, float]:
-    ordered = sorted(samples_ms)
-    return {
-        "p50": round(statistics.median(ordered), 2),
-        "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
-    }
-
-
 def analysed(texts: Sequence[str], prefix: str) -> list[tuple[str, list[str]]]:
     return [(f"{prefix}{i}", _ANALYZER.terms(text)) for i, text in enumerate(texts)]
 
@@ -200,17 +191,17 @@ def at_size(name: str, size: int, directory: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"build_s": round(build_s, 1)}
     for terms in asked[:20]:  # warm
         index.search(terms, DEPTH)
-    out["query_ms"] = summary([timed(lambda t=terms: index.search(t, DEPTH)) for terms in asked])
+    out["query_ms"] = summary_ms([timed(lambda t=terms: index.search(t, DEPTH)) for terms in asked])
     singles = analysed(texts[size : size + SINGLE], "s")
-    out["add_visible_ms"] = summary([timed(lambda item=item: _add(index, [item])) for item in singles])
+    out["add_visible_ms"] = summary_ms([timed(lambda item=item: _add(index, [item])) for item in singles])
     batch = analysed(texts[size + SINGLE : size + SINGLE + BATCH], "b")
     out["add_1000_visible_ms"] = round(timed(lambda: _add(index, batch)), 1)
-    out["delete_visible_ms"] = summary(
+    out["delete_visible_ms"] = summary_ms(
         [timed(lambda chunk_id=chunk_id: _remove(index, chunk_id)) for chunk_id, _ in singles]
     )
     found = index.search(singles[0][1], DEPTH)
     out["deleted_never_found"] = singles[0][0] not in found
-    out["query_after_writes_ms"] = summary([timed(lambda t=terms: index.search(t, DEPTH)) for terms in asked])
+    out["query_after_writes_ms"] = summary_ms([timed(lambda t=terms: index.search(t, DEPTH)) for terms in asked])
     out["save_s"] = round(timed(index.save) / 1000, 2)
     out["disk_mb"] = disk_mb(directory)
     return out

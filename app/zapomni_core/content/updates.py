@@ -315,7 +315,6 @@ class _Sentence:
     change: tuple[str, ...]
     news: tuple[str, ...]
     plan: bool
-    wish: bool
     wishes: tuple[str, ...]  # the words that make it a wish (negated or not: "I don't want to move" is no news)
     also: bool
     still: bool
@@ -330,6 +329,10 @@ class _Sentence:
     strong: frozenset[str] = frozenset()  # the values that are names and numbers
     next_values: frozenset[str] = frozenset()  # the next sentence's: "Caved and bought a car. A Renault Zoe."
     next_strong: frozenset[str] = frozenset()
+
+    @property
+    def wish(self) -> bool:
+        return bool(self.wishes)
 
     @property
     def cued(self) -> bool:
@@ -685,7 +688,6 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
         change=_found(_CHANGE, lower) + (("actually",) if _ACTUALLY.match(lower) else ()),
         news=_found(_NEWS, lower),
         plan=bool(_PLAN.search(lower)),
-        wish=bool(_WISH.search(lower)),
         wishes=tuple(m.group(0) for m in _WISH.finditer(lower)),
         also=bool(_ALSO.search(lower)),
         still=bool(_STILL.search(lower)),
