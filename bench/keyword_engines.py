@@ -3,8 +3,8 @@
 Both engines index the same terms. Zapomni's analyzer (lowercase words, Lucene's English stopwords plus the
 question words, Snowball English stems) runs once per text, and tantivy (the Rust engine's official Python
 bindings) indexes those terms joined by spaces with its whitespace tokenizer: what is compared is the engines,
-not two tokenisers. The hand-written index is `zapomni_core.search.bm25.Bm25Index` saved and read by
-`keyword_file` (the file the server keeps beside the embedded database); tantivy keeps its own directory of
+not two tokenisers. The hand-written index is the app's former one (`bench.handwritten_bm25`, decision 0044), saved
+as one file as the server kept it beside the embedded database; tantivy keeps its own directory of
 segments, committed atomically.
 
 Measured, each (engine, size) in a process of its own so that memory and open times are its own:
@@ -38,11 +38,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bench.common import DATA_DIR, commit, load_scifact, summary_ms, write_results
+from bench.handwritten_bm25 import Bm25Index, load_state, save_state
 from bench.metrics import mean_ndcg, recall_at_100
 from bench.scale import memory_texts, queries, sentences
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_core.search.bm25 import Bm25Index
-from zapomni_core.search.keyword_file import _read, _write
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ENGINES = ("handwritten", "tantivy")
@@ -69,8 +68,7 @@ class Handwritten:
 
     @classmethod
     def open(cls, directory: Path) -> Handwritten:
-        _meta, state = _read(directory / "keyword.npz")
-        return cls(directory, Bm25Index.from_state(state))
+        return cls(directory, Bm25Index.from_state(load_state(directory / "keyword.npz")))
 
     def add(self, items: Sequence[tuple[str, list[str]]]) -> None:
         for chunk_id, terms in items:
@@ -89,8 +87,7 @@ class Handwritten:
         return [chunk_id for chunk_id, _score in self._index.search(terms, k)]
 
     def save(self) -> None:
-        meta: dict[str, Any] = {"format": 2, "window": 0, "seq": 0, "stamp": "bench", "graph": "bench"}
-        _write(self._path, meta, self._index.state())
+        save_state(self._path, self._index.state())
 
 
 class Tantivy:

@@ -317,7 +317,7 @@ def log_timings(log_path: Path) -> dict[str, float | None]:
         events.get("server.ready"),
         events.get("workspace.opened"),
         events.get("keyword_index.synced"),
-        events.get("keyword_index.loaded"),  # read from the file the last server saved (decision 0028)
+        events.get("keyword_index.opened"),  # the index the last server left beside the data (decision 0044)
     )
     return {
         "server_ready_ms": round(ready["startup_s"] * 1000, 1) if ready and "startup_s" in ready else None,

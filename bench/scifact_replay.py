@@ -21,8 +21,9 @@ return the dumped lists), so RRF with fractional ranks, the time list, the relev
 and the cut to `limit` are the product's code. Variants:
 
 - the keyword leg, replicated: the store's chunks counted with the project's `Analyzer` (`indexed_text`, as
-  `SyncedBm25Index` does) into a `Bm25Index` in the real index's order, scored with other `K1`/`B`; at 1.5 / 0.75
-  it must give the real leg's lists (checked, claim by claim);
+  `KeywordIndex` does) into the hand-written `Bm25Index` the leg ran on before tantivy (decision 0044), in the
+  order they were stored, scored with other `K1`/`B` (tantivy's bindings fix k1 at 1.2); how many claims get
+  the real leg's lists at 1.5 / 0.75 is reported;
 - a whole-memory keyword leg: a memory's chunks' counts and lengths summed into one BM25 document (chunks overlap
   by `ZAPOMNI_CHUNK_OVERLAP`, so overlapping words count twice), or the text the memory was stored with counted as
   one document; fused by memory (each leg's list cut to one entry per memory, its best chunk; a keyword-found
@@ -60,8 +61,9 @@ from typing import Any
 
 import numpy as np
 
-import zapomni_core.search.bm25 as bm25
+import bench.handwritten_bm25 as bm25
 from bench.common import DATA_DIR, REPO_ROOT, claims, commit, in_scratch_dir, write_results
+from bench.handwritten_bm25 import Bm25Index
 from bench.metrics import mean_ndcg, ndcg_at_10
 from zapomni_core import Settings, open_core
 from zapomni_core.content.conversation import indexed_text
@@ -69,7 +71,6 @@ from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import SearchRequest
 from zapomni_core.search import Candidate, RetrievalQuery, SearchOptions, SearchPipeline
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_core.search.bm25 import Bm25Index
 from zapomni_core.search.types import LegName
 from zapomni_core.tuning import DEFAULT_LEG_DEPTH, DEFAULT_VECTOR_SHARE, DEFAULT_VECTOR_WEIGHT, FusionMethod
 from zapomni_db import ChunkHit, SearchFilter
@@ -186,9 +187,7 @@ async def dump(store: Path, data_dir: Path, depth: int, workdir: Path, max_claim
             )
             for row in rows
         }
-        await workspace.keyword_index.sync()
-        state = workspace.keyword_index._index.state()
-        index_order = [cid.decode() for cid in state.chunk_ids]
+        index_order = chunk_ids  # the order they were stored in, the replica's tie-break
         queries: list[Query] = []
         qrels: dict[str, dict[str, dict[str, int]]] = {}
         for split in SPLITS:

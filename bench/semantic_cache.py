@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from bench.common import DATA_DIR, commit, load_scifact, read_jsonl, write_results
+from bench.handwritten_bm25 import Bm25Index
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_core.search.bm25 import Bm25Index
 
 RESULTS = Path(__file__).resolve().parent / "results"
 THRESHOLDS = (0.8, 0.9, 0.95)

@@ -179,9 +179,11 @@ def logged_events() -> Iterator[list[MutableMapping[str, Any]]]:
             structlog.configure(wrapper_class=saved["wrapper_class"])
 
 
-def saved_keyword_files(settings: Settings) -> list[Path]:
-    """The keyword index files saved beside the embedded database (`zapomni_core.search.keyword_file`)."""
-    return sorted((settings.data_dir / "keyword-index").glob("*.npz"))
+def keyword_index_dirs(settings: Settings) -> list[Path]:
+    """The keyword index directories beside the embedded database, one per graph
+    (`zapomni_core.search.keyword_index`)."""
+    root = settings.data_dir / "keyword-index"
+    return sorted(path for path in root.iterdir() if path.is_dir()) if root.is_dir() else []
 
 
 def free_port() -> int:

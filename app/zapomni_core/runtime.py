@@ -38,8 +38,7 @@ from zapomni_core.memories.supersession import UpdateLinker
 from zapomni_core.memories.updates_job import FindUpdates
 from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetriever
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_core.search.bm25 import SyncedBm25Index
-from zapomni_core.search.keyword_file import KeywordIndexFiles
+from zapomni_core.search.keyword_index import KeywordIndex, KeywordIndexDirs
 from zapomni_core.settings import Settings
 from zapomni_core.transfer.service import TransferService
 from zapomni_core.workspaces.service import WorkspaceService
@@ -110,7 +109,7 @@ async def open_core(
         stack.push_async_callback(embedder.cache.aclose)
         analyzer = Analyzer()
 
-        def search_for(stores: GraphStores, keyword_index: SyncedBm25Index) -> SearchPipeline:
+        def search_for(stores: GraphStores, keyword_index: KeywordIndex) -> SearchPipeline:
             expansion = GraphExpansion(stores.neighbours, stores.search) if settings.graph_expansion else None
             return SearchPipeline(
                 [VectorRetriever(stores.search), KeywordRetriever(stores.search, keyword_index, analyzer)],
@@ -132,14 +131,13 @@ async def open_core(
             schema=SchemaSettings(dimension=embedder.dimension, ef_runtime=settings.vector_ef_runtime),
             embedder=EmbedderIdentity(embedder.name, embedder.dimension),
             search_for=search_for,
-            # Saved beside the embedded database only: every process that writes to it shares its directory.
-            keyword_files=KeywordIndexFiles(
-                database.embedded.paths.data_dir / "keyword-index", save_after=settings.keyword_save_after
-            )
+            # Kept beside the embedded database only: every process that writes to it shares its directory.
+            keyword_dirs=KeywordIndexDirs(database.embedded.paths.data_dir / "keyword-index")
             if database.embedded
             else None,
         )
-        stack.push_async_callback(workspaces.save_keyword_indexes)  # after the writes drain, before the database closes
+        # After the writes drain, before the database closes.
+        stack.push_async_callback(workspaces.close_keyword_indexes)
         stack.push_async_callback(workspaces.close)
         # The default workspace is made ready now, so a broken store fails at start-up, not on a request.
         with storage_faults(None):

@@ -101,9 +101,6 @@ class Settings(BaseSettings):
     job_lease_s: float = Field(30.0, alias="ZAPOMNI_JOB_LEASE_S", ge=1.0, le=3600.0)
     job_poll_s: float = Field(2.0, alias="ZAPOMNI_JOB_POLL_S", gt=0, le=600.0)
     job_slots: int = Field(2, alias="ZAPOMNI_JOB_SLOTS", ge=1, le=16)  # jobs one server runs at once
-    # A running server saves its keyword index beside the embedded database once this many chunks changed since
-    # its file: the next start catches up on at most about as many (decision 0037). Smaller stores save on close.
-    keyword_save_after: int = Field(10_000, alias="ZAPOMNI_KEYWORD_SAVE_AFTER", ge=1, le=100_000_000)
     # Writes are refused while the data directory's disk has less than this free (MB); reads go on.
     min_free_mb: int = Field(256, alias="ZAPOMNI_MIN_FREE_MB", ge=0, le=1_000_000)
 

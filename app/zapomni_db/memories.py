@@ -9,7 +9,7 @@ which other processes' keyword indexes read to catch up. Changes are pruned afte
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from zapomni_db._cypher import CHUNK_PROPERTIES, DROP_UNMENTIONED, JOB_PROPERTIES, NEXT_SEQ, PURGE_EVIDENCE
@@ -101,21 +101,11 @@ _DELETE = (
 )
 
 
-# Called after a write removed chunks, once the database has the removal: what keeps copies of chunk
-# contents outside the database (the saved keyword index) drops them.
-OnRemoved = Callable[[], Awaitable[None]]
-
-
-async def _nothing() -> None:
-    return None
-
-
 class MemoryWrites:
     """Creates, changes and removes `Memory` and `Chunk` nodes in one graph."""
 
-    def __init__(self, client: GraphClient, on_removed: OnRemoved = _nothing) -> None:
+    def __init__(self, client: GraphClient) -> None:
         self._client = client
-        self._on_removed = on_removed
 
     async def insert(self, memory: MemoryRecord, chunks: Sequence[ChunkRow]) -> bool:
         """Store a memory with its chunks, whole or not at all; False when its content hash is taken.
@@ -186,8 +176,6 @@ class MemoryWrites:
             if not done:
                 await self._client.query(_DROP_STAGED, {"memory_id": memory.id})
             await self._client.query(_UNMARK_STAGING, {"memory_id": memory.id})
-        if done and drop:
-            await self._on_removed()
         return done
 
     async def update_fields(self, memory: MemoryRecord) -> bool:
@@ -201,10 +189,7 @@ class MemoryWrites:
             return []
         ids = list(memory_ids)
         rows = await self._client.query(_DELETE, {"ids": ids, "purge": ids, "now": time.time()})
-        deleted = list(rows[0][0]) if rows else []
-        if deleted:
-            await self._on_removed()
-        return deleted
+        return list(rows[0][0]) if rows else []
 
     async def _stage(self, memory_id: str, created_at: float, rows: list[dict[str, Any]]) -> None:
         for start in range(0, len(rows), WRITE_BATCH):

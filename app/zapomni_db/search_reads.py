@@ -39,7 +39,7 @@ _FETCH_CHUNKS = (
     f"WHERE {FILTER} WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
 )
 # What the keyword index counts of a chunk `c` of a memory `m`, and the chunk's place in its memory's thread. The
-# terms are counted in process (`SyncedBm25Index`), not stored: term arrays were a sixth of the database's
+# terms are counted in process (`KeywordIndex`), not stored: term arrays were a sixth of the database's
 # memory (decision 0031).
 _INDEXED = "c.id, coalesce(c.text, m.text), c.context, m.thread, m.date_ts, m.created_at, c.idx"
 

@@ -11,7 +11,7 @@ from zapomni_db.graph import GraphStore
 from zapomni_db.graph_neighbours import GraphNeighbours
 from zapomni_db.jobs import JobStore
 from zapomni_db.maintenance import Maintenance
-from zapomni_db.memories import MemoryWrites, OnRemoved
+from zapomni_db.memories import MemoryWrites
 from zapomni_db.memory_reads import MemoryReads
 from zapomni_db.search_reads import SearchReads
 from zapomni_db.updates import UpdateLinks
@@ -32,11 +32,11 @@ class GraphStores:
     updates: UpdateLinks  # which memory replaced which
 
     @classmethod
-    def on(cls, client: GraphClient, on_removed: OnRemoved | None = None) -> GraphStores:
-        """The stores of `client`'s graph; `on_removed` runs after every write that removed chunks."""
+    def on(cls, client: GraphClient) -> GraphStores:
+        """The stores of `client`'s graph."""
         return cls(
             client,
-            MemoryWrites(client, on_removed) if on_removed else MemoryWrites(client),
+            MemoryWrites(client),
             MemoryReads(client),
             SearchReads(client),
             Maintenance(client),

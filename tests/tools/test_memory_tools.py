@@ -64,6 +64,7 @@ async def test_get_list_update_and_idempotent_add(settings: Settings) -> None:
         assert (await call(session, "get_memory", {"memory_id": others[0]}))["tags"] == ["release"]
         hits = await call(session, "search_memory", {"query": "slipped Friday", "mode": "keyword"})
         assert [h["memory_id"] for h in hits["results"]] == [others[0]]
+        assert hits["legs"] == ["keyword"] and hits["note"] is None  # which legs answered, and none missing
         assert "Tuesday" not in str(await search_ids(session, "Release 0 Tuesday", filters={"tags": ["release"]}))
 
         clash = await session.call_tool("update_memory", {"memory_id": others[1], "text": PEANUTS})

@@ -4,8 +4,8 @@ A turn such as "I went to the support group yesterday" means little alone. An ag
 one turn per memory passes `speaker`, `date` and `thread` in its metadata, and the turn is then
 embedded and keyword-indexed as `Caroline (8 May 2023): I went to ...`, while the memory's text
 stays what was stored. The keyword leg also reads each turn of a thread together with the turns
-before it (`zapomni_core.search.bm25`), computed at query time so that deleting or editing a turn
-leaves nothing of it in its neighbours. Measured on LoCoMo (bench/conversations.py):
+before it (`zapomni_core.search.keyword_index`); deleting or editing a turn indexes the turns after it
+again, so nothing of it stays in its neighbours. Measured on LoCoMo (bench/conversations.py):
 docs/decisions/0015-conversational-recall.md.
 """
 

@@ -22,8 +22,7 @@ import structlog
 from zapomni_core.errors import ConfigurationError, NotFound
 from zapomni_core.kernel.settling import indexes_still_building, settle, settle_after_build
 from zapomni_core.search import SearchPipeline
-from zapomni_core.search.bm25 import SyncedBm25Index
-from zapomni_core.search.keyword_file import KeywordIndexFiles
+from zapomni_core.search.keyword_index import KeywordIndex, KeywordIndexDirs
 from zapomni_db import (
     Connection,
     GraphClient,
@@ -53,7 +52,7 @@ def in_progress_message(state: ReembedState) -> str:
 class Workspace:
     name: str
     stores: GraphStores
-    keyword_index: SyncedBm25Index
+    keyword_index: KeywordIndex
     search: SearchPipeline
 
 
@@ -72,8 +71,8 @@ class Workspaces:
         default: str,
         schema: SchemaSettings,
         embedder: EmbedderIdentity,
-        search_for: Callable[[GraphStores, SyncedBm25Index], SearchPipeline],
-        keyword_files: KeywordIndexFiles | None = None,
+        search_for: Callable[[GraphStores, KeywordIndex], SearchPipeline],
+        keyword_dirs: KeywordIndexDirs | None = None,
     ) -> None:
         self._connection = connection
         self._base = base_graph
@@ -81,7 +80,7 @@ class Workspaces:
         self._schema = schema
         self._embedder = embedder
         self._search_for = search_for
-        self._keyword_files = keyword_files  # saved keyword indexes (the embedded database), or None
+        self._keyword_dirs = keyword_dirs  # keyword indexes beside the embedded database; None: in memory
         self._open: dict[str, Workspace] = {}
         self._settling: dict[str, asyncio.Task[None]] = {}  # workspaces whose writes wait for an index build
         self._lock = asyncio.Lock()
@@ -146,29 +145,18 @@ class Workspaces:
                 settling.cancel()
             graph = graph_for(self._base, name)
             dropped = await drop_workspace_graph(self._connection, self._base, name)
-            if self._keyword_files is not None:
-                await self._keyword_files.discard(graph)  # waits for a save writing it: it finds no graph after
+            if self._keyword_dirs is not None:
+                await self._keyword_dirs.discard(graph)  # waits for a catch-up writing it: it finds no graph after
             await drop_keyword_stamp(self._connection, graph)
             return dropped
 
-    async def save_keyword_indexes(self) -> None:
-        """Save each open workspace's keyword index beside the database (on close); failures are logged only."""
+    async def close_keyword_indexes(self) -> None:
+        """Let go of each open workspace's keyword index (every catch-up committed it: nothing is left to save)."""
         for workspace in self.opened():
-            try:
-                await workspace.keyword_index.close()
-            except Exception as exc:  # a file that is not written is caught up with or rebuilt next time: logged only
-                log.warning("keyword_index.save_failed", workspace=workspace.name, error=str(exc))
+            await workspace.keyword_index.close()
 
     def _stores_of(self, graph: str) -> GraphStores:
-        client = GraphClient(self._connection, graph)
-        files = self._keyword_files
-        if files is None:
-            return GraphStores.on(client)
-
-        async def discard_saved() -> None:
-            await files.discard(graph)
-
-        return GraphStores.on(client, on_removed=discard_saved)
+        return GraphStores.on(GraphClient(self._connection, graph))
 
     def opened(self) -> list[Workspace]:
         return list(self._open.values())
@@ -208,9 +196,8 @@ class Workspaces:
             )
         else:
             await settle(name, stores, self._schema)
-        saved = self._keyword_files.for_graph(graph, stores.maintenance) if self._keyword_files else None
-        keyword_index = SyncedBm25Index(stores.search, saved)
-        await keyword_index.sync()  # read from its saved file, or built from the stored texts (and saved)
+        keyword_index = KeywordIndex(stores.search, stores.maintenance, graph, self._keyword_dirs)
+        await keyword_index.open()  # opened beside the data and caught up, or made from the stored texts
         if building:
             self._settling[name] = asyncio.create_task(settle_after_build(name, stores, self._schema, fence))
         log.info("workspace.opened", workspace=name, duration_ms=round((time.perf_counter() - started) * 1000, 1))

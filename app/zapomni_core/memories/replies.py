@@ -243,6 +243,10 @@ class SearchResult(BaseModel):
     workspace: str
     results: list[SearchHit]
     count: int
+    legs: list[Literal["vector", "keyword", "graph"]] = Field(
+        default_factory=list, description="the retrieval legs that answered"
+    )
+    note: str | None = Field(None, description="why a leg the mode asks for did not answer (results come without it)")
 
 
 def preview(text: str) -> str:

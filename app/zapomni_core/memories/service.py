@@ -408,7 +408,8 @@ class MemoryService:
             all_chunks=request.all_chunks,
             include_unrelated=request.include_unrelated,
         )
-        ranked = await workspace.search.run(query, options)
+        answer = await workspace.search.answer(query, options)
+        ranked = answer.ranked
         elapsed_ms = (time.perf_counter() - started) * 1000
         self.latency.record(elapsed_ms)
         log.info(
@@ -418,6 +419,7 @@ class MemoryService:
             results=len(ranked),
             limit=request.limit,
             duration_ms=round(elapsed_ms, 2),
+            **({"unavailable": answer.unavailable} if answer.unavailable else {}),
         )
         hits = order_current_first(
             await self._supersession.annotate(workspace.stores, [replies.hit(r, name) for r in ranked]), request.query
@@ -425,7 +427,8 @@ class MemoryService:
         if request.graph_context and hits:
             context = await self._graph_context(workspace.stores, [hit.chunk_id for hit in hits])
             hits = [hit.model_copy(update={"entities": context.get(hit.chunk_id, [])}) for hit in hits]
-        return SearchResult(workspace=name, results=hits, count=len(hits))
+        note = "; ".join(f"the {leg} leg did not answer: {why}" for leg, why in answer.unavailable.items()) or None
+        return SearchResult(workspace=name, results=hits, count=len(hits), legs=answer.legs, note=note)
 
     async def get(self, request: GetMemoryRequest) -> MemoryDetail:
         workspace = await self._workspaces.require(request.workspace)

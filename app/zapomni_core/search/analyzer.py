@@ -1,6 +1,6 @@
 """Text → index terms for the keyword leg: lowercase words, English stopwords out, Snowball stems.
 
-The same analysis runs when the keyword index reads a chunk (`SyncedBm25Index`) and when a query
+The same analysis runs when the keyword index reads a chunk (`KeywordIndex`) and when a query
 arrives, so both sides agree on what a "word" is.
 """
 

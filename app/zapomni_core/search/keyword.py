@@ -1,13 +1,13 @@
 """The keyword leg: BM25 over chunk terms, with the filters applied in the database.
 
-It finds what embeddings blur: identifiers, error codes, acronyms, rare names. The index is
-in-process and incremental (see `bm25.py` and docs/decisions/0005-keyword-index.md).
+It finds what embeddings blur: identifiers, error codes, acronyms, rare names. The index is tantivy's,
+derived from the database and caught up before every search (`keyword_index.py`, decision 0044).
 """
 
 from __future__ import annotations
 
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_core.search.bm25 import SyncedBm25Index
+from zapomni_core.search.keyword_index import KeywordIndex
 from zapomni_core.search.types import Candidate, LegName, RetrievalQuery
 from zapomni_db import SearchReads
 
@@ -18,7 +18,7 @@ _OVERFETCH = 4
 class KeywordRetriever:
     name: LegName = "keyword"
 
-    def __init__(self, reads: SearchReads, index: SyncedBm25Index, analyzer: Analyzer) -> None:
+    def __init__(self, reads: SearchReads, index: KeywordIndex, analyzer: Analyzer) -> None:
         self._reads = reads
         self._index = index
         self._analyzer = analyzer

@@ -9,7 +9,16 @@ from dataclasses import dataclass
 
 from zapomni_core.search.fusion import best_per_memory, reciprocal_rank_fusion, relevant_only, score_fusion
 from zapomni_core.search.temporal import favour_times, question_time
-from zapomni_core.search.types import Candidate, Expansion, LegName, Ranked, RetrievalQuery, Retriever, SearchMode
+from zapomni_core.search.types import (
+    Candidate,
+    Expansion,
+    LegName,
+    LegUnavailable,
+    Ranked,
+    RetrievalQuery,
+    Retriever,
+    SearchMode,
+)
 from zapomni_core.tuning import (
     DEFAULT_DAYS_WEIGHT,
     DEFAULT_FUSION,
@@ -30,6 +39,13 @@ class SearchOptions:
     min_score: float | None = None  # on cosine similarity
     all_chunks: bool = False
     include_unrelated: bool = False  # keep results that neither leg finds relevant (pads up to `limit`)
+
+
+@dataclass(frozen=True)
+class Answer:
+    ranked: list[Ranked]
+    legs: list[LegName]  # the legs that answered
+    unavailable: dict[LegName, str]  # the legs asked that could not answer, and why
 
 
 class SearchPipeline:
@@ -68,13 +84,18 @@ class SearchPipeline:
         return list(self._retrievers.values())
 
     async def run(self, query: RetrievalQuery, options: SearchOptions) -> list[Ranked]:
+        return (await self.answer(query, options)).ranked
+
+    async def answer(self, query: RetrievalQuery, options: SearchOptions) -> Answer:
+        """The ranked results, and which legs answered: one that cannot (LegUnavailable) is left out, said why."""
         wanted: list[LegName] = ["vector", "keyword"] if options.mode == "hybrid" else [options.mode]
         names = [name for name in wanted if name in self._retrievers]
-        legs = [self._retrievers[name] for name in names]
         # Grouping by memory discards chunks, so the legs look deeper than the limit.
         depth = max(self._leg_depth, options.limit if options.all_chunks else 2 * options.limit)
-        results = await asyncio.gather(*(leg.retrieve(query, depth) for leg in legs))
-        ranked = self._fuse(dict(zip(names, results, strict=True)))
+        results = await asyncio.gather(*(_retrieve(self._retrievers[name], query, depth) for name in names))
+        answered = {name: found for name, found in zip(names, results, strict=True) if isinstance(found, list)}
+        unavailable = {name: str(found) for name, found in zip(names, results, strict=True) if name not in answered}
+        ranked = self._fuse(answered)
         if self.expansion is not None and options.mode == "hybrid":
             ranked = await self.expansion.expand(query, ranked, depth, rrf_k=self._rrf_k, floor=self._relevance_floor)
         if options.mode == "hybrid" and (self._days_weight > 0.0 or self._when_weight > 0.0):
@@ -88,10 +109,17 @@ class SearchPipeline:
             ranked = best_per_memory(ranked)
         if options.min_score is not None:
             ranked = [r for r in ranked if r.candidate.similarity >= options.min_score]
-        return ranked[: options.limit]
+        return Answer(ranked[: options.limit], list(answered), unavailable)
 
     def _fuse(self, legs: dict[LegName, list[Candidate]]) -> list[Ranked]:
         if self._fusion == "scores" and len(legs) > 1:
             weight = self._weights["vector"]
             return score_fusion(legs, vector_share=self._vector_share, k=self._rrf_k, vector_weight=weight)
         return reciprocal_rank_fusion(legs, k=self._rrf_k, weights=self._weights)
+
+
+async def _retrieve(leg: Retriever, query: RetrievalQuery, depth: int) -> list[Candidate] | LegUnavailable:
+    try:
+        return await leg.retrieve(query, depth)
+    except LegUnavailable as exc:
+        return exc

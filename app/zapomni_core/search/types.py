@@ -49,11 +49,16 @@ class Ranked:
     legs: list[LegName] = field(default_factory=list)  # which legs found it
 
 
+class LegUnavailable(Exception):
+    """A leg that cannot answer now (its index is being made, or cannot be written); the search goes on with the
+    other legs and its reply says why this one did not answer."""
+
+
 class Retriever(Protocol):
     name: LegName
 
     async def retrieve(self, query: RetrievalQuery, k: int) -> list[Candidate]:
-        """Up to `k` candidates that pass the query's filters, best first."""
+        """Up to `k` candidates that pass the query's filters, best first; LegUnavailable when it cannot answer."""
 
 
 def similarity_from_distance(distance: float) -> float:

@@ -30,9 +30,10 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
         return await self.core.memories.search(arguments)
 
     def render(self, result: SearchResult) -> str:
+        note = [f"Note: {result.note}."] if result.note else []
         if not result.results:
-            return f"No memories matched in workspace {result.workspace!r}."
-        lines = [f"{result.count} result(s) in workspace {result.workspace!r}:"]
+            return "\n".join([f"No memories matched in workspace {result.workspace!r}.", *note])
+        lines = [*note, f"{result.count} result(s) in workspace {result.workspace!r}:"]
         for rank, hit in enumerate(result.results, start=1):
             labels = ", ".join(filter(None, [hit.location(), *hit.tags]))
             suffix = f" [{labels}]" if labels else ""

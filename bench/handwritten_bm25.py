@@ -1,49 +1,27 @@
-"""An incremental BM25 index over chunks, kept in memory and fed from the database.
+"""The hand-written BM25 index the keyword leg ran on until decision 0044 (numpy, in memory), kept for the benches.
 
-Why not FalkorDB's full-text index or bm25s: docs/decisions/0005-keyword-index.md. In short,
-FalkorDB's full-text scores rank poorly (nDCG@10 0.08 on SciFact against 0.69 for BM25), and
-bm25s must rebuild its whole index to add one document (8 s at 100K documents).
-
-A database-wide sequence number marks the order memories became visible. Before answering, the
-index reads the chunks with a higher sequence number than it has seen and counts their terms, so every
-process sharing the database sees every other's writes; a server starts from the index saved beside the
-embedded database (`keyword_file`). Scoring touches only the postings of the query's terms.
+`bench.keyword_engines` measures tantivy beside it, and `bench.scifact_replay` replays the keyword leg with other
+`K1`/`B` on it (tantivy's Python bindings fix them). Decisions 0005, 0028, 0032 and 0037 describe how it was built;
+the app now keeps its keyword index in tantivy (`zapomni_core.search.keyword_index`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import bisect
-import contextlib
 import math
-import time
-from contextlib import AbstractAsyncContextManager
+import os
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
-import structlog
 
-from zapomni_core.content.conversation import THREAD_WINDOW, indexed_text
-from zapomni_core.search.analyzer import Analyzer, TermCounts
-from zapomni_core.search.chunk_ids import ChunkIds
-from zapomni_db import IndexedChunk, SearchReads
-
-log = structlog.get_logger(__name__)
+from bench.handwritten_bm25_ids import ChunkIds
+from zapomni_core.content.conversation import THREAD_WINDOW
 
 # bm25s "lucene" defaults (the reference the keyword leg is checked against).
 K1 = 1.5
 B = 0.75
-# Sequence numbers read per round trip while catching up (one per memory, so pages stay whole).
-_SYNC_WINDOW = 2000
-# A running server saves its keyword index at most this often (seconds): a save at a million chunks holds searches
-# for a second or more while the index is frozen, and deletes for as long as the file is written (decision 0037).
-SAVE_INTERVAL_S = 300.0
-# Chunks whose terms a catch-up counts in the event loop; more go to a worker thread (25K short chunks/s).
-_COUNT_INLINE = 200
-
 
 # Postings added since the last freeze that trigger the next one (at least; or half the frozen ones): few
 # freezes while a large store is read, each a stable sort of what is there.
@@ -385,170 +363,42 @@ def _offsets(terms: np.ndarray, vocabulary: int) -> np.ndarray:
     return offsets
 
 
-@dataclass(frozen=True)
-class SavedIndex:
-    state: Bm25State
-    seq: int  # every change up to this sequence number is in `state`
-
-
-class SavedFile(Protocol):
-    """Where an index is saved between runs (zapomni_core.search.keyword_file: one graph's file)."""
-
-    @property
-    def path(self) -> Path: ...
-
-    @property
-    def save_after(self) -> int: ...
-
-    async def load(self, *, window: int, latest: int, pruned_upto: int) -> SavedIndex | None: ...
-
-    def saving(self) -> AbstractAsyncContextManager[None]: ...
-
-    async def write(self, state: Bm25State, seq: int) -> bool: ...
-
-    async def discard(self) -> None: ...
-
-
-class SyncedBm25Index:
-    """A `Bm25Index` that catches up with the database before every search.
-
-    It reads what changed since the last sequence number it saw: chunks of memories made visible,
-    chunks added by updates, chunk ids removed by updates and deletes (the change log). When the
-    store's counter went backwards (the workspace was deleted and made again) or the change log
-    was pruned past what it saw, it starts over from every stored chunk. It counts the terms of what it
-    reads itself (the store keeps texts, not term counts: decision 0031).
-
-    With a `saved` file (the embedded database), the first catch-up starts from the index saved there
-    when the store proves it is its past (`keyword_file`); `save` writes it back, and a catch-up that leaves
-    the file `save_after` chunks behind (or a large index without one) saves it in the background, at most
-    once per `SAVE_INTERVAL_S` (decision 0037).
-    """
-
-    def __init__(self, search: SearchReads, saved: SavedFile | None = None) -> None:
-        self._reads = search
-        self._saved = saved
-        self._index = Bm25Index()
-        self._analyzer = Analyzer()  # its own: counting may run in a worker thread, and a stemmer is not thread-safe
-        self._seen_seq = 0
-        self._lock = asyncio.Lock()
-        self._tried_file = saved is None
-        self._file_seq: int | None = None  # what the file holds as far as this process knows (read or written)
-        self._unsaved = 0  # chunks added or removed since the file
-        self._saved_at: float | None = None  # when this process last saved (monotonic)
-        self._saving: asyncio.Task[None] | None = None
-
-    def __len__(self) -> int:
-        return len(self._index)
-
-    async def sync(self) -> int:
-        """Apply every change stored since the last sync (by any process); return how many chunks changed."""
-        async with self._lock:
-            return await self._sync()
-
-    async def _sync(self, *, saving: bool = False) -> int:
-        started, changed, removed = time.perf_counter(), 0, 0
-        latest, pruned_upto = await self._reads.sequence()
-        if not self._tried_file:
-            self._tried_file = True
-            await self._load(latest, pruned_upto)
-        if latest < self._seen_seq or (0 < self._seen_seq < pruned_upto):
-            log.info("keyword_index.rebuild", seen=self._seen_seq, latest=latest, pruned_upto=pruned_upto)
-            self._index, self._seen_seq = Bm25Index(self._index.window), 0
-        while self._seen_seq < latest:
-            upto = min(latest, self._seen_seq + _SYNC_WINDOW)
-            changes = await self._reads.changes_between(self._seen_seq, upto)
-            many = len(changes.added) > _COUNT_INLINE
-            counted = await asyncio.to_thread(self._count, changes.added) if many else self._count(changes.added)
-            for row, counts in zip(changes.added, counted, strict=True):
-                self._index.add(row.chunk_id, counts.terms, counts.counts, counts.length, row.thread, row.order)
-            for chunk_id in changes.removed:
-                self._index.remove(chunk_id)
-            changed += len(changes.added) + len(changes.removed)
-            removed += len(changes.removed)
-            self._seen_seq = upto
-        self._unsaved += changed
-        if removed and not saving and self._saved is not None:
-            self._file_seq = None
-            await self._saved.discard()  # it may hold what was removed (read at start, before the removal)
-        if changed > 1000:
-            log.info("keyword_index.synced", chunks=changed, total=len(self._index),
-                     duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
-        if not saving and self._save_due():
-            self._saving = asyncio.create_task(self._save_in_background(), name="zapomni-keyword-index-save")
-        return changed
-
-    def _count(self, chunks: list[IndexedChunk]) -> list[TermCounts]:
-        return [self._analyzer.count(indexed_text(chunk.context, chunk.text)) for chunk in chunks]
-
-    async def _load(self, latest: int, pruned_upto: int) -> None:
-        assert self._saved is not None
-        started = time.perf_counter()
-        found = await self._saved.load(window=self._index.window, latest=latest, pruned_upto=pruned_upto)
-        if found is None:
-            return
-        try:
-            index = await asyncio.to_thread(Bm25Index.from_state, found.state)
-        except ValueError as exc:
-            log.warning("keyword_index.file_unreadable", path=str(self._saved.path), error=str(exc))
-            return
-        self._index, self._seen_seq, self._file_seq = index, found.seq, found.seq
-        log.info("keyword_index.loaded", chunks=len(index), seq=found.seq, latest=latest,
-                 duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
-
-    def _save_due(self) -> bool:
-        if self._saved is None or self._saving is not None:
-            return False
-        if self._saved_at is not None and time.monotonic() - self._saved_at < SAVE_INTERVAL_S:
-            return False
-        behind = len(self._index) if self._file_seq is None else self._unsaved
-        return behind >= self._saved.save_after
-
-    async def _save_in_background(self) -> None:
-        try:
-            await self.save()
-        except Exception as exc:  # the file stays as it was (or absent): the next start catches up or rebuilds
-            log.warning("keyword_index.save_failed", error=str(exc))
-        finally:
-            self._saved_at = time.monotonic()  # a failed save is not tried again at once either
-            self._saving = None
-
-    async def save(self) -> bool:
-        """Catch up and write the index to its file (embedded database only) unless the file already holds
-        it; False when nothing was written."""
-        if self._saved is None:
-            return False
-        started = time.perf_counter()
-        async with contextlib.AsyncExitStack() as held:
-            async with self._lock:  # the index lock first, then the directory's, as a catch-up that removes
-                await held.enter_async_context(self._saved.saving())
-                await self._sync(saving=True)  # the file is rewritten under the lock removals wait for
-                seq, unsaved = self._seen_seq, self._unsaved
-                if self._file_seq == seq and self._saved.path.is_file():
-                    return False  # a reader (a CLI command, a server that wrote nothing) leaves it as it found it
-                # Searches wait for this (0.85 s at a million chunks, 3 s after removals), the event loop does not.
-                state = await asyncio.to_thread(self._index.state)
-            # Searches go on while the file is written: the index replaces its arrays, it never changes them.
-            if not await self._saved.write(state, seq):
-                return False
-            self._file_seq, self._unsaved, self._saved_at = seq, self._unsaved - unsaved, time.monotonic()
-        log.info("keyword_index.saved", chunks=len(state.chunk_ids), seq=seq,
-                 duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
-        return True
-
-    async def close(self) -> bool:
-        """Let a background save finish, then save what is left; False when nothing was written."""
-        if self._saving is not None:
-            await asyncio.gather(self._saving, return_exceptions=True)
-        return await self.save()
-
-    async def search(self, terms: list[str], k: int) -> list[tuple[str, float]]:
-        async with self._lock:  # a save may be freezing the index in a worker thread
-            await self._sync()
-            return self._index.search(terms, k)
-
-
 def _windowed(values: np.ndarray, before: np.ndarray) -> np.ndarray:
     """Each position's value plus those of the positions `before` it (-1: none)."""
     padded = np.append(values, np.zeros(1, dtype=values.dtype))  # index -1 reads the trailing 0
     windowed: np.ndarray = values + padded[before].sum(axis=0)  # numpy's stubs type array arithmetic as Any
     return windowed
+
+
+def save_state(path: Path, state: Bm25State) -> None:
+    """The index as one file, written to a temporary name and renamed (as the app saved it; no threads)."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    with temporary.open("wb") as out:
+        np.savez(
+            out,
+            chunk_ids=state.chunk_ids,
+            id_order=state.id_order,
+            lengths=state.lengths,
+            terms=np.array(state.terms, dtype=str),
+            offsets=state.offsets,
+            positions=state.positions,
+            counts=state.counts,
+        )
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temporary, path)
+
+
+def load_state(path: Path, window: int = 0) -> Bm25State:
+    with np.load(path, allow_pickle=False) as data:
+        return Bm25State(
+            window=window,
+            chunk_ids=data["chunk_ids"],
+            id_order=data["id_order"].astype(np.intp, copy=False),
+            lengths=data["lengths"],
+            terms=[str(term) for term in data["terms"]],
+            offsets=data["offsets"],
+            positions=data["positions"],
+            counts=data["counts"],
+            threads=[],
+        )

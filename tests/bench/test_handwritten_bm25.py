@@ -1,4 +1,5 @@
-"""The keyword index scores exactly like bm25s (Lucene BM25), and the analyzer keeps identifiers whole."""
+"""The hand-written keyword index the benches compare with (`bench.handwritten_bm25`) scores exactly like bm25s
+(Lucene BM25), and the analyzer keeps identifiers whole."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import bm25s
 import numpy as np
 import pytest
 
+from bench.handwritten_bm25 import K1, MAX_COUNT, B, Bm25Index
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_core.search.bm25 import K1, MAX_COUNT, B, Bm25Index
 
 DOCS = [
     "Connections drop with ERR_CONN_RESET when the proxy restarts.",
@@ -187,7 +188,7 @@ def test_compaction_keeps_each_turns_thread() -> None:
 def mixed_index(freeze_at: int | None = None, monkeypatch: pytest.MonkeyPatch | None = None) -> Bm25Index:
     """Plain chunks and a thread's turns, some removed: every kind of state the index keeps."""
     if freeze_at is not None and monkeypatch is not None:
-        monkeypatch.setattr("zapomni_core.search.bm25._FREEZE_AT", freeze_at)
+        monkeypatch.setattr("bench.handwritten_bm25._FREEZE_AT", freeze_at)
     index = thread_index()
     for i in range(400):
         counts = ANALYZER.count(f"{DOCS[i % len(DOCS)]} item{i}")
@@ -243,7 +244,7 @@ def test_the_best_k_of_many_matches_are_those_of_the_full_ranking_ties_included(
 def test_ids_removed_and_added_again_are_found_at_their_new_place_across_freezes_and_compaction(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("zapomni_core.search.bm25._FREEZE_AT", 40)  # ids are merged into arrays many times
+    monkeypatch.setattr("bench.handwritten_bm25._FREEZE_AT", 40)  # ids are merged into arrays many times
     index, counts = Bm25Index(), ANALYZER.count("kiln glaze")
     for i in range(300):
         index.add(f"c{i}", counts.terms, counts.counts, counts.length)

@@ -1,0 +1,425 @@
+"""The keyword leg's index: BM25 over chunk terms in tantivy, derived from the database (decision 0044).
+
+FalkorDB is the store of record; this index follows it. A database-wide sequence number orders every change
+(chunks made visible, chunks removed); before answering, the index applies what changed since the last number
+it recorded, so every process sharing the database sees every other's writes. With the embedded database the
+index lives in a directory per graph beside the data (`KeywordIndexDirs`), shared by the processes that use it:
+a catch-up takes the directory's lock, applies the changes, commits once, then records the number it reached in
+`zapomni.json`. A crash between the commit and that record re-applies a few changes next time, which is harmless:
+a chunk is added by deleting its id first. With a database server the index is held in memory and built at start.
+
+The directory is used only when it is provably this store's past, as the saved file was before it (decision
+0028): its format, graph and thread window are this server's, the stamp the store holds is the one written when
+the directory was made (a restored or re-created store carries another), and its number is neither past the
+store's nor before the point the change log was pruned to. Otherwise, or when tantivy cannot open it, it is made
+again from every stored chunk.
+
+Analysis is Zapomni's own (`Analyzer`: stopwords, Snowball stems), run once per text; tantivy indexes the terms
+with its whitespace tokenizer, so queries and documents agree on what a word is. A turn of a conversation thread
+is indexed with the terms of the `THREAD_WINDOW` turns before it, so a reply is found by the words of the
+question it answers; a turn added or removed re-indexes the turns after it whose window changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import structlog
+import tantivy
+
+from zapomni_core.content.conversation import THREAD_WINDOW, indexed_text
+from zapomni_core.search.analyzer import Analyzer
+from zapomni_core.search.types import LegUnavailable
+from zapomni_db import IndexChanges, IndexedChunk, Maintenance, SearchReads
+
+log = structlog.get_logger(__name__)
+
+FORMAT = 1
+_RECORD = "zapomni.json"
+# Sequence numbers read per round trip while catching up (one per memory, so pages stay whole).
+_SYNC_WINDOW = 2000
+# A long catch-up (a rebuild) commits and records how far it got this often, so a killed one resumes there.
+_COMMIT_EVERY = 50_000
+# Chunks whose terms a catch-up counts in the event loop; more go to a worker thread.
+_COUNT_INLINE = 200
+# The writer's indexing memory (tantivy's floor is 15 MB a thread): flushed to a segment when full.
+_WRITER_HEAP = 48_000_000
+# An opening that finds the index further behind than this many changes (or to be made again) catches up in the
+# background: searches answer meanwhile from the vector leg and say so (a million chunks take minutes to read).
+INLINE_CATCH_UP = 20_000
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("thread", stored=False, tokenizer_name="raw")
+    # Term frequencies without positions: BM25 needs no phrase queries, and positions were a third of the disk.
+    builder.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="freq")
+    # A turn's own terms, place and window, to index its neighbours again when the thread changes.
+    builder.add_bytes_field("turn", stored=True, indexed=False)
+    return builder.build()
+
+
+_SCHEMA = _schema()
+
+
+class KeywordIndexDirs:
+    """The keyword indexes of one embedded data directory: a directory per graph, and the lock they share."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, graph: str) -> Path:
+        # A graph name is any string; the directory is named by its digest and its record holds the name itself.
+        return self.root / hashlib.sha256(graph.encode()).hexdigest()[:32]
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Private like every file of the data directory, whatever the umask (tests/e2e/test_file_modes.py).
+        lock = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(lock)  # closing the descriptor releases the lock
+
+    async def discard(self, graph: str) -> None:
+        """Remove a deleted graph's index (after the graph: a catch-up under the lock then finds no graph)."""
+
+        def discard() -> None:
+            with self.locked():
+                shutil.rmtree(self.path(graph), ignore_errors=True)
+
+        await asyncio.to_thread(discard)
+
+
+@dataclass
+class _Turn:
+    order: tuple[float, float, int]
+    own: str  # its terms, space-joined
+    window: tuple[str, ...] | None  # the ids of the turns before it it was indexed with; None: not indexed yet
+
+
+@dataclass
+class _Threads:
+    """The threads a catch-up touched, read from the index once and changed in memory until its commit."""
+
+    members: dict[str, dict[str, _Turn]] = field(default_factory=dict)
+    thread_of: dict[str, str] = field(default_factory=dict)
+
+
+class KeywordIndex:
+    """The keyword index of one graph, caught up with the database before every search."""
+
+    def __init__(
+        self, reads: SearchReads, maintenance: Maintenance, graph: str, dirs: KeywordIndexDirs | None = None
+    ) -> None:
+        self._reads = reads
+        self._maintenance = maintenance
+        self._graph = graph
+        self._dirs = dirs
+        self._directory = dirs.path(graph) if dirs else None
+        self._analyzer = Analyzer()  # its own: counting may run in a worker thread, and a stemmer is not thread-safe
+        self._index: tantivy.Index | None = None
+        self._searcher: tantivy.Searcher | None = None
+        self._seq = 0  # every change up to this number is in the index
+        self._lock = asyncio.Lock()
+        self._building: asyncio.Task[None] | None = None  # a long catch-up searches do not wait for
+        self._progress = (0, 0)  # changes read, of how many, by the catch-up going on
+
+    def __len__(self) -> int:
+        return self._searcher.num_docs if self._searcher is not None else 0
+
+    async def sync(self) -> int:
+        """Apply every change stored since the last sync (by any process); return how many chunks changed."""
+        async with self._lock:
+            return await self._sync()
+
+    @property
+    def building(self) -> bool:
+        return self._building is not None and not self._building.done()
+
+    async def open(self) -> None:
+        """Open the index and catch it up; when that means reading more than INLINE_CATCH_UP changes (or making
+        it again), start doing so in the background and return at once."""
+        latest, pruned_upto = await self._reads.sequence()
+        behind = latest
+        if self._directory is not None:
+            record = await asyncio.to_thread(_read_record, self._directory)
+            stamp = await self._maintenance.keyword_index_stamp()
+            if not _unusable(record, graph=self._graph, stamp=stamp, latest=latest, pruned=pruned_upto):
+                behind = latest - int(record["seq"])
+        if behind <= INLINE_CATCH_UP:
+            try:
+                await self.sync()
+            except (OSError, ValueError) as exc:  # a full disk: served without the leg until a search catches up
+                log.warning("keyword_index.catch_up_failed", error=str(exc))
+            return
+        log.info("keyword_index.building", behind=behind, latest=latest)
+        self._building = asyncio.create_task(self._build(), name=f"zapomni-keyword-index-{self._graph}")
+
+    async def _build(self) -> None:
+        started = time.perf_counter()
+        try:
+            await self.sync()
+        except Exception as exc:  # the next search tries again, in its own catch-up
+            log.warning("keyword_index.build_failed", error=str(exc))
+            return
+        log.info("keyword_index.built", chunks=len(self), duration_ms=round((time.perf_counter() - started) * 1000, 1))
+
+    async def search(self, terms: list[str], k: int) -> list[tuple[str, float]]:
+        """The `k` best chunks for `terms` by BM25, best first, with their scores; chunks matching none left out.
+
+        LegUnavailable while the index is being made in the background, or when it cannot be written."""
+        if self.building:
+            done, total = self._progress
+            raise LegUnavailable(f"its index is being made from the store ({done:,} of {total:,} changes read)")
+        async with self._lock:
+            try:
+                await self._sync()
+            except (OSError, ValueError) as exc:  # a full disk, a damaged file: tantivy's errors are ValueErrors
+                log.warning("keyword_index.catch_up_failed", error=str(exc))
+                raise LegUnavailable(f"its index could not be brought up to date ({exc})") from exc
+        unique = list(dict.fromkeys(terms))
+        if not unique or k <= 0 or self._searcher is None:
+            return []
+        searcher = self._searcher
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(_SCHEMA, "body", term)) for term in unique]
+        )
+        hits = searcher.search(query, limit=k).hits
+        return [(str(searcher.doc(address)["chunk_id"][0]), float(score)) for score, address in hits]
+
+    async def close(self) -> None:
+        """Stop a background catch-up (what it committed stays) and let the index's files go: nothing is left to
+        save, every catch-up commits."""
+        if self._building is not None:
+            self._building.cancel()
+            await asyncio.gather(self._building, return_exceptions=True)
+        async with self._lock:
+            self._index = self._searcher = None
+
+    async def _sync(self) -> int:
+        latest, pruned_upto = await self._reads.sequence()
+        if self._index is not None and latest == self._seq:
+            return 0
+        if self._dirs is None:
+            return await self._catch_up(latest, pruned_upto)
+        lock = self._dirs.locked()
+        await asyncio.to_thread(lock.__enter__)
+        try:
+            return await self._catch_up(latest, pruned_upto)
+        finally:
+            lock.__exit__(None, None, None)
+
+    async def _catch_up(self, latest: int, pruned_upto: int) -> int:
+        """Open (or make) the index, then apply the changes up to `latest`: under the directory's lock, if any."""
+        started = time.perf_counter()
+        if self._directory is not None and not await self._maintenance.graph_exists():
+            return 0  # its workspace was deleted: nothing to index, nothing to write beside the data
+        record = await self._open(latest, pruned_upto)
+        seq = int(record.get("seq", 0))
+        assert self._index is not None
+        if seq >= latest:
+            self._seq = seq
+            return 0
+        # A writer per catch-up: the processes sharing the directory take turns (tantivy allows one writer).
+        writer = self._index.writer(heap_size=_WRITER_HEAP, num_threads=1)
+        changed = uncommitted = 0
+        threads = _Threads()
+        try:
+            while seq < latest:
+                self._progress = (seq, latest)
+                upto = min(latest, seq + _SYNC_WINDOW)
+                changes = await self._reads.changes_between(seq, upto)
+                uncommitted += await self._apply(writer, changes, threads)
+                seq = upto
+                if uncommitted >= _COMMIT_EVERY or seq == latest:
+                    self._reindex_turns(writer, threads)
+                    writer.commit()  # not in a thread: a cancelled await must not leave it committing meanwhile
+                    self._record({**record, "seq": seq})
+                    self._private()
+                    self._index.reload()
+                    self._searcher, self._seq = self._index.searcher(), seq
+                    changed, uncommitted, threads = changed + uncommitted, 0, _Threads()
+        except BaseException:
+            del writer  # now, not with the traceback: uncommitted changes go with it (the log still has them)
+            raise
+        # The merges this commit started finish before the writer goes (dropped, it abandons them, and every
+        # catch-up would leave a segment more); a merge also drops removed chunks' terms from the files.
+        await asyncio.to_thread(writer.wait_merging_threads)
+        self._index.reload()
+        self._searcher = self._index.searcher()
+        if changed > 1000:
+            log.info("keyword_index.synced", chunks=changed, total=len(self),
+                     duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
+        return changed
+
+    async def _open(self, latest: int, pruned_upto: int) -> dict[str, Any]:
+        """The record of an index this store can use, opened (and reloaded if another process wrote since);
+        otherwise a new empty index with a new stamp, and its record."""
+        if self._directory is None:
+            if self._index is None or latest < self._seq or 0 < self._seq < pruned_upto:
+                self._index, self._seq = tantivy.Index(_SCHEMA), 0
+                self._searcher = self._index.searcher()
+            return {"seq": self._seq}
+        record = _read_record(self._directory)
+        stamp = await self._maintenance.keyword_index_stamp()
+        reason = _unusable(record, graph=self._graph, stamp=stamp, latest=latest, pruned=pruned_upto)
+        if not reason and (self._index is None or record.get("seq") != self._seq):
+            try:
+                started = time.perf_counter()
+                self._index = self._index or tantivy.Index(_SCHEMA, path=str(self._directory), reuse=True)
+                self._index.reload()
+                self._searcher = self._index.searcher()
+                if self._seq == 0:
+                    log.info("keyword_index.opened", chunks=len(self), seq=record["seq"], latest=latest,
+                             duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
+            except ValueError as exc:  # missing or damaged files: made again from the store
+                reason = f"tantivy cannot open it: {exc}"
+        if not reason:
+            return record
+        log.info("keyword_index.rebuild", path=str(self._directory), reason=reason)
+        self._index = self._searcher = None
+        await asyncio.to_thread(shutil.rmtree, self._directory, True)
+        self._directory.mkdir(mode=0o700, parents=True)
+        self._index = tantivy.Index(_SCHEMA, path=str(self._directory))
+        self._private()
+        self._searcher, self._seq = self._index.searcher(), 0
+        record = {"format": FORMAT, "graph": self._graph, "window": THREAD_WINDOW, "stamp": uuid.uuid4().hex, "seq": 0}
+        self._record(record)
+        await self._maintenance.stamp_keyword_index(record["stamp"])
+        return record
+
+    def _record(self, record: dict[str, Any]) -> None:
+        if self._directory is not None:
+            _write_record(self._directory, record)
+
+    def _private(self) -> None:
+        """tantivy creates files with the modes the umask leaves (0644 under the usual one): made this user's
+        only, like every file of the data directory (tests/e2e/test_file_modes.py)."""
+        if self._directory is None:
+            return
+        for path in self._directory.iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                if path.stat().st_mode & 0o077:
+                    path.chmod(0o600)
+
+    async def _apply(self, writer: tantivy.IndexWriter, changes: IndexChanges, threads: _Threads) -> int:
+        """Add, then remove, what one window of the change log says (chunk ids are never reused)."""
+        chunks = changes.added
+        counted = await asyncio.to_thread(self._terms, chunks) if len(chunks) > _COUNT_INLINE else self._terms(chunks)
+        for chunk, terms in zip(chunks, counted, strict=True):
+            if chunk.thread is None or THREAD_WINDOW == 0:
+                writer.delete_documents_by_term("chunk_id", chunk.chunk_id)
+                writer.add_document(tantivy.Document(chunk_id=chunk.chunk_id, body=terms))
+            else:
+                self._thread(threads, chunk.thread)[chunk.chunk_id] = _Turn(chunk.order, terms, None)
+                threads.thread_of[chunk.chunk_id] = chunk.thread
+        for chunk_id in changes.removed:
+            writer.delete_documents_by_term("chunk_id", chunk_id)
+            thread = threads.thread_of.get(chunk_id) or self._stored_thread(chunk_id)
+            if thread is not None:
+                self._thread(threads, thread).pop(chunk_id, None)
+        return len(chunks) + len(changes.removed)
+
+    def _terms(self, chunks: list[IndexedChunk]) -> list[str]:
+        return [" ".join(self._analyzer.terms(indexed_text(chunk.context, chunk.text))) for chunk in chunks]
+
+    def _thread(self, threads: _Threads, thread: str) -> dict[str, _Turn]:
+        """A thread's turns: as the index holds them, then as this catch-up changed them."""
+        members = threads.members.get(thread)
+        if members is None:
+            members = threads.members[thread] = {}
+            for chunk_id, turn in self._stored_turns(tantivy.Query.term_query(_SCHEMA, "thread", thread)):
+                members[chunk_id] = turn
+                threads.thread_of[chunk_id] = thread
+        return members
+
+    def _stored_thread(self, chunk_id: str) -> str | None:
+        for _, thread in self._stored_turns(tantivy.Query.term_query(_SCHEMA, "chunk_id", chunk_id), with_thread=True):
+            return str(thread)
+        return None
+
+    def _stored_turns(self, query: tantivy.Query, *, with_thread: bool = False) -> Iterator[tuple[str, Any]]:
+        searcher = self._searcher
+        if searcher is None:
+            return
+        # How many match, then all of them (a limit of the index's size would allocate for that many).
+        count = int(cast(Any, searcher.search(query, limit=1, count=True)).count or 0)
+        for _, address in searcher.search(query, limit=count).hits if count else []:
+            doc = searcher.doc(address)
+            if not doc["turn"]:
+                continue
+            stored = json.loads(bytes(doc["turn"][0]))
+            if with_thread:
+                yield str(doc["chunk_id"][0]), stored["thread"]
+            else:
+                yield str(doc["chunk_id"][0]), _Turn(tuple(stored["order"]), stored["own"], tuple(stored["window"]))
+
+    def _reindex_turns(self, writer: tantivy.IndexWriter, threads: _Threads) -> None:
+        """Index every turn of the touched threads whose window of turns before it changed (or that is new)."""
+        for thread, members in threads.members.items():
+            ordered = sorted(members.items(), key=lambda item: (item[1].order, item[0]))
+            for i, (chunk_id, turn) in enumerate(ordered):
+                before = ordered[max(0, i - THREAD_WINDOW) : i]
+                window = tuple(other_id for other_id, _ in before)
+                if turn.window == window:
+                    continue
+                stored = {"thread": thread, "order": list(turn.order), "own": turn.own, "window": list(window)}
+                body = " ".join([turn.own, *(other.own for _, other in before)])
+                writer.delete_documents_by_term("chunk_id", chunk_id)
+                writer.add_document(
+                    tantivy.Document(chunk_id=chunk_id, thread=thread, body=body, turn=json.dumps(stored).encode())
+                )
+                turn.window = window
+
+
+def _unusable(record: dict[str, Any], *, graph: str, stamp: str | None, latest: int, pruned: int) -> str:
+    if not record:
+        return "no index yet"
+    if record.get("format") != FORMAT:
+        return f"format {record.get('format')!r}, this server reads {FORMAT}"
+    if record.get("graph") != graph:
+        return "made for another graph"
+    if stamp is None or record.get("stamp") != stamp:
+        return "the store's stamp differs (restored, re-created, or indexed elsewhere since)"
+    if record.get("window") != THREAD_WINDOW:
+        return "another thread window"
+    seq = int(record.get("seq", 0))
+    if seq > latest:
+        return f"indexed up to change {seq}, past the store's {latest}"
+    if seq < pruned:
+        return f"indexed up to change {seq}; the change log was pruned to {pruned}"
+    return ""
+
+
+def _read_record(directory: Path) -> dict[str, Any]:
+    try:
+        record = json.loads((directory / _RECORD).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _write_record(directory: Path, record: dict[str, Any]) -> None:
+    """Replace the record atomically and durably (it says how far the committed index goes)."""
+    temporary = directory / f".{_RECORD}.{os.getpid()}.tmp"
+    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+        json.dump(record, out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temporary, directory / _RECORD)
