@@ -31,10 +31,10 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import structlog
 import tantivy
@@ -45,6 +45,7 @@ from zapomni_core.search.types import LegUnavailable
 from zapomni_db import IndexChanges, IndexedChunk, Maintenance, SearchReads
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T")
 
 FORMAT = 1
 _RECORD = "zapomni.json"
@@ -59,6 +60,7 @@ _WRITER_HEAP = 48_000_000
 # An opening that finds the index further behind than this many changes (or to be made again) catches up in the
 # background: searches answer meanwhile from the vector leg and say so (a million chunks take minutes to read).
 INLINE_CATCH_UP = 20_000
+_LOCK_POLL_S = 0.005
 
 
 def _schema() -> tantivy.Schema:
@@ -85,25 +87,28 @@ class KeywordIndexDirs:
         # A graph name is any string; the directory is named by its digest and its record holds the name itself.
         return self.root / hashlib.sha256(graph.encode()).hexdigest()[:32]
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    @contextlib.asynccontextmanager
+    async def locked(self) -> AsyncIterator[None]:
+        """The lock every process takes to change an index here. Polled, not waited for in a thread: a task
+        cancelled while waiting must not leave a thread to take the lock later and hold it for ever."""
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         # Private like every file of the data directory, whatever the umask (tests/e2e/test_file_modes.py).
         lock = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            while True:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    await asyncio.sleep(_LOCK_POLL_S)
             yield
         finally:
             os.close(lock)  # closing the descriptor releases the lock
 
     async def discard(self, graph: str) -> None:
         """Remove a deleted graph's index (after the graph: a catch-up under the lock then finds no graph)."""
-
-        def discard() -> None:
-            with self.locked():
-                shutil.rmtree(self.path(graph), ignore_errors=True)
-
-        await asyncio.to_thread(discard)
+        async with self.locked():
+            await _to_the_end(lambda: shutil.rmtree(self.path(graph), ignore_errors=True))
 
 
 @dataclass
@@ -218,12 +223,8 @@ class KeywordIndex:
             return 0
         if self._dirs is None:
             return await self._catch_up(latest, pruned_upto)
-        lock = self._dirs.locked()
-        await asyncio.to_thread(lock.__enter__)
-        try:
+        async with self._dirs.locked():
             return await self._catch_up(latest, pruned_upto)
-        finally:
-            lock.__exit__(None, None, None)
 
     async def _catch_up(self, latest: int, pruned_upto: int) -> int:
         """Open (or make) the index, then apply the changes up to `latest`: under the directory's lock, if any."""
@@ -249,7 +250,7 @@ class KeywordIndex:
                 seq = upto
                 if uncommitted >= _COMMIT_EVERY or seq == latest:
                     self._reindex_turns(writer, threads)
-                    writer.commit()  # not in a thread: a cancelled await must not leave it committing meanwhile
+                    await _to_the_end(writer.commit)
                     self._record({**record, "seq": seq})
                     self._private()
                     self._index.reload()
@@ -260,7 +261,7 @@ class KeywordIndex:
             raise
         # The merges this commit started finish before the writer goes (dropped, it abandons them, and every
         # catch-up would leave a segment more); a merge also drops removed chunks' terms from the files.
-        await asyncio.to_thread(writer.wait_merging_threads)
+        await _to_the_end(writer.wait_merging_threads)
         self._index.reload()
         self._searcher = self._index.searcher()
         if changed > 1000:
@@ -386,6 +387,18 @@ class KeywordIndex:
                     tantivy.Document(chunk_id=chunk_id, thread=thread, body=body, turn=json.dumps(stored).encode())
                 )
                 turn.window = window
+
+
+async def _to_the_end(work: Callable[[], T]) -> T:
+    """`work()` in a worker thread, finished even when the awaiting task is cancelled (then cancelled after it):
+    a commit or a merge left running would still hold tantivy's writer lock when the next catch-up wants it."""
+    task = asyncio.ensure_future(asyncio.to_thread(work))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await task
+        raise
 
 
 def _unusable(record: dict[str, Any], *, graph: str, stamp: str | None, latest: int, pruned: int) -> str:
