@@ -194,3 +194,15 @@ async def test_while_the_index_is_made_again_searches_answer_from_the_vector_leg
         found = await core.memories.search(SearchRequest(query="zebrafinch sensor readings", limit=3))
         assert found.legs == ["vector", "keyword"] and found.note is None
         assert found.results[0].memory_id == ids[3] and "keyword" in found.results[0].matched_by
+
+
+async def test_the_file_the_index_was_saved_in_before_tantivy_is_removed(settings: Settings) -> None:
+    async with open_core(settings) as (core, _):
+        ids = await add_all(core, TEXTS[:1])
+    directory, _ = record(settings)
+    shutil.rmtree(directory)  # a store as the previous version left it: its index saved as one file
+    saved = directory.with_suffix(".npz")
+    saved.write_bytes(b"the hand-written index's arrays")
+    async with open_core(settings) as (core, _):
+        assert await keyword_ids(core, "payment proxy error") == ids
+    assert not saved.exists() and record(settings)[1]["seq"] == 1

@@ -296,6 +296,8 @@ class KeywordIndex:
         log.info("keyword_index.rebuild", path=str(self._directory), reason=reason)
         self._index = self._searcher = None
         await asyncio.to_thread(shutil.rmtree, self._directory, True)
+        # The file the hand-written index kept under the same name before decision 0044 (168 MB at 1M chunks).
+        self._directory.with_suffix(".npz").unlink(missing_ok=True)
         self._directory.mkdir(mode=0o700, parents=True)
         self._index = tantivy.Index(_SCHEMA, path=str(self._directory))
         self._private()
