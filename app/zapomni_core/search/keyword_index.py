@@ -163,9 +163,8 @@ class KeywordIndex:
         latest, pruned_upto = await self._reads.sequence()
         behind = latest
         if self._directory is not None:
-            record = await asyncio.to_thread(_read_record, self._directory)
-            stamp = await self._maintenance.keyword_index_stamp()
-            if not _unusable(record, graph=self._graph, stamp=stamp, latest=latest, pruned=pruned_upto):
+            record, reason = await self._judged_record(latest, pruned_upto)
+            if not reason:
                 behind = latest - int(record["seq"])
         if behind <= INLINE_CATCH_UP:
             try:
@@ -277,9 +276,7 @@ class KeywordIndex:
                 self._index, self._seq = tantivy.Index(_SCHEMA), 0
                 self._searcher = self._index.searcher()
             return {"seq": self._seq}
-        record = _read_record(self._directory)
-        stamp = await self._maintenance.keyword_index_stamp()
-        reason = _unusable(record, graph=self._graph, stamp=stamp, latest=latest, pruned=pruned_upto)
+        record, reason = await self._judged_record(latest, pruned_upto)
         if not reason and (self._index is None or record.get("seq") != self._seq):
             try:
                 started = time.perf_counter()
@@ -306,6 +303,13 @@ class KeywordIndex:
         self._record(record)
         await self._maintenance.stamp_keyword_index(record["stamp"])
         return record
+
+    async def _judged_record(self, latest: int, pruned_upto: int) -> tuple[dict[str, Any], str]:
+        """The directory's record, and why it cannot be used ("" when it can)."""
+        assert self._directory is not None
+        record = await asyncio.to_thread(_read_record, self._directory)
+        stamp = await self._maintenance.keyword_index_stamp()
+        return record, _unusable(record, graph=self._graph, stamp=stamp, latest=latest, pruned=pruned_upto)
 
     def _record(self, record: dict[str, Any]) -> None:
         if self._directory is not None:
@@ -347,17 +351,18 @@ class KeywordIndex:
         members = threads.members.get(thread)
         if members is None:
             members = threads.members[thread] = {}
-            for chunk_id, turn in self._stored_turns(tantivy.Query.term_query(_SCHEMA, "thread", thread)):
+            for chunk_id, _, turn in self._stored_turns(tantivy.Query.term_query(_SCHEMA, "thread", thread)):
                 members[chunk_id] = turn
                 threads.thread_of[chunk_id] = thread
         return members
 
     def _stored_thread(self, chunk_id: str) -> str | None:
-        for _, thread in self._stored_turns(tantivy.Query.term_query(_SCHEMA, "chunk_id", chunk_id), with_thread=True):
-            return str(thread)
+        for _, thread, _ in self._stored_turns(tantivy.Query.term_query(_SCHEMA, "chunk_id", chunk_id)):
+            return thread
         return None
 
-    def _stored_turns(self, query: tantivy.Query, *, with_thread: bool = False) -> Iterator[tuple[str, Any]]:
+    def _stored_turns(self, query: tantivy.Query) -> Iterator[tuple[str, str, _Turn]]:
+        """The turns the query matches in the committed index: chunk id, thread, turn (other chunks skipped)."""
         searcher = self._searcher
         if searcher is None:
             return
@@ -368,10 +373,8 @@ class KeywordIndex:
             if not doc["turn"]:
                 continue
             stored = json.loads(bytes(doc["turn"][0]))
-            if with_thread:
-                yield str(doc["chunk_id"][0]), stored["thread"]
-            else:
-                yield str(doc["chunk_id"][0]), _Turn(tuple(stored["order"]), stored["own"], tuple(stored["window"]))
+            turn = _Turn(tuple(stored["order"]), stored["own"], tuple(stored["window"]))
+            yield str(doc["chunk_id"][0]), str(stored["thread"]), turn
 
     def _reindex_turns(self, writer: tantivy.IndexWriter, threads: _Threads) -> None:
         """Index every turn of the touched threads whose window of turns before it changed (or that is new)."""
