@@ -50,24 +50,24 @@ def test_conversations_bench_measures_search_latency_at_scale(tmp_path: Path) ->
     out, raw = tmp_path / "conversations.md", tmp_path / "conversations.json"
     code = main(
         [
-            *("--scale", "300", "--scale-searches", "30", "--conversations", "1", "--variants", "before"),
+            *("--scale", "100", "--scale-searches", "10", "--conversations", "1", "--variants", "before"),
             *("--turns", "20", "--questions", "3", "--no-scifact", "--output", str(out), "--json", str(raw)),
         ]
     )
     assert code == 0
     scale = json.loads(raw.read_text())["scale"]
-    assert scale["memories"] == 300 and scale["searches_per_mode"] == 30
+    assert scale["memories"] == 100 and scale["searches_per_mode"] == 10
     assert set(scale["stores"]) == {"threaded", "unthreaded"}
     for store in scale["stores"].values():
-        assert store["memories"] == store["stats_memories"] == 300
+        assert store["memories"] == store["stats_memories"] == 100
         assert store["cache_hit_rate"] == 0
         for mode in ("hybrid", "vector", "keyword"):
             assert store["search_ms"][mode]["p95"] >= store["search_ms"][mode]["p50"] > 0
-    assert scale["stores"]["threaded"]["threads"] == 2 * 15  # the 2 sessions of the first 20 turns, 15 copies
+    assert scale["stores"]["threaded"]["threads"] == 2 * 5  # the 2 sessions of the first 20 turns, 5 copies
 
     text = out.read_text()
-    assert "## Search latency at 300 memories" in text
-    assert "| `threaded` | 300 |" in text and "| `unthreaded` | 300 |" in text
+    assert "## Search latency at 100 memories" in text
+    assert "| `threaded` | 100 |" in text and "| `unthreaded` | 100 |" in text
     assert text.count("| `keyword` |") == 2
 
 

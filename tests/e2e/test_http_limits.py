@@ -23,15 +23,15 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.test_shutdown import long_text
-from tests.helpers import make_tokens, until, wait_for
+from tests.helpers import SMALL_CHUNKS, make_tokens, until, wait_for
 from tests.processes import HttpServer, bearer, call, http_server, http_session
 from zapomni_core import MAX_TEXT_BYTES
 
 pytestmark = pytest.mark.anyio
 
-TIMEOUT_S = 20
+TIMEOUT_S = 10  # what a request past it costs: this long of a core, embedding
 IDLE_S = 4
-LIMITS = {
+LIMITS = SMALL_CHUNKS | {
     "ZAPOMNI_HTTP_MAX_BODY_MB": "1",
     "ZAPOMNI_HTTP_RATE": "1",
     "ZAPOMNI_HTTP_BURST": "30",
@@ -168,7 +168,7 @@ async def test_a_cancelled_call_stops_and_stores_nothing(server: HttpServer, tok
     before = await memory_count(server, tokens["admin"])
     cancelled_before = server.stderr().count('"request.cancelled"')
     # Text of its own: chunks another test embedded would come from the cache, with no time to cancel.
-    text = long_text(100).replace("Paragraph", "Section")
+    text = long_text(30).replace("Paragraph", "Section")
     async with http_session(server, tokens["admin"]) as session, anyio.create_task_group() as calls:
         calls.start_soon(session.call_tool, "add_memory", {"text": text})
         await until(lambda: in_flight() >= 1, what="the add to begin")  # embedding: nothing written yet

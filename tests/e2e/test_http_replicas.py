@@ -17,7 +17,7 @@ import pytest
 
 from tests.cli_in_process import run_cli
 from tests.e2e.test_large_adds import document
-from tests.helpers import text_of
+from tests.helpers import SMALL_CHUNKS, text_of
 from tests.processes import FalkorDB, HttpServer, call, child_env, create_token, http_server, http_session
 
 pytestmark = pytest.mark.anyio
@@ -56,7 +56,7 @@ def token(database: FalkorDB, name: str, role: str) -> str:
 @pytest.fixture(scope="module")
 def pair(database: FalkorDB, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HttpServer, HttpServer]]:
     base = tmp_path_factory.mktemp("replicas")
-    env = server_mode(database)
+    env = server_mode(database) | SMALL_CHUNKS
     with (
         http_server(base / "a", base / "a.log", **env) as first,
         http_server(base / "b", base / "b.log", **env) as second,
@@ -106,7 +106,7 @@ async def test_a_replica_killed_mid_job_leaves_the_job_to_the_other_which_finish
     async with http_session(first, writer) as a:
         kept = await call(a, "add_memory", {"text": "Acknowledged by the first replica before it died."})
         # Batches of up to 64 chunks: about three are left at the kill, so a slow status call cannot let it finish.
-        added = await call(a, "add_memory", {"text": document("fjord", 250)})
+        added = await call(a, "add_memory", {"text": document("fjord", 60)})
         assert added["job_id"], added
         while (progress := await call(a, "job_status", {"job_id": added["job_id"]}))["progress"]["done"] < 16:
             assert progress["state"] in ("pending", "running"), progress

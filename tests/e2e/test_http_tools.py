@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_large_adds import document
-from tests.helpers import make_tokens, resource_text, text_of
+from tests.helpers import SMALL_CHUNKS, make_tokens, resource_text, text_of
 from tests.processes import HttpServer, call, call_with_progress, http_server, http_session, mcp_session
 from zapomni_mcp.tools import TOOLS
 
@@ -37,7 +37,7 @@ def roots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(store: Path, roots: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     log = tmp_path_factory.mktemp("tools") / "server.log"
-    with http_server(store, log, ZAPOMNI_ALLOWED_ROOTS=str(roots), ZAPOMNI_HTTP_RATE="0") as started:
+    with http_server(store, log, ZAPOMNI_ALLOWED_ROOTS=str(roots), ZAPOMNI_HTTP_RATE="0", **SMALL_CHUNKS) as started:
         yield started
 
 
@@ -120,7 +120,7 @@ async def test_a_2025_11_25_client_is_served_too(server: HttpServer, admin: str)
 async def test_a_large_add_is_a_job_whose_progress_streams_over_sse(server: HttpServer, admin: str) -> None:
     ws = {"workspace": "large"}
     async with http_session(server, admin) as session:
-        added = await call(session, "add_memory", {"text": document("glacier", 120), **ws})
+        added = await call(session, "add_memory", {"text": document("glacier", 40), **ws})
         assert added["status"] == "indexing" and added["job_id"]
 
         updates: list[tuple[float, float | None, str | None]] = []

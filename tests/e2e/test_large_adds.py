@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
-from tests.helpers import chunk_node_count, server_pids, wait_for
+from tests.helpers import SMALL_CHUNKS, chunk_node_count, server_pids, wait_for
 from tests.processes import RawServer, call, call_with_progress, mcp_session, raw_call
 
 pytestmark = pytest.mark.anyio
 
 
 def document(topic: str, kilobytes: int) -> str:
-    """About `kilobytes` KB of prose on `topic` (a large add: above the 32 KB default threshold)."""
+    """About `kilobytes` KB of prose on `topic` (a large add: above the 32 KB default threshold when ≥ 33)."""
     paragraphs: list[str] = []
     i = 0
     while sum(len(p) + 2 for p in paragraphs) < kilobytes * 1024:
@@ -46,9 +46,9 @@ async def ended(session: ClientSession, job_id: str) -> dict[str, Any]:
 
 
 async def test_a_large_add_is_answered_at_once_and_searches_do_not_wait_for_its_indexing(data_dir: Path) -> None:
-    async with mcp_session(data_dir) as session:
+    async with mcp_session(data_dir, errlog=None, **SMALL_CHUNKS) as session:
         small = await call(session, "add_memory", {"text": "The spare key is under the blue flowerpot."})
-        added = await call(session, "add_memory", {"text": document("glacier", 120)})
+        added = await call(session, "add_memory", {"text": document("glacier", 40)})
         assert added["status"] == "indexing" and added["chunks_created"] == 0 and added["job_id"]
 
         # While the job embeds, a search answers from what is indexed; the job is still running after it.
@@ -76,11 +76,11 @@ async def test_a_large_add_is_answered_at_once_and_searches_do_not_wait_for_its_
 
 
 async def test_a_job_killed_with_its_server_is_finished_by_the_next_server(data_dir: Path, tmp_path: Path) -> None:
-    server = RawServer(data_dir, tmp_path / "first.log")
+    server = RawServer(data_dir, tmp_path / "first.log", extra_env=SMALL_CHUNKS)
     try:
         server.initialize()
         before = raw_call(server, 2, "add_memory", {"text": "Acknowledged before the crash."})
-        added = raw_call(server, 3, "add_memory", {"text": document("estuary", 150)})
+        added = raw_call(server, 3, "add_memory", {"text": document("estuary", 40)})
         request_id = 4
         while (progress := raw_call(server, request_id, "job_status", {"job_id": added["job_id"]}))["progress"][
             "done"
@@ -95,7 +95,7 @@ async def test_a_job_killed_with_its_server_is_finished_by_the_next_server(data_
     assert progress["progress"]["done"] < progress["progress"]["total"], "the job finished before the kill"
     assert wait_for(lambda: not server_pids(data_dir)), "the database stops once its last client is gone"
 
-    async with mcp_session(data_dir) as session:
+    async with mcp_session(data_dir, errlog=None, **SMALL_CHUNKS) as session:
         final = await ended(session, added["job_id"])
         assert final["state"] == "completed" and final["attempts"] == 2
         chunks = final["counts"]["chunks"]
@@ -111,8 +111,8 @@ async def test_a_job_killed_with_its_server_is_finished_by_the_next_server(data_
 
 
 async def test_a_job_goes_on_after_the_database_is_killed_under_it(data_dir: Path) -> None:
-    async with mcp_session(data_dir) as session:
-        added = await call(session, "add_memory", {"text": document("delta", 150)})
+    async with mcp_session(data_dir, errlog=None, **SMALL_CHUNKS) as session:
+        added = await call(session, "add_memory", {"text": document("delta", 40)})
         while (progress := await job(session, added["job_id"]))["progress"]["done"] < 32:
             assert progress["state"] in ("pending", "running"), progress
             time.sleep(0.2)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import open_core, server_pids, wait_for
+from tests.helpers import SMALL_CHUNKS, open_core, server_pids, wait_for
 from tests.processes import ZAPOMNI, RawServer, mcp_session, server_env
 from zapomni_core import Settings
 from zapomni_core.memories.requests import MAX_TEXT_BYTES
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 # These tests are about a write being indexed inside its request (texts below the background
 # threshold are); long texts make the timing easy, so the threshold is lifted for them.
 REPO = Path(__file__).resolve().parents[2]
-INDEX_IN_REQUEST = {"ZAPOMNI_BACKGROUND_ADD_BYTES": str(MAX_TEXT_BYTES + 1)}
+INDEX_IN_REQUEST = {"ZAPOMNI_BACKGROUND_ADD_BYTES": str(MAX_TEXT_BYTES + 1), **SMALL_CHUNKS}
 
 
 def add_call(request_id: int, text: str) -> dict[str, Any]:
@@ -64,7 +64,7 @@ async def test_a_signal_lets_the_write_in_flight_finish(data_dir: Path, tmp_path
     server = RawServer(data_dir, tmp_path / "stderr.log", extra_env=INDEX_IN_REQUEST)
     try:
         server.initialize()
-        server.send(add_call(2, long_text(100)))  # two embedding slices
+        server.send(add_call(2, long_text(30)))  # two embedding slices (100 chunks)
         wait_embedding(server, 2)
         server.send_signal(signum)
         assert server.wait() == 0
@@ -114,7 +114,7 @@ async def test_a_write_still_embedding_after_the_grace_period_is_dropped_whole(
     server = RawServer(data_dir, tmp_path / "stderr.log", extra_env=no_grace)
     try:
         server.initialize()
-        server.send(add_call(2, long_text(200)))  # four slices: the grace ends while the second embeds
+        server.send(add_call(2, long_text(60)))  # four slices: the grace ends while the second embeds
         wait_embedding(server, 2)
         server.send_signal(signal.SIGTERM)
         assert server.wait() == 0
@@ -148,7 +148,7 @@ async def test_a_killed_server_loses_no_acknowledged_write(data_dir: Path) -> No
 async def test_a_cancelled_add_stores_nothing_and_its_retry_stores_one(data_dir: Path, tmp_path: Path) -> None:
     """notifications/cancelled stops an add still embedding; the client's retry then stores it once."""
     server = RawServer(data_dir, tmp_path / "stderr.log", extra_env=INDEX_IN_REQUEST)
-    text = long_text(100)  # two embedding slices: seconds of work before the database write
+    text = long_text(30)  # two embedding slices (100 chunks): seconds of work before the database write
     try:
         server.initialize()
         server.send(add_call(2, text))

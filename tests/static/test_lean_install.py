@@ -168,6 +168,7 @@ def test_make_installs_each_set_once_and_again_after_a_pin_changes(tmp_path: Pat
 
     lint = make_dry_run(project, venv, "lint")
     assert re.search(r"-c constraints\.txt -e '\.\[test,bench\]' >&2", lint), lint
+    assert sum("pip install" in line for line in lint.splitlines()) == 1, "a fresh venv gets the test set in one run"
     bench = make_dry_run(project, venv, "bench")
     assert re.search(r"-c constraints\.txt -e '\.\[bench\]' >&2", bench) and "[test" not in bench, bench
 
