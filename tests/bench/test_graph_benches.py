@@ -82,7 +82,7 @@ def test_graph_extraction_bench_measures_the_ollama_stand_in_and_the_cost_per_10
 
 def test_graph_large_memory_bench_resumes_a_stopped_build(tmp_path: Path) -> None:
     done = run_bench(
-        "bench.graph_large_memory", "--kilobytes", "64",
+        "bench.graph_large_memory", "--kilobytes", "40",
         "--output", str(tmp_path / "g.md"), "--json", str(tmp_path / "g.json"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama, slow
-from tests.helpers import graph_client, server_pids, wait_for
+from tests.helpers import SMALL_CHUNKS, graph_client, server_pids, wait_for
 from tests.processes import RawServer, call, mcp_session, raw_call
 from tests.tools.test_graph_tools import graph_settled
 
@@ -79,11 +79,16 @@ def large_notes(chunks: int) -> str:
 async def test_a_large_memorys_extraction_resumes_after_a_server_stop_where_it_stopped(
     data_dir: Path, tmp_path: Path
 ) -> None:
-    env = {"ZAPOMNI_GRAPH_AUTO": "false", "ZAPOMNI_JOB_POLL_S": "0.2"}
+    env = {
+        "ZAPOMNI_GRAPH_AUTO": "false",
+        "ZAPOMNI_JOB_POLL_S": "0.2",
+        "ZAPOMNI_BACKGROUND_ADD_BYTES": "8192",
+        **SMALL_CHUNKS,
+    }
     first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
     with first_log.open("w") as errlog:
         async with mcp_session(data_dir, errlog=errlog, **env) as session:
-            added = await call(session, "add_memory", {"text": large_notes(96)})
+            added = await call(session, "add_memory", {"text": large_notes(24)})
             indexed = await call(session, "job_status", {"job_id": added["job_id"], "wait_s": 50})
             assert indexed["state"] == "completed", indexed
             chunks = indexed["progress"]["total"]

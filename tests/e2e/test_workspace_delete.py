@@ -12,12 +12,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.helpers import SMALL_CHUNKS
 from tests.processes import call, mcp_session
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
-# Long enough that its index job runs for several progress writes (one per 32 chunks).
-LARGE = " ".join(f"Falcon survey note {i}: a peregrine was seen over the quarry at dawn." for i in range(1500))
+# Long enough that its index job runs for several progress writes (one per 32 chunks): 100 chunks of 64 tokens.
+LARGE = " ".join(f"Falcon survey note {i}: a peregrine was seen over the quarry at dawn." for i in range(400))
 
 
 def log_events(path: Path) -> list[dict[str, object]]:
@@ -41,7 +42,12 @@ async def test_a_workspace_deleted_while_its_job_runs_does_not_come_back(data_di
     stderr = tmp_path / "server.log"
     with stderr.open("w") as errlog:
         async with mcp_session(
-            data_dir, errlog, ZAPOMNI_BACKGROUND_ADD_BYTES="1000", ZAPOMNI_GRAPH_AUTO="true", ZAPOMNI_JOB_POLL_S="0.2"
+            data_dir,
+            errlog,
+            ZAPOMNI_BACKGROUND_ADD_BYTES="1000",
+            ZAPOMNI_GRAPH_AUTO="true",
+            ZAPOMNI_JOB_POLL_S="0.2",
+            **SMALL_CHUNKS,
         ) as session:
             added = await call(session, "add_memory", {"text": LARGE, "workspace": "falcon"})
             assert added["status"] == "indexing"

@@ -12,7 +12,16 @@ from typing import Any
 import pytest
 
 from tests.fakes.ollama_server import FakeOllama
-from tests.helpers import chunk_node_count, configured, fill_disk, logged_events, mounted_tmpfs, open_core, until
+from tests.helpers import (
+    SMALL_CHUNKS,
+    chunk_node_count,
+    configured,
+    fill_disk,
+    logged_events,
+    mounted_tmpfs,
+    open_core,
+    until,
+)
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.context import RequestContext
 from zapomni_core.errors import Conflict
@@ -84,12 +93,12 @@ async def worker_let_go(events: Sequence[Mapping[str, Any]], job_id: str) -> Non
 
 
 async def test_a_large_add_answers_at_once_and_becomes_searchable_when_its_job_completes(data_dir: Path) -> None:
-    async with job_core(data_dir) as core:
+    async with job_core(data_dir, **SMALL_CHUNKS) as core:
         small = await core.memories.add(AddMemoryRequest(text="Kestrels hover over the motorway verge."))
         assert small.status == "indexed" and small.job_id is None
 
         added = await core.memories.add(
-            AddMemoryRequest(text=long_text("otter", 120), metadata=MemoryMetadata(tags=["survey"]))
+            AddMemoryRequest(text=long_text("otter", 30), metadata=MemoryMetadata(tags=["survey"]))
         )
         assert added.status == "indexing" and added.job_id and added.chunks_created == 0
         shown = await core.memories.get(GetMemoryRequest(memory_id=added.memory_id))
@@ -98,7 +107,7 @@ async def test_a_large_add_answers_at_once_and_becomes_searchable_when_its_job_c
         assert listed == {small.memory_id: "indexed", added.memory_id: "indexing"}
 
         # Adding the same text again while it is indexed is deduplicated to the same memory and job.
-        again = await core.memories.add(AddMemoryRequest(text=long_text("otter", 120)))
+        again = await core.memories.add(AddMemoryRequest(text=long_text("otter", 30)))
         assert (again.memory_id, again.deduplicated, again.status, again.job_id) == (
             added.memory_id,
             True,
@@ -130,8 +139,8 @@ async def test_job_status_sends_progress_while_it_waits(data_dir: Path) -> None:
     async def sink(progress: Progress) -> None:
         seen.append(progress)
 
-    async with job_core(data_dir) as core:
-        added = await core.memories.add(AddMemoryRequest(text=long_text("heron", 300)))
+    async with job_core(data_dir, **SMALL_CHUNKS) as core:
+        added = await core.memories.add(AddMemoryRequest(text=long_text("heron", 150)))
         assert added.job_id is not None
         info = await core.jobs.status(
             JobStatusRequest(job_id=added.job_id, wait_s=50), RequestContext(progress_sink=sink)
@@ -147,8 +156,8 @@ async def test_job_status_sends_progress_while_it_waits(data_dir: Path) -> None:
 
 async def test_deleting_a_memory_mid_indexing_cancels_its_job_and_leaves_nothing(data_dir: Path) -> None:
     with logged_events() as events:
-        async with job_core(data_dir) as core:
-            added = await core.memories.add(AddMemoryRequest(text=long_text("puffin", 300)))
+        async with job_core(data_dir, **SMALL_CHUNKS) as core:
+            added = await core.memories.add(AddMemoryRequest(text=long_text("puffin", 60)))
             assert added.job_id is not None
             started = await wait_started(core, added.job_id)
             assert started.state == "running" and 0 < started.progress.done < (started.progress.total or 0)
@@ -165,8 +174,8 @@ async def test_deleting_a_memory_mid_indexing_cancels_its_job_and_leaves_nothing
 
 async def test_cancel_job_withdraws_the_add(data_dir: Path) -> None:
     with logged_events() as events:
-        async with job_core(data_dir) as core:
-            added = await core.memories.add(AddMemoryRequest(text=long_text("walrus", 300)))
+        async with job_core(data_dir, **SMALL_CHUNKS) as core:
+            added = await core.memories.add(AddMemoryRequest(text=long_text("walrus", 60)))
             assert added.job_id is not None
             await wait_started(core, added.job_id)
             result = await core.jobs.cancel(CancelJobRequest(job_id=added.job_id))
@@ -207,8 +216,8 @@ async def test_an_embedder_failure_fails_the_job_visibly_and_adding_again_retrie
 
 async def test_a_job_pauses_on_a_full_disk_and_resumes_when_space_is_freed() -> None:
     with mounted_tmpfs("96m") as disk, logged_events() as events:
-        async with job_core(disk, ZAPOMNI_MIN_FREE_MB=16) as core:
-            added = await core.memories.add(AddMemoryRequest(text=long_text("plover", 700)))
+        async with job_core(disk, ZAPOMNI_MIN_FREE_MB=16, **SMALL_CHUNKS) as core:
+            added = await core.memories.add(AddMemoryRequest(text=long_text("plover", 140)))
             assert added.job_id is not None
             await wait_started(core, added.job_id)
             filler = fill_disk(disk, leave_bytes=8 * 1024 * 1024)  # below the 16 MB the guard keeps free
