@@ -62,11 +62,11 @@ async def grow(core: ZapomniCore, workspace: str | None, texts: Sequence[str], b
     return ids
 
 
-async def timings(call: Callable[[], Awaitable[Any]], repeats: int = REPEATS) -> dict[str, float]:
+async def timings(call: Callable[[], Awaitable[Any]], repeats: int) -> dict[str, float]:
     return summary_ms([await timed_ms(call) for _ in range(repeats)])
 
 
-async def run(workdir: Path, store: int, batch_size: int = BATCH) -> dict[str, Any]:
+async def run(workdir: Path, store: int, batch_size: int = BATCH, repeats: int = REPEATS) -> dict[str, Any]:
     pool = sentences(DATA_DIR)
     rng, pyrng = np.random.default_rng(3), random.Random(3)
     # The store, then what is put back after each delete: 20 singles and 3 batches.
@@ -106,13 +106,17 @@ async def run(workdir: Path, store: int, batch_size: int = BATCH) -> dict[str, A
             middle = await core.memories.page(ListMemoriesRequest(limit=100, cursor=deep_cursor))
             deep_cursor = middle.next_cursor
         results["list_page_20"] = {
-            "first page, newest": await timings(lambda: core.memories.page(ListMemoriesRequest())),
-            "first page, oldest": await timings(lambda: core.memories.page(ListMemoriesRequest(order="oldest"))),
-            "page in the middle": await timings(lambda: core.memories.page(ListMemoriesRequest(cursor=deep_cursor))),
-            "tag filter (10% match)": await timings(
-                lambda: core.memories.page(ListMemoriesRequest(filters=SearchFilters(tags=["sampled"])))
+            "first page, newest": await timings(lambda: core.memories.page(ListMemoriesRequest()), repeats),
+            "first page, oldest": await timings(
+                lambda: core.memories.page(ListMemoriesRequest(order="oldest")), repeats
             ),
-            "page of 100": await timings(lambda: core.memories.page(ListMemoriesRequest(limit=100))),
+            "page in the middle": await timings(
+                lambda: core.memories.page(ListMemoriesRequest(cursor=deep_cursor)), repeats
+            ),
+            "tag filter (10% match)": await timings(
+                lambda: core.memories.page(ListMemoriesRequest(filters=SearchFilters(tags=["sampled"]))), repeats
+            ),
+            "page of 100": await timings(lambda: core.memories.page(ListMemoriesRequest(limit=100)), repeats),
         }
 
         # Workspace mechanism: the same 100 memories as their own graph and behind a property filter.
@@ -120,7 +124,7 @@ async def run(workdir: Path, store: int, batch_size: int = BATCH) -> dict[str, A
         small_vectors = np.asarray(await core.embedder.embed_documents(small_texts), dtype=np.float32)
         await grow(core, "small", small_texts, small_vectors, rng)
         await grow(core, None, small_texts, small_vectors, rng, source="ws-small")
-        queries = [" ".join(t.split()[:8]) for t in small_texts[:REPEATS]]
+        queries = [" ".join(t.split()[:8]) for t in small_texts[:repeats]]
         mechanism: dict[str, Any] = {}
         for mode in ("vector", "hybrid"):
             for label, arguments in (
@@ -139,7 +143,7 @@ async def run(workdir: Path, store: int, batch_size: int = BATCH) -> dict[str, A
                 }
         results["workspace_mechanism"] = mechanism
         results["search_after_deletes"] = await timings(
-            lambda: core.memories.search(SearchRequest(query=pyrng.choice(queries))), repeats=REPEATS
+            lambda: core.memories.search(SearchRequest(query=pyrng.choice(queries))), repeats
         )
     return results
 
@@ -181,12 +185,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=int, default=STORE, help="memories in the big workspace")
     parser.add_argument("--batch", type=int, default=BATCH, help="memories deleted in one call (3 runs)")
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="timings per operation (and search queries)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where memory_ops.md/.json go")
     args = parser.parse_args(argv)
     configure_logging("WARNING")
     workdir = Path(tempfile.mkdtemp(prefix="zb-ops-", dir="/tmp"))
     try:
-        results = asyncio.run(run(workdir, args.store, args.batch))
+        results = asyncio.run(run(workdir, args.store, args.batch, args.repeats))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -87,7 +87,7 @@ def test_index_repair_bench_sees_the_replay_and_the_repair(tmp_path: Path) -> No
 
 
 def test_memory_ops_bench_measures_deletes_pages_and_workspaces(tmp_path: Path) -> None:
-    done = run_bench("bench.memory_ops", "--store", "600", "--batch", "100", "--out", str(tmp_path))
+    done = run_bench("bench.memory_ops", "--store", "600", "--batch", "100", "--repeats", "8", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((tmp_path / "memory_ops.json").read_text())
     assert report["delete_1"]["p50"] > 0 and report["delete_batch"]["memories"] == 100
