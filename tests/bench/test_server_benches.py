@@ -29,7 +29,7 @@ def test_token_verify_bench_reports_every_call(tmp_path: Path) -> None:
 
 def test_http_load_bench_drives_one_replica_and_two_and_compares_with_stdio(tmp_path: Path) -> None:
     out = tmp_path / "http_load.md"
-    sizes = ["--clients", "4", "--seconds", "3", "--memories", "20", "--searches", "5"]
+    sizes = ["--clients", "4", "--seconds", "1", "--memories", "20", "--searches", "5"]
     done = run_bench("bench.http_load", *sizes, "--output", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(out.with_suffix(".json").read_text())
