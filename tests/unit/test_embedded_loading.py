@@ -30,10 +30,11 @@ def _reply(command: bytes, loading: bool, silent: bool) -> bytes:
     return {b"HELLO": _HELLO, b"PING": b"+PONG\r\n"}.get(word, b"+OK\r\n")
 
 
-def _serve(path: Path, loading_until: float, silent: bool, stop: threading.Event) -> None:
+def _serve(path: Path, loading_until: float, silent: bool, listening: threading.Event, stop: threading.Event) -> None:
     with socket.socket(socket.AF_UNIX) as server:
         server.bind(str(path))
         server.listen(16)
+        listening.set()
         server.settimeout(0.05)
         while not stop.is_set():
             try:
@@ -59,12 +60,11 @@ def data_dir() -> Iterator[Path]:
 
 def _loading_server(database: EmbeddedDatabase, seconds: float, silent: bool) -> threading.Event:
     database.paths.create()
-    stop = threading.Event()
+    listening, stop = threading.Event(), threading.Event()
     until = time.monotonic() + seconds
-    threading.Thread(target=_serve, args=(database.socket, until, silent, stop), daemon=True).start()
-    deadline = time.monotonic() + 5
-    while not database.socket.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    threading.Thread(target=_serve, args=(database.socket, until, silent, listening, stop), daemon=True).start()
+    # Not the socket file: it exists from `bind`, and a probe between `bind` and `listen` is refused ("down").
+    assert listening.wait(5)
     return stop
 
 
