@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import close_shared_model, open_core
+from tests.helpers import close_shared_model, open_core, print_database_logs
 from tests.shared_database import SharedDatabase
 from zapomni_core import Settings, ZapomniCore
 
@@ -59,6 +59,7 @@ def data_dir() -> Iterator[Path]:
     """A short, private data directory (unix socket paths are limited to ~100 bytes)."""
     path = Path(tempfile.mkdtemp(prefix="zt-", dir="/tmp"))
     yield path
+    print_database_logs(path)
     shutil.rmtree(path, ignore_errors=True)
 
 

@@ -9,6 +9,7 @@ import random
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, MutableMapping
@@ -29,6 +30,7 @@ from structlog.testing import capture_logs
 
 from zapomni_core import RuntimeInfo, Settings, ZapomniCore
 from zapomni_core import open_core as open_engine
+from zapomni_db.embedded import EmbeddedPaths
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -114,7 +116,7 @@ EXHAUSTIVE = os.environ.get("ZAPOMNI_TEST_EXHAUSTIVE") == "1"
 
 # For tests about jobs, progress and kills mid-write, where what matters is how many chunks a text has, not how
 # long each is: a chunk of 64 tokens embeds in about a fifth of the CPU of the default 256 (one ONNX thread, 64
-# chunks: 1.3 against 6.1 s), so a text a third as long gives as many chunks for a sixth of the cost.
+# chunks: 1.3 against 6.1 s), so a text a third as long gives as many chunks for about a quarter of the cost.
 SMALL_CHUNKS = {"ZAPOMNI_CHUNK_MAX_TOKENS": "64"}
 
 
@@ -257,9 +259,19 @@ def mounted_tmpfs(size: str) -> Iterator[Path]:
     try:
         yield path
     finally:
+        print_database_logs(path / "data" if (path / "data").is_dir() else path)
         if subprocess.run(["umount", str(path)], check=False, capture_output=True).returncode != 0:
             subprocess.run(["umount", "-l", str(path)], check=False)
         path.rmdir()
+
+
+def print_database_logs(data_dir: Path, tail_chars: int = 4000) -> None:
+    """The ends of an embedded database's keeper and server logs, on stderr. Fixtures call it as they tear a data
+    directory down: pytest shows what a teardown prints only under a test that failed, which is when the logs are
+    wanted (a private FalkorDB that closed its connections under load left no trace once its directory was gone)."""
+    for log in (data_dir / "run" / "keeper.log", EmbeddedPaths(data_dir).log_file):
+        if log.is_file():
+            print(f"--- the end of {log} ---\n{log.read_text(errors='replace')[-tail_chars:]}", file=sys.stderr)
 
 
 def fill_disk(path: Path, leave_bytes: int) -> Path:

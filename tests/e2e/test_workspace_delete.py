@@ -17,7 +17,7 @@ from tests.processes import call, mcp_session
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
-# Long enough that its index job runs for several progress writes (one per 32 chunks): 100 chunks of 64 tokens.
+# Long enough that its index job runs for several progress writes (one per 32 chunks): 134 chunks of 64 tokens.
 LARGE = " ".join(f"Falcon survey note {i}: a peregrine was seen over the quarry at dawn." for i in range(400))
 
 
