@@ -269,7 +269,8 @@ def print_database_logs(data_dir: Path, tail_chars: int = 4000) -> None:
     """The ends of an embedded database's keeper and server logs, on stderr. Fixtures call it as they tear a data
     directory down: pytest shows what a teardown prints only under a test that failed, which is when the logs are
     wanted (a private FalkorDB that closed its connections under load left no trace once its directory was gone)."""
-    for log in (data_dir / "run" / "keeper.log", EmbeddedPaths(data_dir).log_file):
+    paths = EmbeddedPaths(data_dir)
+    for log in (paths.keeper_log, paths.log_file):
         if log.is_file():
             print(f"--- the end of {log} ---\n{log.read_text(errors='replace')[-tail_chars:]}", file=sys.stderr)
 

@@ -34,6 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 from tests.helpers import free_port, wait_for
+from zapomni_db.embedded import EmbeddedPaths
 
 ZAPOMNI = shutil.which("zapomni", path=str(Path(sys.executable).parent)) or "zapomni"
 
@@ -87,7 +88,7 @@ def run_zapomni(
             except subprocess.TimeoutExpired:
                 process.kill()
                 _, stderr = process.communicate()
-            keeper_log = Path(env.get("ZAPOMNI_DATA_DIR", "/nonexistent"), "run", "keeper.log")
+            keeper_log = EmbeddedPaths(Path(env.get("ZAPOMNI_DATA_DIR", "/nonexistent"))).keeper_log
             keeper = keeper_log.read_text(errors="replace")[-3000:] if keeper_log.is_file() else "(none)"
             told = stderr if isinstance(stderr, str) else stderr.decode(errors="replace")
             raise AssertionError(

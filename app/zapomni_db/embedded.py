@@ -77,6 +77,10 @@ class EmbeddedPaths:
     def log_file(self) -> Path:
         return self.db_dir / "redis.log"
 
+    @property
+    def keeper_log(self) -> Path:
+        return self.run_dir / "keeper.log"
+
     def create(self) -> None:
         """The layout, private to this user: every directory Zapomni creates here is 0700."""
         for directory in (self.data_dir, self.db_dir, self.run_dir, self.clients_dir):
@@ -277,7 +281,7 @@ class EmbeddedDatabase:
             "--appendfsync",
             self._appendfsync,
         ]
-        log_fd = os.open(self.paths.run_dir / "keeper.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        log_fd = os.open(self.paths.keeper_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.fchmod(log_fd, 0o600)  # one an older Zapomni made 0644
         with os.fdopen(log_fd, "ab") as keeper_log:
             # A new session: the keeper must not receive the client's SIGINT or die with it.

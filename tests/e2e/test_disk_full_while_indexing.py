@@ -19,6 +19,7 @@ import pytest
 from tests.e2e.test_faults import PEANUTS, message, serve
 from tests.helpers import fill_disk, mounted_tmpfs, server_pids, wait_for
 from tests.processes import ZAPOMNI, call, server_env
+from zapomni_db.embedded import EmbeddedPaths
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -32,7 +33,7 @@ def large_text(word: str) -> str:
 
 
 def keeper_events(data_dir: Path, event: str) -> list[dict[str, Any]]:
-    lines = (data_dir / "run" / "keeper.log").read_text().splitlines()
+    lines = EmbeddedPaths(data_dir).keeper_log.read_text().splitlines()
     return [record for line in lines if line.startswith("{") and (record := json.loads(line))["event"] == event]
 
 
