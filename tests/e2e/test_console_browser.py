@@ -330,6 +330,7 @@ def test_delete_by_filter_deletes_exactly_what_the_preview_showed(
     assert previewed == sorted(store["ids"][4:7])
     assert sorted(page.locator(".preview .line").all_inner_texts()) == sorted(SCRATCH)  # what goes, as text
     page.click(".preview button.destructive")
+    page.wait_for_selector(".ids code")  # the click only starts the form's post; the result page comes after
     deleted = sorted(page.locator(".ids code").all_inner_texts())
     assert deleted == previewed
     (listed,) = tools(server, store["admin"], ("list_memories", {"filters": {"tags": ["scratch"]}}))
