@@ -162,13 +162,16 @@ def test_make_installs_each_set_once_and_again_after_a_pin_changes(tmp_path: Pat
 
     run = make_dry_run(project, venv, "run")
     installs = [line for line in run.splitlines() if "pip install" in line]
-    assert len(installs) == 1 and re.search(r"-c constraints\.txt -e \. >&2$", installs[0]), run
+    # The venv's own pip brings only uv, pinned like everything else; uv installs the sets.
+    assert re.search(r"^uv==", (ROOT / "constraints.txt").read_text(), re.MULTILINE), "uv is not pinned"
+    assert len(installs) == 2 and re.search(r"-m pip install .*-c constraints\.txt uv >&2$", installs[0]), run
+    assert re.search(r"/uv pip install .*-c constraints\.txt -e \. >&2$", installs[1]), run
     assert "[test" not in run and "[bench" not in run
     assert "exec" in run.splitlines()[-1] and "zapomni serve" in run.splitlines()[-1]
 
     lint = make_dry_run(project, venv, "lint")
     assert re.search(r"-c constraints\.txt -e '\.\[test,bench\]' >&2", lint), lint
-    assert sum("pip install" in line for line in lint.splitlines()) == 1, "a fresh venv gets the test set in one run"
+    assert sum("uv pip install" in line for line in lint.splitlines()) == 1, "a fresh venv gets the test set in one run"
     bench = make_dry_run(project, venv, "bench")
     assert re.search(r"-c constraints\.txt -e '\.\[bench\]' >&2", bench) and "[test" not in bench, bench
 
@@ -176,6 +179,7 @@ def test_make_installs_each_set_once_and_again_after_a_pin_changes(tmp_path: Pat
     digest = make_dry_run(project, venv, "install").split(".installed-runtime-")[1].split()[0]
     for kind in ("runtime", "test"):
         (venv / f".installed-{kind}-{digest}").touch()
+    (venv / "bin" / "uv").touch()
     assert "pip install" not in make_dry_run(project, venv, "run"), "make run after make test reinstalls"
     assert "pip install" not in make_dry_run(project, venv, "lint")
 
