@@ -214,6 +214,17 @@ def migrations(settings: SchemaSettings) -> list[Migration]:
             (),
             step=lambda client: _share_sole_chunk_text(client, settings),
         ),
+        # A page filtered by speaker, thread or tag reads the memories that pass from the label's index, with its
+        # window of creation times (`memory_reads._conditions`); source, kind and date were indexed already.
+        Migration(
+            11,
+            "filtered pages from the index: speaker, thread and tags",
+            (
+                "CREATE INDEX FOR (m:Memory) ON (m.speaker)",
+                "CREATE INDEX FOR (m:Memory) ON (m.thread)",
+                "CREATE INDEX FOR (m:Memory) ON (m.tags)",
+            ),
+        ),
     ]
 
 

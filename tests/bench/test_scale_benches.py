@@ -123,4 +123,10 @@ def test_list_pages_bench_measures_pages_and_stats_at_each_size(tmp_path: Path) 
     report = json.loads(out.with_suffix(".json").read_text())
     assert set(report["sizes"]) == {"300", "600"}
     assert all(m["page_newest_ms"]["p50"] > 0 and m["stats_ms"]["p50"] > 0 for m in report["sizes"].values())
+    # One grown memory in a hundred has the rare speaker, tag and thread: 3 at 300, 6 at 600; none has the others.
+    for size, m in report["sizes"].items():
+        found = m["filtered_found"]
+        assert [found[f"{name} 1 %"] for name in ("speaker", "tag", "thread")] == [int(size) // 100] * 3, found
+        assert [found[f"{name}, none"] for name in ("speaker", "tag", "thread", "source")] == [0] * 4, found
+        assert all(figures["p50"] > 0 for figures in m["filtered_ms"].values())
     assert "| 600 |" in out.read_text()

@@ -223,10 +223,10 @@ async def test_a_fresh_graph_is_migrated_from_version_zero(data_dir: Path) -> No
             settings = SchemaSettings(dimension=8)
             assert await current_version(client) == 0
             due = await migrate(client, settings, dry_run=True)
-            assert [m.version for m in due] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+            assert [m.version for m in due] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
             assert await current_version(client) == 0, "a dry run changes nothing"
-            assert [m.version for m in await migrate(client, settings)] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
-            assert await current_version(client) == 10
+            assert [m.version for m in await migrate(client, settings)] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+            assert await current_version(client) == 11
             indexes = await client.ro_query("CALL db.indexes() YIELD label, properties RETURN label, properties")
             indexed = {(label, prop) for label, props in indexes for prop in props}
             assert {
@@ -323,7 +323,7 @@ async def test_a_migration_that_stopped_with_the_vector_index_dropped_builds_it_
             await client.query("MATCH (s:SchemaVersion) SET s.version = 9")
             await client.query("DROP VECTOR INDEX FOR (c:Chunk) ON (c.embedding)")
     async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
-        assert await current_version(client) == 10
+        assert await current_version(client) == 11
         found = await core.memories.search(SearchRequest(query="kettle limescale", limit=1, mode="vector"))
         assert [h.memory_id for h in found.results] == [memory_id]
 
@@ -369,7 +369,7 @@ async def test_unmarked_leftovers_of_an_older_version_are_swept_once_by_the_migr
     async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
         rows = await client.ro_query("MATCH (c:Chunk) WHERE c.memory_id IN ['gone', 'busy'] RETURN c.id")
         assert rows == [["recent"]], "an hour's grace for a write still in progress"
-        assert await current_version(client) == 10
+        assert await current_version(client) == 11
 
 
 @pytest.mark.own_database
@@ -387,7 +387,7 @@ async def test_chunks_a_version_8_write_staged_hang_off_their_marker_and_the_mem
                     {"m": memory_id, "at": at},
                 )
     async with open_core(settings) as (core, _info), graph_client(data_dir) as client:
-        assert await current_version(client) == 10
+        assert await current_version(client) == 11
         hung = await client.ro_query("MATCH (s:Staging)-[:STAGES]->(c:Chunk) RETURN s.memory_id, c.id")
         assert hung == [["busy", "busy-chunk"]], "the old write's leftover swept, the busy one kept on its marker"
         indexed = await client.ro_query(

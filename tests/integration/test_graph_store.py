@@ -723,9 +723,9 @@ async def test_a_version_4_store_gets_the_graph_schema_and_all_its_memories_are_
         old = Store(client)
         ids = sorted([(await old.memory(f"old memory {i}"))[0] for i in range(3)])
 
-        assert [m.version for m in await migrate(client, schema)] == [5, 6, 7, 8, 9, 10]
+        assert [m.version for m in await migrate(client, schema)] == [5, 6, 7, 8, 9, 10, 11]
         await wait_for_indexes(client)
-        assert await current_version(client) == latest_version(schema) == 10
+        assert await current_version(client) == latest_version(schema) == 11
         indexed = {
             (label, field)
             for label, fields in await client.ro_query("CALL db.indexes() YIELD label, properties")

@@ -130,11 +130,11 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
     schema = SchemaSettings(dimension=ONNX_DIMENSION)
     async with graph(settings) as client:
         applied = await migrate(client, schema)
-        assert [m.version for m in applied] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+        assert [m.version for m in applied] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
         await wait_for_indexes(client)
         after = await snapshot(client)
 
-        assert after["version"] == latest_version(schema) == 10
+        assert after["version"] == latest_version(schema) == 11
         statuses = await client.ro_query("CALL db.indexes() YIELD label, status")
         assert {label for label, _ in statuses} == {
             "Memory", "Chunk", "Change", "Job", "Entity", "RELATED_TO", "File", "Symbol", "Class"
@@ -155,6 +155,9 @@ async def test_migrate_brings_version_zero_to_the_latest_and_searchable(
             ("Memory", "seq", "RANGE"),
             ("Memory", "content_hash", "RANGE"),
             ("Memory", "created_at", "RANGE"),
+            ("Memory", "speaker", "RANGE"),
+            ("Memory", "thread", "RANGE"),
+            ("Memory", "tags", "RANGE"),
             ("Change", "seq", "RANGE"),
             ("Chunk", "id", "RANGE"),
             ("Chunk", "embedding", "VECTOR"),
@@ -250,6 +253,7 @@ async def test_dry_run_lists_every_migration_and_changes_nothing(
             (8, True),
             (9, True),
             (10, True),
+            (11, True),
         ]
         assert await snapshot(client) == before
 
@@ -275,8 +279,8 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     status = zapomni(data_dir, "migrate", "status", "--json")
     assert status.returncode == 0, status.stderr
     report = json.loads(status.stdout)
-    assert report["version"] == 0 and report["latest_version"] == 10
-    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    assert report["version"] == 0 and report["latest_version"] == 11
+    assert [m["version"] for m in report["pending"]] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
     assert all(m["description"] for m in report["pending"])
     assert report["stored_embedder"] is None  # version 0 predates the claim
     assert report["configured_embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384, "error": None}
@@ -297,17 +301,17 @@ async def test_the_migrate_command(data_dir: Path, version_zero: dict[str, str])
     assert applied.returncode == 0, applied.stderr
     assert json.loads(applied.stdout) == {
         "dry_run": False,
-        "version": 10,
+        "version": 11,
         "migrations": report["pending"],
     }
     report = json.loads(zapomni(data_dir, "migrate", "status", "--json").stdout)
-    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (10, [], 384)
+    assert (report["version"], report["pending"], report["vector_index_dimension"]) == (11, [], 384)
 
     again = zapomni(data_dir, "migrate", "apply")
-    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 10)"
+    assert again.returncode == 0 and again.stdout.strip() == "the schema is up to date (version 11)"
 
     human = zapomni(data_dir, "migrate", "status")
-    assert "schema version:      10 (latest 10)" in human.stdout
+    assert "schema version:      11 (latest 11)" in human.stdout
     assert "pending migrations:  none" in human.stdout
     assert "re-embed:            not needed" in human.stdout
 
