@@ -48,7 +48,8 @@ from bench.scale import (
 from zapomni_core import Settings, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_db import GraphClient, MemoryWrites
-from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths
+from zapomni_db.embedded import EmbeddedDatabase
+from zapomni_db.embedded_layout import EmbeddedPaths
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

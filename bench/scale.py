@@ -65,7 +65,7 @@ from zapomni_db import (
     connect,
     indexes_building,
 )
-from zapomni_db.embedded import EmbeddedPaths, probe
+from zapomni_db.embedded_layout import EmbeddedPaths, probe
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

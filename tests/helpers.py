@@ -30,7 +30,7 @@ from structlog.testing import capture_logs
 
 from zapomni_core import RuntimeInfo, Settings, ZapomniCore
 from zapomni_core import open_core as open_engine
-from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.embedded_layout import EmbeddedPaths
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -219,7 +219,7 @@ def server_pids(data_dir: Path) -> list[int]:
 async def graph_client(data_dir: Path, graph: str = "zapomni") -> AsyncIterator[GraphClient]:
     """A client of one graph of the embedded database serving `data_dir` (which must be running)."""
     from zapomni_db import DatabaseTarget, GraphClient, connect
-    from zapomni_db.embedded import EmbeddedPaths
+    from zapomni_db.embedded_layout import EmbeddedPaths
 
     connection = connect(DatabaseTarget(str(data_dir), graph, socket=EmbeddedPaths(data_dir).socket))
     try:
@@ -288,7 +288,7 @@ async def access_service(data_dir: Path) -> AsyncIterator[AccessService]:
     """core.access (what `zapomni token ...` uses) on the embedded database serving `data_dir` (running)."""
     from zapomni_core.access.service import AccessService
     from zapomni_db import AccessStore, DatabaseTarget, connect
-    from zapomni_db.embedded import EmbeddedPaths
+    from zapomni_db.embedded_layout import EmbeddedPaths
 
     connection = connect(DatabaseTarget(str(data_dir), "zapomni", socket=EmbeddedPaths(data_dir).socket))
     try:

@@ -34,7 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 from tests.helpers import free_port, wait_for
-from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.embedded_layout import EmbeddedPaths
 
 ZAPOMNI = shutil.which("zapomni", path=str(Path(sys.executable).parent)) or "zapomni"
 
@@ -461,7 +461,7 @@ class FalkorDB:
 
     def start(self, key_load_delay_us: int = 0, *, wait: bool = True) -> None:
         """Start it; `wait` until it answers and has loaded (not with a load delay: the test watches)."""
-        from zapomni_db.server import falkordb_command
+        from zapomni_db.server_commands import falkordb_command
 
         if self._child is not None:
             self._child.kill()  # reaps the one before (stopped, killed or shut down by the test)

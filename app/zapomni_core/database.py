@@ -23,7 +23,7 @@ from zapomni_db import (
     GraphClient,
     connect,
 )
-from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.embedded_layout import EmbeddedPaths
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.embedded_layout import EmbeddedPaths
 
 MB = 1024 * 1024
 # Below this the next write to the append-only file may not fit (a slice of chunks is ~0.4 MB).

@@ -25,9 +25,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import redis
-
-from zapomni_db import _locks
+from zapomni_db import _locks, resp
 from zapomni_db.disk_state import (
     RESUME_AT_BYTES,
     SUSPEND_BELOW_BYTES,
@@ -38,8 +36,8 @@ from zapomni_db.disk_state import (
     write_failure,
     write_state,
 )
-from zapomni_db.embedded import EmbeddedPaths, ping
-from zapomni_db.server import PRIVATE_UMASK, direct_client, falkordb_command
+from zapomni_db.embedded_layout import EmbeddedPaths, ping
+from zapomni_db.server_commands import PRIVATE_UMASK, falkordb_command
 from zapomni_db.start_watch import StartWatch
 
 POLL_S = 0.5
@@ -233,13 +231,10 @@ class DiskWatch:
 
 def _set_min_replicas(socket: Path, count: int) -> bool:
     """Suspend (1) or allow (0) writes on the running server; False when it did not answer (retried next poll)."""
-    client = direct_client(unix_socket=socket, timeout_s=2.0)
     try:
-        return bool(client.config_set("min-replicas-to-write", count))
-    except (redis.RedisError, OSError):
+        return resp.command(socket, "CONFIG", "SET", "min-replicas-to-write", str(count), timeout_s=2.0) == b"OK"
+    except (resp.ReplyError, OSError):
         return False
-    finally:
-        client.close()
 
 
 def make_private(*roots: Path) -> None:
@@ -305,10 +300,9 @@ def _start_server(paths: EmbeddedPaths, appendfsync: str, *, suspended: bool) ->
 def _finish_rewrite(socket: Path, timeout_s: float = REWRITE_WAIT_S) -> None:
     """Wait until the server has no AOF rewrite running or scheduled (see REWRITE_WAIT_S); best effort."""
     started = time.monotonic()
-    client = direct_client(unix_socket=socket)
     try:
         while True:
-            info = client.info("persistence")
+            info = resp.info_fields(resp.command(socket, "INFO", "persistence", timeout_s=5.0))
             if not int(info.get("aof_rewrite_in_progress", 0)) and not int(info.get("aof_rewrite_scheduled", 0)):
                 if time.monotonic() - started > POLL_S:
                     _say("keeper.rewrite_finished", waited_s=round(time.monotonic() - started, 1))
@@ -317,10 +311,8 @@ def _finish_rewrite(socket: Path, timeout_s: float = REWRITE_WAIT_S) -> None:
                 _say("keeper.rewrite_unfinished", waited_s=round(time.monotonic() - started, 1))
                 return
             time.sleep(0.1)
-    except (redis.RedisError, OSError):
+    except (resp.ReplyError, OSError, ValueError):
         return  # not answering: nothing to wait for that the stop could spoil
-    finally:
-        client.close()
 
 
 def _stop_server(server: subprocess.Popen[bytes]) -> None:

@@ -6,7 +6,7 @@ write lock, held by the background indexer of a graph already decoded, which wai
 main thread holds (the two stacks, read with gdb on a server found hung in a test run on 2026-11-29:
 `Globals_AddGraph` ← `_GraphContextType_RdbLoad` against `RM_ThreadSafeContextLock` ← `_indexer_run`). It
 then takes connections and answers nothing, which is also what a server that builds a vector index on its main
-thread looks like (`zapomni_db.embedded.probe`), so a client would wait for it forever. The difference is that
+thread looks like (`zapomni_db.embedded_layout.probe`), so a client would wait for it forever. The difference is that
 a loading server runs (its main thread, or its indexer holding the module lock); a deadlocked one has every
 thread asleep on a lock, and none of them ever runs again.
 

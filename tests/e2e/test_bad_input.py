@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import graph_client, server_pids, text_of, wait_for
 from tests.processes import RawServer, call, mcp_session
-from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.embedded_layout import EmbeddedPaths
 
 pytestmark = pytest.mark.anyio
 

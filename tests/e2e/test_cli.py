@@ -32,7 +32,8 @@ from zapomni_core import Settings
 from zapomni_core.jobs import JobInfo, JobStatusRequest
 from zapomni_core.memories.replies import AddMemoryResult
 from zapomni_core.memories.requests import AddMemoryRequest
-from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths
+from zapomni_db.embedded import EmbeddedDatabase
+from zapomni_db.embedded_layout import EmbeddedPaths
 
 
 @pytest.fixture

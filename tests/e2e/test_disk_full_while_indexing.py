@@ -19,7 +19,7 @@ import pytest
 from tests.e2e.test_faults import PEANUTS, message, serve
 from tests.helpers import fill_disk, mounted_tmpfs, server_pids, wait_for
 from tests.processes import ZAPOMNI, call, server_env
-from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.embedded_layout import EmbeddedPaths
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -40,7 +40,7 @@ from zapomni_db.backup import (
     restore,
     verify_backup,
 )
-from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.embedded_layout import EmbeddedPaths
 from zapomni_db.schema import current_version
 from zapomni_db.server import direct_client
 from zapomni_ops.backups import BackupFailed, check_live, make_backup, restore_backup, undo_restore

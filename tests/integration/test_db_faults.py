@@ -18,7 +18,7 @@ from zapomni_core.disk import DiskGuard
 from zapomni_core.errors import DatabaseInterrupted, StorageUnavailable
 from zapomni_core.faults import INTERRUPTED, UNAVAILABLE, user_error
 from zapomni_db import DatabaseTarget, DatabaseUnavailable, GraphClient, WriteInterrupted, connect
-from zapomni_db.embedded import EmbeddedPaths
+from zapomni_db.embedded_layout import EmbeddedPaths
 from zapomni_db.keeper import MAX_RESTART_DELAY_S, restart_delay, server_command
 
 pytestmark = pytest.mark.anyio

@@ -32,7 +32,8 @@ from zapomni_db import (
     read_suspension,
 )
 from zapomni_db.disk_state import SUSPEND_BELOW_BYTES
-from zapomni_db.server import direct_client, falkordb_command, is_ready
+from zapomni_db.server import direct_client, is_ready
+from zapomni_db.server_commands import falkordb_command
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,8 @@ from tests.processes import run_zapomni, server_env
 from zapomni_core import Settings
 from zapomni_core.memories.requests import AddMemoryRequest, GetMemoryRequest, SearchRequest
 from zapomni_db import _locks
-from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths, ping
+from zapomni_db.embedded import EmbeddedDatabase
+from zapomni_db.embedded_layout import EmbeddedPaths, ping
 from zapomni_db.server import direct_client
 
 HOLD_OPEN = """

@@ -34,7 +34,8 @@ from zapomni_core.health import (
 )
 from zapomni_core.settings import Settings
 from zapomni_db import SchemaSettings, migrate
-from zapomni_db.embedded import EmbeddedDatabase, EmbeddedPaths
+from zapomni_db.embedded import EmbeddedDatabase
+from zapomni_db.embedded_layout import EmbeddedPaths
 
 pytestmark = pytest.mark.anyio
 

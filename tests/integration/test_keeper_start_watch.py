@@ -17,7 +17,7 @@ import pytest
 from tests.helpers import wait_for
 from tests.processes import child_env
 from zapomni_db import _locks
-from zapomni_db.embedded import EmbeddedPaths, ping
+from zapomni_db.embedded_layout import EmbeddedPaths, ping
 from zapomni_db.errors import DatabaseUnavailable
 from zapomni_db.server import ScratchServer
 from zapomni_db.start_watch import StartWatch

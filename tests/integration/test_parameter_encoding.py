@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from tests.helpers import examples, wait_for
 from zapomni_db import DatabaseTarget, GraphClient, QueryFailed, connect
-from zapomni_db.server import direct_client, falkordb_command, is_ready
+from zapomni_db.server import direct_client, is_ready
+from zapomni_db.server_commands import falkordb_command
 
 pytestmark = pytest.mark.anyio
 

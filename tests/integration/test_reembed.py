@@ -25,9 +25,9 @@ from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.progress import Progress, ProgressFn
 from zapomni_core.reembed import ReembedReport, reembed
 from zapomni_db import EmbeddedDatabase, GraphClient, Maintenance
-from zapomni_db.embedded import ping
+from zapomni_db.embedded_layout import ping
 from zapomni_db.schema import vector_index_dimension
-from zapomni_db.server import falkordb_command
+from zapomni_db.server_commands import falkordb_command
 
 pytestmark = pytest.mark.anyio
 

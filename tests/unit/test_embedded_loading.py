@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from zapomni_db import _locks
-from zapomni_db.embedded import EmbeddedDatabase, probe
+from zapomni_db.embedded import EmbeddedDatabase
+from zapomni_db.embedded_layout import probe
 from zapomni_db.errors import DatabaseUnavailable
 
 _HELLO = b"%2\r\n$6\r\nserver\r\n$5\r\nredis\r\n$5\r\nproto\r\n:3\r\n"

@@ -25,7 +25,7 @@ from zapomni_db.backup.manifest import (
 )
 from zapomni_db.backup.snapshot import copy_aof, server_file_names, snapshot_and_copy
 from zapomni_db.backup.verify import state_of_copy
-from zapomni_db.embedded import make_private_dir
+from zapomni_db.embedded_layout import make_private_dir
 from zapomni_db.version import package_version
 
 log = structlog.get_logger(__name__)

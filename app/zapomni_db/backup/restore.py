@@ -42,7 +42,7 @@ from zapomni_db.backup.graph_state import read_state
 from zapomni_db.backup.manifest import AOF_DIR_NAME, RDB_NAME, Manifest, check_files, check_state, read_manifest
 from zapomni_db.backup.persistence import wait_for_aof_rewrite
 from zapomni_db.backup.verify import backup_client, scratch_client
-from zapomni_db.embedded import EmbeddedPaths, make_private_dir, ping
+from zapomni_db.embedded_layout import EmbeddedPaths, make_private_dir, ping
 from zapomni_db.errors import DatabaseUnavailable
 
 log = structlog.get_logger(__name__)
