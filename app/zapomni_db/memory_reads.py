@@ -46,13 +46,16 @@ _KEY = "toInteger(m.created_at * 1000000)"
 # index is asked for the window widened by `_SLACK_S` on each side, so that no rounding of a double
 # can leave out a memory whose key is inside it; the integer key then cuts the window exactly.
 # Windows follow each other without gap or overlap, so a page is their rows in order. `where` is the
-# filters' conditions (`_conditions`), which the same index answers with the window.
-def _page_query(order: Literal["newest", "oldest"], where: str) -> str:
+# filters' conditions (`_conditions`), which the same index answers with the window; unwindowed, the page
+# of a filter few memories pass (`_FEW`): all of them, ordered.
+def _page_query(order: Literal["newest", "oldest"], where: str, *, windowed: bool = True) -> str:
     op, direction = ("<", "DESC") if order == "newest" else (">", "ASC")
+    window = "m.created_at >= $lo_s AND m.created_at < $hi_s AND " if windowed else ""
+    in_window = "key >= $lo AND key < $hi AND " if windowed else ""
     return (
-        f"MATCH (m:Memory) WHERE m.created_at >= $lo_s AND m.created_at < $hi_s AND {where} "
-        f"WITH m, {_KEY} AS key WHERE key >= $lo AND key < $hi "
-        f"AND ($after_key IS NULL OR key {op} $after_key OR (key = $after_key AND m.id {op} $after_id)) "
+        f"MATCH (m:Memory) WHERE {window}{where} "
+        f"WITH m, {_KEY} AS key WHERE {in_window}"
+        f"($after_key IS NULL OR key {op} $after_key OR (key = $after_key AND m.id {op} $after_id)) "
         # Sorted and cut before the projection: FalkorDB projects every row it sorts.
         f"WITH m, key ORDER BY key {direction}, m.id {direction} LIMIT $limit "
         f"RETURN {MemoryInfo.PROJECTION}, coalesce(m.head, m.text), key"
@@ -74,14 +77,23 @@ _CONDITIONS = {
 }
 
 
+# The parameters of the conditions the index answers (a tag's are tag0, tag1, ...; a note's or turn's kind is
+# `read_kind`, read from what the memory holds).
+_INDEXED = ("source", "date_from", "date_to", "thread", "speaker", "kind", "tag0")
+# A filter the index answers that at most this many memories pass: its page reads them all, ordered, in one
+# query, instead of the windows' dozen or more (each window a query, until the far end of the store).
+_FEW = 1000
+
+
 def _conditions(filters: SearchFilter) -> tuple[str, dict[str, Any]]:
     """`filters` as a conjunction on `m` (`true` for none) and its parameters."""
     given = {key: value for key, value in filters.as_params().items() if value is not None}
     where = [_CONDITIONS[key] for key in _CONDITIONS if key in given]
     params = {key: given[key] for key in _CONDITIONS if key in given}
     if "kind" in given:
-        where.append("m.kind = $kind" if given["kind"] in _KINDS_STORED else f"{KIND} = $kind")
-        params["kind"] = given["kind"]
+        stored_kind = given["kind"] in _KINDS_STORED
+        where.append("m.kind = $kind" if stored_kind else f"{KIND} = $read_kind")
+        params["kind" if stored_kind else "read_kind"] = given["kind"]
     if "tags" in given:  # any of them: one indexed membership test per tag
         where.append("(" + " OR ".join(f"$tag{i} IN m.tags" for i in range(len(given["tags"]))) + ")")
         params |= {f"tag{i}": tag for i, tag in enumerate(given["tags"])}
@@ -142,6 +154,16 @@ class MemoryReads:
         stored = int(count_rows[0][0]) if count_rows else 0
         if stored == 0 or limit <= 0:
             return []
+        where, filter_params = _conditions(filters)
+        params = {
+            **filter_params,
+            "after_key": after.created_us if after else None,
+            "after_id": after.memory_id if after else None,
+        }
+        if any(key in filter_params for key in _INDEXED) and await self._pass_count(where, filter_params) < _FEW:
+            return _page_rows(
+                await self._client.ro_query(_page_query(order, where, windowed=False), {**params, "limit": limit})
+            )
         now_us = int(time.time() * 1_000_000)
         # Newest first, a bound made too new by an import since only widens the last window (open at its far end).
         oldest_us = int(await self._oldest_bound(now_us / 1_000_000, check=order == "oldest") * 1_000_000)
@@ -151,13 +173,7 @@ class MemoryReads:
             first_lo, newest_made = await self._recent_start(limit)
             if newest_made - first_lo > width:  # spread out (an import): no further back than the mean density says
                 first_lo = max(first_lo, int(await self._newest_bound(now_us / 1_000_000) * 1_000_000) - width)
-        where, filter_params = _conditions(filters)
         query = _page_query(order, where)
-        params = {
-            **filter_params,
-            "after_key": after.created_us if after else None,
-            "after_id": after.memory_id if after else None,
-        }
         found: list[list[Any]] = []
         if order == "newest":
             hi = after.created_us + 1 if after else _OPEN_US
@@ -179,8 +195,14 @@ class MemoryReads:
                     break
                 lo, width = hi, width * 2
                 hi = lo + width
-        w = MemoryInfo.WIDTH
-        return [(MemoryInfo.from_row(row), text_head(row[w] or ""), PageKey(int(row[w + 1]), row[0])) for row in found]
+        return _page_rows(found)
+
+    async def _pass_count(self, where: str, params: dict[str, Any]) -> int:
+        """How many memories pass `where`, counted up to `_FEW` (from the index: as many rows as it counts)."""
+        rows = await self._client.ro_query(
+            f"MATCH (m:Memory) WHERE {where} WITH m LIMIT {_FEW} RETURN count(m)", params
+        )
+        return int(rows[0][0]) if rows else 0
 
     async def _window(self, query: str, params: dict[str, Any], lo: int, hi: int, limit: int) -> list[list[Any]]:
         """Up to `limit` rows of a page (`query`, from `_page_query`) with keys in [lo, hi)."""
@@ -359,6 +381,11 @@ async def _narrow(
         middle = (lo + hi) / 2
         lo, hi = (middle, hi) if await probe(middle) == at_lo else (lo, middle)
     return lo, hi
+
+
+def _page_rows(rows: list[list[Any]]) -> list[tuple[MemoryInfo, str, PageKey]]:
+    w = MemoryInfo.WIDTH
+    return [(MemoryInfo.from_row(row), text_head(row[w] or ""), PageKey(int(row[w + 1]), row[0])) for row in rows]
 
 
 def _stored(row: list[Any]) -> StoredMemory:

@@ -12,7 +12,7 @@ import pytest
 
 from zapomni_core import ZapomniCore
 from zapomni_core.memories.requests import AddMemoryRequest
-from zapomni_db import ChunkRow, MemoryRecord
+from zapomni_db import ChunkRow, MemoryRecord, memory_reads
 from zapomni_db._cypher import FILTER
 from zapomni_db.memory_reads import MemoryReads, _conditions, _page_query
 from zapomni_db.records.memories import PageKey, SearchFilter
@@ -58,7 +58,12 @@ async def _all_pages(reads: MemoryReads, filters: SearchFilter, order: Order, li
         after = rows[-1][2]
 
 
-async def test_windowed_pages_equal_ordering_every_memory(core: ZapomniCore) -> None:
+@pytest.mark.parametrize("few", [memory_reads._FEW, 0], ids=["few-read-whole", "all-windowed"])
+async def test_windowed_pages_equal_ordering_every_memory(
+    core: ZapomniCore, few: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With _FEW at 0, the filters the index answers are read by windows too, as when many memories pass them.
+    monkeypatch.setattr(memory_reads, "_FEW", few)
     await core.memories.add(AddMemoryRequest(text="A note added now."))
     stores = core.workspaces.registry.stores("default")
     rng, dimension = random.Random(3), (await core.workspaces.stats()).embedding_dimension
