@@ -141,6 +141,8 @@ async def run(sizes: list[int], store: Path, days: float) -> dict[str, Any]:
     rng = random.Random(7)
     async with open_core(settings) as (core, _info):
         client = core.workspaces.registry.stores("default").client
+        while core.workspaces.registry.held_writes("default"):  # a kept store (`--store`) builds its indexes
+            await asyncio.sleep(0.5)  # after loading, and writes wait for them
         for size in sizes:
             stored = (await core.workspaces.stats()).total_memories
             if size > stored:

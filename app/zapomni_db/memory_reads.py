@@ -149,7 +149,8 @@ class MemoryReads:
         filter ends after a logarithmic number of windows, having read the store once). Windows are sized from
         the store's mean density, except that a first newest-first page's first one reaches back no further than
         the memories made visible last (`_recent_start`). The bounds of the store are only estimates, kept right
-        by the open ends: a memory created before the oldest one known, or after now, still falls in the last window."""
+        by the open ends: a memory created before the oldest one known, or after now, still falls in the last window.
+        A filter the index answers that fewer than `_FEW` memories pass is read whole instead, in one query."""
         count_rows = await self._client.ro_query("MATCH (m:Memory) RETURN count(m)")  # a label count: O(1)
         stored = int(count_rows[0][0]) if count_rows else 0
         if stored == 0 or limit <= 0:
