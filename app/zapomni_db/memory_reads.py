@@ -161,7 +161,8 @@ class MemoryReads:
             "after_key": after.created_us if after else None,
             "after_id": after.memory_id if after else None,
         }
-        if any(key in filter_params for key in _INDEXED) and await self._pass_count(where, filter_params) < _FEW:
+        passing = await self._pass_count(where, filter_params) if any(k in filter_params for k in _INDEXED) else None
+        if passing is not None and passing < _FEW:
             return _page_rows(
                 await self._client.ro_query(_page_query(order, where, windowed=False), {**params, "limit": limit})
             )
@@ -170,7 +171,11 @@ class MemoryReads:
         oldest_us = int(await self._oldest_bound(now_us / 1_000_000, check=order == "oldest") * 1_000_000)
         # The span holding `limit` memories at the store's mean density, doubled: most first windows fill.
         width = max(1, 2 * limit * max(1, now_us - oldest_us) // stored)
-        if order == "newest" and after is None:
+        if passing is not None:  # at least `_FEW` pass: windows sized for them (at most ~2 x `_FEW` rows to sort)
+            width = max(width, width * stored // max(1, passing))
+        if order == "newest" and after is None and passing is not None:
+            first_lo = int(await self._newest_bound(now_us / 1_000_000) * 1_000_000) - width
+        elif order == "newest" and after is None:
             first_lo, newest_made = await self._recent_start(limit)
             if newest_made - first_lo > width:  # spread out (an import): no further back than the mean density says
                 first_lo = max(first_lo, int(await self._newest_bound(now_us / 1_000_000) * 1_000_000) - width)
