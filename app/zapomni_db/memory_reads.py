@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -77,29 +78,36 @@ _CONDITIONS = {
 }
 
 
-# The parameters of the conditions the index answers (a tag's are tag0, tag1, ...; a note's or turn's kind is
-# `read_kind`, read from what the memory holds).
-_INDEXED = ("source", "date_from", "date_to", "thread", "speaker", "kind", "tag0")
 # A filter the index answers that at most this many memories pass: its page reads them all, ordered, in one
 # query, instead of the windows' dozen or more (each window a query, until the far end of the store).
 _FEW = 1000
 
 
-def _conditions(filters: SearchFilter) -> tuple[str, dict[str, Any]]:
-    """`filters` as a conjunction on `m` (`true` for none) and its parameters."""
+@dataclass(frozen=True)
+class _Conditions:
+    where: str  # a conjunction on `m`; `true` for no filter
+    params: dict[str, Any]
+    indexed: bool  # whether the index answers any of them (a note's or turn's kind and `current` it does not)
+
+
+def _conditions(filters: SearchFilter) -> _Conditions:
+    """`filters` as plain conditions on `m`, with their parameters."""
     given = {key: value for key, value in filters.as_params().items() if value is not None}
     where = [_CONDITIONS[key] for key in _CONDITIONS if key in given]
     params = {key: given[key] for key in _CONDITIONS if key in given}
+    indexed = bool(where)
     if "kind" in given:
         stored_kind = given["kind"] in _KINDS_STORED
-        where.append("m.kind = $kind" if stored_kind else f"{KIND} = $read_kind")
-        params["kind" if stored_kind else "read_kind"] = given["kind"]
+        where.append("m.kind = $kind" if stored_kind else f"{KIND} = $kind")
+        params["kind"] = given["kind"]
+        indexed = indexed or stored_kind
     if "tags" in given:  # any of them: one indexed membership test per tag
         where.append("(" + " OR ".join(f"$tag{i} IN m.tags" for i in range(len(given["tags"]))) + ")")
         params |= {f"tag{i}": tag for i, tag in enumerate(given["tags"])}
+        indexed = True
     if "current" in given:
         where.append("NOT (m)-[:SUPERSEDED_BY]->(:Memory)")
-    return " AND ".join(where) or "true", params
+    return _Conditions(" AND ".join(where) or "true", params, indexed)
 
 
 _SLACK_S = 0.001
@@ -155,13 +163,14 @@ class MemoryReads:
         stored = int(count_rows[0][0]) if count_rows else 0
         if stored == 0 or limit <= 0:
             return []
-        where, filter_params = _conditions(filters)
+        conditions = _conditions(filters)
+        where = conditions.where
         params = {
-            **filter_params,
+            **conditions.params,
             "after_key": after.created_us if after else None,
             "after_id": after.memory_id if after else None,
         }
-        passing = await self._pass_count(where, filter_params) if any(k in filter_params for k in _INDEXED) else None
+        passing = await self._pass_count(where, conditions.params) if conditions.indexed else None
         if passing is not None and passing < _FEW:
             return _page_rows(
                 await self._client.ro_query(_page_query(order, where, windowed=False), {**params, "limit": limit})
@@ -301,9 +310,9 @@ class MemoryReads:
 
     async def matching_ids(self, filters: SearchFilter) -> list[str]:
         """Ids of the memories that pass `filters`, oldest first."""
-        where, params = _conditions(filters)
-        query = f"MATCH (m:Memory) WHERE {where} RETURN m.id ORDER BY m.created_at, m.id"
-        rows = await self._client.ro_query(query, params)
+        conditions = _conditions(filters)
+        query = f"MATCH (m:Memory) WHERE {conditions.where} RETURN m.id ORDER BY m.created_at, m.id"
+        rows = await self._client.ro_query(query, conditions.params)
         return [row[0] for row in rows]
 
     async def speakers(self, limit: int) -> list[str]:

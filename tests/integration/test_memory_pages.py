@@ -202,10 +202,11 @@ async def test_a_filtered_page_reads_only_the_memories_that_pass_from_the_index(
         (SearchFilter(speaker="ann", tags=["rare"], kind="turn", current_only=True), 1),
     ]
     for search, passing in cases:
-        where, params = _conditions(search)
+        conditions = _conditions(search)
+        assert conditions.indexed, search
         # PROFILE takes no parameters of its own: they go in the query's CYPHER header, as JSON literals.
-        header = "CYPHER " + " ".join(f"{key}={json.dumps(value)}" for key, value in (params | window).items())
-        query = f"{header} {_page_query('newest', where)}"
+        header = "CYPHER " + " ".join(f"{k}={json.dumps(v)}" for k, v in (conditions.params | window).items())
+        query = f"{header} {_page_query('newest', conditions.where)}"
         profile = await stores.client.command("GRAPH.PROFILE", stores.client.graph_name, query)
         steps = [step.decode() if isinstance(step, bytes) else str(step) for step in profile]
         scans = [step for step in steps if "Scan" in step]
