@@ -182,7 +182,9 @@ class links_hidden:  # a context manager read as a phrase
     def __enter__(self) -> None:
         self._annotate = supersession.UpdateLinker.annotate
 
-        async def plain(_self: supersession.UpdateLinker, _stores: Any, results: Sequence[Any]) -> list[Any]:
+        async def plain(
+            _self: supersession.UpdateLinker, _stores: Any, results: Sequence[Any], _nodes: Any = None
+        ) -> list[Any]:
             return list(results)
 
         # Replaced for the measurement only, and put back on exit: the cost of the links read is what is measured.

@@ -112,7 +112,10 @@ async def open_core(
         def search_for(stores: GraphStores, keyword_index: KeywordIndex) -> SearchPipeline:
             expansion = GraphExpansion(stores.neighbours, stores.search) if settings.graph_expansion else None
             return SearchPipeline(
-                [VectorRetriever(stores.search), KeywordRetriever(stores.search, keyword_index, analyzer)],
+                [
+                    VectorRetriever(stores.search, exact_within_ms=settings.vector_exact_limit_ms),
+                    KeywordRetriever(stores.search, keyword_index, analyzer),
+                ],
                 rrf_k=settings.rrf_k,
                 leg_depth=settings.search_leg_depth,
                 relevance_floor=settings.relevance_floor,

@@ -81,6 +81,9 @@ class Settings(BaseSettings):
     # RRF constant and leg depth (docs/decisions/0027): k 60 and depth 50 before.
     rrf_k: int = Field(DEFAULT_RRF_K, alias="ZAPOMNI_RRF_K", ge=1, le=10_000)
     search_leg_depth: int = Field(DEFAULT_LEG_DEPTH, alias="ZAPOMNI_SEARCH_LEG_DEPTH", ge=10, le=1000)
+    # While the vector index is built after a load, how long comparing the query with every stored vector may take
+    # before a search answers without the vector leg, and says so (docs/decisions/0045).
+    vector_exact_limit_ms: int = Field(500, alias="ZAPOMNI_VECTOR_EXACT_LIMIT_MS", ge=1, le=600_000)
     # A vector rank's worth in the fusion, a keyword rank's being 1 (docs/decisions/0015).
     vector_weight: float = Field(DEFAULT_VECTOR_WEIGHT, alias="ZAPOMNI_VECTOR_WEIGHT", ge=0.0, le=10.0)
     # Hybrid search fuses the legs' scores (the vector leg's share given) or their ranks (docs/decisions/0035).

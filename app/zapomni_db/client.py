@@ -7,10 +7,11 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from zapomni_db.connection import Connection, is_write_command
-from zapomni_db.errors import GraphMissing, QueryFailed
+from zapomni_db.errors import GraphMissing, QueryFailed, QueryTimedOut
 
 Row = list[Any]
 _EMPTY_GRAPH = "empty key"
+_TIMED_OUT = "Query timed out"
 
 
 # The part of falkordb's AsyncGraph and QueryResult used here (falkordb ships no types).
@@ -21,7 +22,9 @@ class _QueryResult(Protocol):
 class _Graph(Protocol):
     async def query(self, q: str, params: dict[str, Any] | None = None) -> _QueryResult: ...
 
-    async def ro_query(self, q: str, params: dict[str, Any] | None = None) -> _QueryResult: ...
+    async def ro_query(
+        self, q: str, params: dict[str, Any] | None = None, timeout: int | None = None
+    ) -> _QueryResult: ...
 
 
 class GraphClient:
@@ -51,14 +54,21 @@ class GraphClient:
                 result = await self.connection.run(lambda: self._graph.query(cypher, params), write=True)
         return result.result_set
 
-    async def ro_query(self, cypher: str, params: dict[str, Any] | None = None) -> list[Row]:
-        """Run a read-only query (the server may run it on any thread); a graph not yet created has no rows."""
+    async def ro_query(
+        self, cypher: str, params: dict[str, Any] | None = None, *, timeout_ms: int | None = None
+    ) -> list[Row]:
+        """Run a read-only query (the server may run it on any thread); a graph not yet created has no rows.
+
+        `timeout_ms`: the server stops the query after this long (QueryTimedOut)."""
         try:
             with _unsendable_named(params):
-                result = await self.connection.run(lambda: self._graph.ro_query(cypher, params), write=False)
+                call = lambda: self._graph.ro_query(cypher, params, timeout=timeout_ms)  # noqa: E731
+                result = await self.connection.run(call, write=False)
         except QueryFailed as exc:
             if _EMPTY_GRAPH in str(exc):  # the graph key does not exist until the first write
                 return []
+            if timeout_ms is not None and _TIMED_OUT in str(exc):
+                raise QueryTimedOut(f"stopped after {timeout_ms} ms") from exc
             raise
         return result.result_set
 

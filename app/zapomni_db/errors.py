@@ -54,6 +54,10 @@ class QueryFailed(DatabaseError):
     """The server answered a query or command with an error."""
 
 
+class QueryTimedOut(QueryFailed):
+    """A read given a time limit did not finish within it: the server stopped it (nothing was changed)."""
+
+
 class PersistenceFailed(QueryFailed):
     """The server refuses writes because it could not write its files (disk full, permissions)."""
 

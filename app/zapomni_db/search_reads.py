@@ -9,7 +9,7 @@ import structlog
 
 from zapomni_db._cypher import FILTER
 from zapomni_db.client import GraphClient
-from zapomni_db.errors import QueryFailed
+from zapomni_db.errors import QueryFailed, QueryTimedOut
 from zapomni_db.records.memories import ChunkPlace, MemoryInfo, SearchFilter
 from zapomni_db.records.search import ChunkHit, IndexChanges, IndexedChunk
 from zapomni_db.schema import indexes_building
@@ -30,27 +30,41 @@ _EXACT_SEARCH = (
     f"LIMIT $k MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WHERE {FILTER} "
     f"WITH m, node, score AS distance RETURN {_HIT} ORDER BY distance ASC, node.id ASC LIMIT $limit"
 )
-# Keyword candidates come ranked from the in-process BM25 index; this applies the filters and
-# brings the cosine distance along so every hit has a similarity. Chunks deleted meanwhile (by
-# this process or another) are simply not found. `IN` is one index scan, and one label scan while the index is
-# built after a load (an UNWIND would scan once per id: 7x slower at 30K chunks, decision 0036).
-_FETCH_CHUNKS = (
-    "MATCH (node:Chunk) WHERE node.id IN $ids WITH node MATCH (node)<-[:HAS_CHUNK]-(m:Memory) "
-    f"WHERE {FILTER} WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
+# Keyword candidates come ranked from the keyword index; this applies the filters and brings the cosine distance
+# along so every hit has a similarity. Chunks deleted meanwhile (by this process or another) are simply not found.
+_FETCHED = (
+    f"WITH node MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WHERE {FILTER} "
+    f"WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
 )
+# By the nodes' own numbers, which the keyword index keeps: found without any index, so as fast while the
+# indexes are built after a load (0.5 ms for 40 at a million chunks, where a label scan takes 0.7 s). A number
+# freed by a delete is given to the next node made, so the id must match too; a chunk whose number no longer
+# holds it is looked for by id (`_FETCH_BY_ID`).
+# (The id is compared as a projected value: a condition on `node.id` itself makes the planner read the id's index
+# instead, once per number.)
+_AT_NUMBERS = "UNWIND $nodes AS n MATCH (node:Chunk) WHERE ID(node) = n WITH node, node.id AS cid WHERE cid IN $ids"
+_FETCH_BY_NODE = f"{_AT_NUMBERS} {_FETCHED}"
+# `IN` is one index scan, and one label scan while the index is built after a load (an UNWIND would scan once per
+# id: 7x slower at 30K chunks, decision 0036).
+_FETCH_BY_ID = f"MATCH (node:Chunk) WHERE node.id IN $ids {_FETCHED}"
+_AT_NODES = f"{_AT_NUMBERS} RETURN cid"
 # What the keyword index counts of a chunk `c` of a memory `m`, and the chunk's place in its memory's thread. The
 # terms are counted in process (`KeywordIndex`), not stored: term arrays were a sixth of the database's
 # memory (decision 0031).
-_INDEXED = "c.id, coalesce(c.text, m.text), c.context, m.thread, m.date_ts, m.created_at, c.idx"
+_INDEXED = "c.id, coalesce(c.text, m.text), c.context, m.thread, m.date_ts, m.created_at, c.idx, ID(c)"
 
 
 class SearchReads:
     def __init__(self, client: GraphClient) -> None:
         self._client = client
 
-    async def vector_search(self, vector: list[float], *, k: int, limit: int, filters: SearchFilter) -> list[ChunkHit]:
+    async def vector_search(
+        self, vector: list[float], *, k: int, limit: int, filters: SearchFilter, exact_within_ms: int | None = None
+    ) -> list[ChunkHit]:
         """The `limit` nearest chunks among the `k` nearest in the index that pass `filters` (all stored chunks
-        compared while the index is being built)."""
+        compared while the index is being built).
+
+        `exact_within_ms`: how long comparing every stored chunk may take (QueryTimedOut, saying why, beyond it)."""
         params = {"vector": vector, "k": k, "limit": limit, **filters.as_params()}
         try:
             rows = await self._client.ro_query(_VECTOR_SEARCH, params)
@@ -59,13 +73,35 @@ class SearchReads:
             if not building:
                 raise
             log.info("search.vector_index_building", index=str(building[0]), fallback="every stored vector compared")
-            rows = await self._client.ro_query(_EXACT_SEARCH, params)
+            try:
+                rows = await self._client.ro_query(_EXACT_SEARCH, params, timeout_ms=exact_within_ms)
+            except QueryTimedOut as exc:
+                raise QueryTimedOut(
+                    f"its index is being built after a load ({building[0]}) and comparing the query with every stored "
+                    f"vector takes longer than {exact_within_ms} ms (ZAPOMNI_VECTOR_EXACT_LIMIT_MS)"
+                ) from exc
         return [_hit(row) for row in rows]
 
-    async def fetch_chunks(self, ids: Sequence[str], vector: list[float], *, filters: SearchFilter) -> list[ChunkHit]:
-        """The chunks among `ids` that pass `filters`, in the order of `ids`."""
-        rows = await self._client.ro_query(_FETCH_CHUNKS, {"ids": list(ids), "vector": vector, **filters.as_params()})
-        by_id = {hit.chunk_id: hit for hit in map(_hit, rows)}
+    async def fetch_chunks(
+        self, ids: Sequence[str], vector: list[float], *, filters: SearchFilter, nodes: Sequence[int] | None = None
+    ) -> list[ChunkHit]:
+        """The chunks among `ids` that pass `filters`, in the order of `ids`.
+
+        `nodes`: each id's node number as the keyword index knows it; the ids not found by it are looked for by id.
+        """
+        params = {"vector": vector, **filters.as_params()}
+        by_id: dict[str, ChunkHit] = {}
+        if nodes is not None:
+            rows = await self._client.ro_query(_FETCH_BY_NODE, {**params, "nodes": list(nodes), "ids": list(ids)})
+            by_id = {hit.chunk_id: hit for hit in map(_hit, rows)}
+        missing = [i for i in ids if i not in by_id]
+        if missing and nodes is not None:  # filtered out, deleted, or (rarely) not at the number the index knows
+            rows = await self._client.ro_query(_AT_NODES, {"nodes": list(nodes), "ids": missing})
+            there = {row[0] for row in rows}
+            missing = [i for i in missing if i not in there]
+        if missing:
+            rows = await self._client.ro_query(_FETCH_BY_ID, {**params, "ids": missing})
+            by_id.update((hit.chunk_id, hit) for hit in map(_hit, rows))
         return [by_id[i] for i in ids if i in by_id]
 
     async def indexed_chunks(self) -> int:
@@ -116,6 +152,7 @@ def _indexed(row: list[Any]) -> IndexedChunk:
         context=row[2],
         thread=row[3],
         order=(float(row[4] or 0.0), float(row[5] or 0.0), int(row[6] or 0)),
+        node=int(row[7]),
     )
 
 

@@ -31,6 +31,15 @@ _LINKS_OF = (
     f"UNWIND $ids AS mid MATCH (o:Memory {{id: mid}})-[r:SUPERSEDED_BY]->(n:Memory) RETURN {_FIELDS} "
     f"UNION UNWIND $ids AS mid MATCH (n:Memory {{id: mid}})<-[r:SUPERSEDED_BY]-(o:Memory) RETURN {_FIELDS}"
 )
+# The same by the memories' node numbers, read by the same request (`MemoryInfo.node`): no index needed, so as
+# fast while the indexes are built after a load, where each lookup above scans every memory (seconds at 1M).
+_AT_NUMBERS = (
+    "UNWIND $nodes AS x MATCH ({side}:Memory) WHERE ID({side}) = x WITH {side}, {side}.id AS mid WHERE mid IN $ids"
+)
+_LINKS_AT = (
+    f"{_AT_NUMBERS.format(side='o')} MATCH (o)-[r:SUPERSEDED_BY]->(n:Memory) RETURN {_FIELDS} "
+    f"UNION {_AT_NUMBERS.format(side='n')} MATCH (n)<-[r:SUPERSEDED_BY]-(o:Memory) RETURN {_FIELDS}"
+)
 _UNDO = (
     "MATCH (o:Memory {id: $older}) MATCH (n:Memory {id: $newer}) "
     "OPTIONAL MATCH (o)-[r:SUPERSEDED_BY]->(n) WITH o, n, r, r IS NOT NULL AS existed DELETE r "
@@ -57,11 +66,19 @@ class UpdateLinks:
         rows = await self._client.query(_LINK, {"links": [_link_param(link) for link in links], "now": time.time()})
         return int(rows[0][0]) if rows else 0
 
-    async def of(self, memory_ids: Sequence[str]) -> list[StoredLink]:
-        """Every link with one of `memory_ids` on either side."""
+    async def of(self, memory_ids: Sequence[str], nodes: Sequence[int | None] | None = None) -> list[StoredLink]:
+        """Every link with one of `memory_ids` on either side.
+
+        `nodes`: the memories' node numbers as this request read them (`MemoryInfo.node`; a memory deleted since
+        has no links), used when every one is known."""
         if not memory_ids:
             return []
-        rows = await self._client.ro_query(_LINKS_OF, {"ids": list(dict.fromkeys(memory_ids))})
+        ids = list(dict.fromkeys(memory_ids))
+        known = [node for node in nodes or () if node is not None]
+        if nodes is not None and len(known) == len(nodes):
+            rows = await self._client.ro_query(_LINKS_AT, {"ids": ids, "nodes": list(dict.fromkeys(known))})
+        else:
+            rows = await self._client.ro_query(_LINKS_OF, {"ids": ids})
         return [_stored(row) for row in rows]
 
     async def undo(self, older: str, newer: str) -> bool | None:

@@ -76,6 +76,26 @@ async def test_scale_bench_measures_the_starts_of_an_existing_store(tmp_path: Pa
     assert "More cold starts with the database stopped" in out.read_text()
 
 
+@pytest.mark.anyio
+async def test_first_answer_bench_times_a_cold_start_and_says_where_it_went(tmp_path: Path, data_dir: Path) -> None:
+    async with open_core(Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
+        for i in range(12):
+            await core.memories.add(AddMemoryRequest(text=f"Memory number {i} about tides and the moon, item {i}."))
+    out = tmp_path / "first.md"
+    done = run_bench(
+        "bench.first_answer", "--store", str(data_dir), "--starts", "2", "--searches", "2", "--output", str(out)
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    runs = json.loads(out.with_suffix(".json").read_text())["runs"]
+    assert len(runs) == 2
+    for run in runs:
+        # Each start loaded the store itself (FalkorDB's log says how long) and answered from both legs.
+        assert run["first_search_ms"] > run["server_ready_ms"] > 0 and run["database_load_s"] is not None
+        assert run["legs"] == ["vector", "keyword"] and run["more_searches_legs"] == ["both", "both"]
+        assert run["first_search_in_server_ms"] > 0 and run["more_searches_p50_ms"] > 0
+    assert "| 2 |" in out.read_text()
+
+
 def test_index_repair_bench_sees_the_replay_and_the_repair(tmp_path: Path) -> None:
     out = tmp_path / "index_repair.md"
     done = run_bench("bench.index_repair", "--sizes", "300", "--output", str(out))

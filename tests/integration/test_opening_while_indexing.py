@@ -14,7 +14,7 @@ from contextlib import AsyncExitStack
 
 import pytest
 
-from tests.helpers import keyword_index_dirs, open_core, shared_model, unit_vector, until
+from tests.helpers import configured, keyword_index_dirs, open_core, shared_model, unit_vector, until
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.database import open_database
 from zapomni_core.errors import StorageUnavailable
@@ -96,6 +96,16 @@ async def test_a_loading_store_answers_searches_and_holds_writes_until_its_index
         assert found.results[0].memory_id == note_ids[0]
         hybrid = await core.memories.search(SearchRequest(query="what food for the cat with a chicken allergy"))
         assert hybrid.results[0].memory_id == note_ids[2]
+        assert hybrid.legs == ["vector", "keyword"] and hybrid.note is None
+
+        # Where comparing every vector takes longer than allowed, the keyword leg answers alone and the reply
+        # says why (a million chunks take seconds: decision 0045).
+        async with open_core(configured(settings, ZAPOMNI_VECTOR_EXACT_LIMIT_MS="1")) as (hurried, _info):
+            quick = await hurried.memories.search(SearchRequest(query="what food for the cat with a chicken allergy"))
+            assert quick.legs == ["keyword"] and quick.results[0].memory_id == note_ids[2]
+            assert quick.note is not None and "being built after a load" in quick.note and "1 ms" in quick.note
+            alone = await hurried.memories.search(SearchRequest(query="staging deploy", mode="vector"))
+            assert alone.results == [] and alone.note is not None and "ZAPOMNI_VECTOR_EXACT_LIMIT_MS" in alone.note
         # The keyword index the opening made from the store is on disk already (the store's stamp is no graph
         # write, which would wait for the build): a server stopped before the build ends leaves it for the next.
         assert keyword_index_dirs(settings)

@@ -421,9 +421,9 @@ class MemoryService:
             duration_ms=round(elapsed_ms, 2),
             **({"unavailable": answer.unavailable} if answer.unavailable else {}),
         )
-        hits = order_current_first(
-            await self._supersession.annotate(workspace.stores, [replies.hit(r, name) for r in ranked]), request.query
-        )
+        found = [replies.hit(r, name) for r in ranked]
+        nodes = [r.candidate.hit.memory.node for r in ranked]
+        hits = order_current_first(await self._supersession.annotate(workspace.stores, found, nodes), request.query)
         if request.graph_context and hits:
             context = await self._graph_context(workspace.stores, [hit.chunk_id for hit in hits])
             hits = [hit.model_copy(update={"entities": context.get(hit.chunk_id, [])}) for hit in hits]

@@ -92,11 +92,14 @@ class UpdateLinker:
         log.info("memory.updates_linked", memory_id=new.memory_id, links=made)
         return made
 
-    async def annotate(self, stores: GraphStores, results: Sequence[F]) -> list[F]:
-        """`results` with the links of each memory (`superseded_by`, `supersedes`)."""
+    async def annotate(
+        self, stores: GraphStores, results: Sequence[F], nodes: Sequence[int | None] | None = None
+    ) -> list[F]:
+        """`results` with the links of each memory (`superseded_by`, `supersedes`); `nodes`: the memories' node
+        numbers as the request read them (`MemoryInfo.node`), which find them without an index."""
         if not results:
             return list(results)
-        links = await stores.updates.of([r.memory_id for r in results])
+        links = await stores.updates.of([r.memory_id for r in results], nodes)
         return [_with_links(r, links) for r in results]
 
 

@@ -30,8 +30,11 @@ class KeywordRetriever:
         # Every indexed chunk is fetchable, so only filters can make the database drop candidates.
         fetch = k * _OVERFETCH if query.filters.narrows else k
         while True:
-            ranked = dict(await self._index.search(terms, fetch))
-            hits = await self._reads.fetch_chunks(list(ranked), query.vector, filters=query.filters)
+            ranked = await self._index.search(terms, fetch)
+            scores = {hit.chunk_id: hit.score for hit in ranked}
+            hits = await self._reads.fetch_chunks(
+                list(scores), query.vector, filters=query.filters, nodes=[hit.node for hit in ranked]
+            )
             if len(hits) >= k or len(ranked) < fetch:
-                return [Candidate.from_hit(hit, leg_score=ranked[hit.chunk_id]) for hit in hits[:k]]
+                return [Candidate.from_hit(hit, leg_score=scores[hit.chunk_id]) for hit in hits[:k]]
             fetch *= _OVERFETCH

@@ -34,7 +34,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import structlog
 import tantivy
@@ -47,7 +47,7 @@ from zapomni_db import IndexChanges, IndexedChunk, Maintenance, SearchReads
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
-FORMAT = 1
+FORMAT = 2  # 2: each chunk's node number is kept (1 had none: made again from the store)
 _RECORD = "zapomni.json"
 # Sequence numbers read per round trip while catching up (one per memory, so pages stay whole).
 _SYNC_WINDOW = 2000
@@ -66,6 +66,8 @@ _LOCK_POLL_S = 0.005
 def _schema() -> tantivy.Schema:
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("chunk_id", stored=True, tokenizer_name="raw")
+    # The database's number for the chunk's node: its hits are fetched by it, without the database's indexes.
+    builder.add_unsigned_field("node", stored=True)
     builder.add_text_field("thread", stored=False, tokenizer_name="raw")
     # Term frequencies without positions: BM25 needs no phrase queries, and positions were a third of the disk.
     builder.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="freq")
@@ -111,11 +113,18 @@ class KeywordIndexDirs:
             await _to_the_end(lambda: shutil.rmtree(self.path(graph), ignore_errors=True))
 
 
+class KeywordHit(NamedTuple):
+    chunk_id: str
+    node: int  # the chunk's node number in the database, when it was indexed
+    score: float
+
+
 @dataclass
 class _Turn:
     order: tuple[float, float, int]
     own: str  # its terms, space-joined
     window: tuple[str, ...] | None  # the ids of the turns before it it was indexed with; None: not indexed yet
+    node: int
 
 
 @dataclass
@@ -184,7 +193,7 @@ class KeywordIndex:
             return
         log.info("keyword_index.built", chunks=len(self), duration_ms=round((time.perf_counter() - started) * 1000, 1))
 
-    async def search(self, terms: list[str], k: int) -> list[tuple[str, float]]:
+    async def search(self, terms: list[str], k: int) -> list[KeywordHit]:
         """The `k` best chunks for `terms` by BM25, best first, with their scores; chunks matching none left out.
 
         LegUnavailable while the index is being made in the background, or when it cannot be written."""
@@ -204,8 +213,11 @@ class KeywordIndex:
         query = tantivy.Query.boolean_query(
             [(tantivy.Occur.Should, tantivy.Query.term_query(_SCHEMA, "body", term)) for term in unique]
         )
-        hits = searcher.search(query, limit=k).hits
-        return [(str(searcher.doc(address)["chunk_id"][0]), float(score)) for score, address in hits]
+        found = []
+        for score, address in searcher.search(query, limit=k).hits:
+            doc = searcher.doc(address)
+            found.append(KeywordHit(str(doc["chunk_id"][0]), int(doc["node"][0]), float(score)))
+        return found
 
     async def close(self) -> None:
         """Stop a background catch-up (what it committed stays) and let the index's files go: nothing is left to
@@ -332,9 +344,9 @@ class KeywordIndex:
         for chunk, terms in zip(chunks, counted, strict=True):
             if chunk.thread is None or THREAD_WINDOW == 0:
                 writer.delete_documents_by_term("chunk_id", chunk.chunk_id)
-                writer.add_document(tantivy.Document(chunk_id=chunk.chunk_id, body=terms))
+                writer.add_document(tantivy.Document(chunk_id=chunk.chunk_id, node=chunk.node, body=terms))
             else:
-                self._thread(threads, chunk.thread)[chunk.chunk_id] = _Turn(chunk.order, terms, None)
+                self._thread(threads, chunk.thread)[chunk.chunk_id] = _Turn(chunk.order, terms, None, chunk.node)
                 threads.thread_of[chunk.chunk_id] = chunk.thread
         for chunk_id in changes.removed:
             writer.delete_documents_by_term("chunk_id", chunk_id)
@@ -373,7 +385,7 @@ class KeywordIndex:
             if not doc["turn"]:
                 continue
             stored = json.loads(bytes(doc["turn"][0]))
-            turn = _Turn(tuple(stored["order"]), stored["own"], tuple(stored["window"]))
+            turn = _Turn(tuple(stored["order"]), stored["own"], tuple(stored["window"]), int(doc["node"][0]))
             yield str(doc["chunk_id"][0]), str(stored["thread"]), turn
 
     def _reindex_turns(self, writer: tantivy.IndexWriter, threads: _Threads) -> None:
@@ -389,7 +401,9 @@ class KeywordIndex:
                 body = " ".join([turn.own, *(other.own for _, other in before)])
                 writer.delete_documents_by_term("chunk_id", chunk_id)
                 writer.add_document(
-                    tantivy.Document(chunk_id=chunk_id, thread=thread, body=body, turn=json.dumps(stored).encode())
+                    tantivy.Document(
+                        chunk_id=chunk_id, node=turn.node, thread=thread, body=body, turn=json.dumps(stored).encode()
+                    )
                 )
                 turn.window = window
 

@@ -95,13 +95,16 @@ class MemoryInfo:
     # A conversation turn's speaker and thread (the agent's, else the inferred ones).
     speaker: str | None = None
     thread: str | None = None
+    # The database's number for the memory's node when it was read: what else a request reads of the memory is
+    # found by it without an index (`UpdateLinks.of`), as fast while the indexes are built after a load.
+    node: int | None = None
 
     # The Cypher projection that `from_row` reads, for a memory bound to `m`.
     PROJECTION = (
         "m.id, m.tags, m.source, m.date, m.created_at, coalesce(m.updated_at, m.created_at), m.chunk_count, "
-        f"coalesce(m.status, 'indexed'), m.job_id, {KIND}, m.speaker, m.thread"
+        f"coalesce(m.status, 'indexed'), m.job_id, {KIND}, m.speaker, m.thread, ID(m)"
     )
-    WIDTH = 12
+    WIDTH = 13
 
     @classmethod
     def from_row(cls, row: list[Any], start: int = 0) -> MemoryInfo:
@@ -119,6 +122,7 @@ class MemoryInfo:
             kind=r[9] or "note",
             speaker=r[10],
             thread=r[11],
+            node=r[12],
         )
 
 

@@ -23,6 +23,8 @@ class IndexedChunk:
     """What the keyword index reads of a chunk: the text it counts terms in (with its context) and where it sits."""
 
     chunk_id: str
+    # The database's own number for the chunk's node: found by it without an index (`SearchReads.fetch_chunks`).
+    node: int
     text: str
     context: str | None = None
     thread: str | None = None

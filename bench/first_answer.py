@@ -1,0 +1,137 @@
+"""The first answer after a cold start on an existing store, and where its time went (issue 40, part 3).
+
+Each start finds the embedded database stopped: a fresh `zapomni serve` (official MCP client over stdio) starts
+it, FalkorDB loads the store and answers, and its indexes are built afterwards (decision 0036). Measured from
+spawning the server: the first hybrid search answered (client side), and from the logs where it went — FalkorDB's
+own load (`DB loaded from append only file` in its log: the floor), the server ready (`server.ready`), the first
+search in the server (`memory.searched`), which legs answered and why one did not. Then `--searches` more hybrid
+searches while the indexes build (p50), each waiting for the last. Between starts the last server's database
+saves and stops (its build unfinished: the next load builds again).
+
+Run: `.venv/bin/python -m bench.first_answer --store DIR [--starts 3]` (a store another bench grew and stopped,
+e.g. `bench.list_pages --store` or `bench.scale --store`); results in bench/results/first_answer.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import statistics
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import DATA_DIR, call, commit
+from bench.scale import load_now, queries, sentences, spawned_server
+from zapomni_db.embedded_layout import EmbeddedPaths, probe
+
+RESULTS = Path(__file__).resolve().parent / "results"
+_LOADED = re.compile(r"^\d+:M (\d+ \w+ \d+ [\d:.]+) \* DB loaded from append only file: ([\d.]+) seconds")
+
+
+async def one_start(store: Path, log_path: Path, searches: list[str]) -> dict[str, Any]:
+    paths = EmbeddedPaths(store)
+    while probe(paths.socket) != "down":  # the last server's database saves and stops
+        await asyncio.sleep(1.0)
+    load = load_now()
+    redis_log = paths.db_dir / "redis.log"
+    seen = redis_log.read_text().count("\n") if redis_log.exists() else 0
+    async with spawned_server(store, log_path) as (session, first_ms, first):
+        more = [(await call(session, "search_memory", {"query": q, "mode": "hybrid"}))[1] for q in searches]
+    server = _server_log(log_path)
+    lines = redis_log.read_text().splitlines()[seen:] if redis_log.exists() else []
+    decoded = [float(m.group(2)) for line in lines if (m := _LOADED.match(line))]
+    return {
+        "load": load,
+        "first_search_ms": first_ms,
+        "database_load_s": decoded[0] if decoded else None,
+        "server_ready_ms": server["ready_ms"],
+        "first_search_in_server_ms": server["search_ms"],
+        "legs": first.get("legs"),
+        "note": first.get("note"),
+        "results": first.get("count"),
+        "more_searches_p50_ms": round(statistics.median(more), 1) if more else None,
+        "more_searches_legs": server["later_legs"],
+    }
+
+
+def _server_log(log_path: Path) -> dict[str, Any]:
+    ready = search = None
+    later: list[str] = []
+    for line in log_path.read_text().splitlines():
+        if not line.startswith("{"):
+            continue
+        event = json.loads(line)
+        if event.get("event") == "server.ready" and ready is None:
+            ready = round(event["startup_s"] * 1000, 1)
+        elif event.get("event") == "memory.searched":
+            if search is None:
+                search = event.get("duration_ms")
+            else:
+                later.append(",".join(sorted(event.get("unavailable", {}))) or "both")
+    return {"ready_ms": ready, "search_ms": search, "later_legs": later}
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = [
+        "# The first answer after a cold start (database stopped)",
+        "",
+        f"- date: {results['date']}; commit {results['commit']}; store {results['store']} ({results['chunks']}); "
+        "produced by `python -m bench.first_answer`. Times from spawning `zapomni serve` (official MCP client, "
+        "stdio); FalkorDB's load from its own log; the server's from its log.",
+        "- later searches: hybrid, one after another, while the database builds its indexes; which legs "
+        "did not answer in each.",
+        "",
+        "| start | load (1 min) | first search answered, ms | FalkorDB's load, s | server ready, ms | first search "
+        "in the server, ms | legs | results | later searches p50, ms | later: legs that did not answer |",
+        "|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for i, run in enumerate(results["runs"], start=1):
+        lines.append(
+            f"| {i} | {run['load'][0]} | {run['first_search_ms']:,} | {run['database_load_s']} | "
+            f"{run['server_ready_ms']:,} | {run['first_search_in_server_ms']} | {', '.join(run['legs'] or [])} | "
+            f"{run['results']} | {run['more_searches_p50_ms']} | {', '.join(run['more_searches_legs']) or '–'} |"
+        )
+    notes = {run["note"] for run in results["runs"] if run["note"]}
+    return "\n".join([*lines, "", *(f"- the reply's note: {note}" for note in sorted(notes)), ""])
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    pool = sentences(DATA_DIR)
+    searches = queries(DATA_DIR, pool, args.searches)
+    logs = args.store.parent / f"{args.store.name}-logs"
+    logs.mkdir(exist_ok=True)
+    results: dict[str, Any] = {
+        "commit": commit(),
+        "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "store": str(args.store),
+        "chunks": args.chunks,
+        "runs": [],
+    }
+    for i in range(args.starts):
+        started = time.perf_counter()
+        results["runs"].append(await one_start(args.store, logs / f"first-answer-{i}.log", searches))
+        print(json.dumps(results["runs"][-1]), f"({time.perf_counter() - started:.0f} s)", flush=True)
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", type=Path, required=True, help="an embedded data directory, its database stopped")
+    parser.add_argument("--chunks", default="", help="what the store holds, for the report (e.g. '1,000,000 chunks')")
+    parser.add_argument("--starts", type=int, default=3)
+    parser.add_argument("--searches", type=int, default=5, help="hybrid searches after the first, at each start")
+    parser.add_argument("--output", type=Path, default=RESULTS / "first_answer.md")
+    args = parser.parse_args()
+    results = asyncio.run(main_async(args))
+    args.output.write_text(render(results))
+    args.output.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    print(render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
