@@ -45,11 +45,16 @@ def test_scale_bench_measures_every_figure_at_each_size(tmp_path: Path) -> None:
     assert results["duration_s"] > 0 and f"the run took {results['duration_s']:,} s" in out.read_text()
 
 
-@pytest.mark.anyio
-async def test_scale_bench_measures_the_starts_of_an_existing_store(tmp_path: Path, data_dir: Path) -> None:
+async def store_of_twelve(data_dir: Path) -> None:
+    """A store of 12 one-chunk memories, its database stopped (the last client gone)."""
     async with open_core(Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
         for i in range(12):
             await core.memories.add(AddMemoryRequest(text=f"Memory number {i} about tides and the moon, item {i}."))
+
+
+@pytest.mark.anyio
+async def test_scale_bench_measures_the_starts_of_an_existing_store(tmp_path: Path, data_dir: Path) -> None:
+    await store_of_twelve(data_dir)
     out = tmp_path / "start.md"
     done = run_bench(
         "bench.scale", "--existing", str(data_dir), "--catch-up", "10", "--more-starts", "1", "--output", str(out)
@@ -78,9 +83,7 @@ async def test_scale_bench_measures_the_starts_of_an_existing_store(tmp_path: Pa
 
 @pytest.mark.anyio
 async def test_first_answer_bench_times_a_cold_start_and_says_where_it_went(tmp_path: Path, data_dir: Path) -> None:
-    async with open_core(Settings.from_variables(ZAPOMNI_DATA_DIR=data_dir, LOG_LEVEL="WARNING")) as (core, _info):
-        for i in range(12):
-            await core.memories.add(AddMemoryRequest(text=f"Memory number {i} about tides and the moon, item {i}."))
+    await store_of_twelve(data_dir)
     out = tmp_path / "first.md"
     done = run_bench(
         "bench.first_answer", "--store", str(data_dir), "--starts", "2", "--searches", "2", "--output", str(out)
