@@ -8,6 +8,11 @@ search in the server (`memory.searched`), which legs answered and why one did no
 searches while the indexes build (p50), each waiting for the last. Between starts the last server's database
 saves and stops (its build unfinished: the next load builds again).
 
+`--prepare` first opens the store in this process until its keyword index is current (a store grown by an older
+format is made again), so that the starts measure a start and not that; `--latency N` then opens it again, waits
+until the database has built its indexes, and measures N searches per mode as `bench.scale` does at each size
+(p50/p95/p99, with the query embedding and with it cached).
+
 Run: `.venv/bin/python -m bench.first_answer --store DIR [--starts 3]` (a store another bench grew and stopped,
 e.g. `bench.list_pages --store` or `bench.scale --store`); results in bench/results/first_answer.{md,json}.
 """
@@ -20,15 +25,19 @@ import json
 import re
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.common import DATA_DIR, call, commit
-from bench.scale import load_now, queries, sentences, spawned_server
+from bench.scale import load_now, queries, search_latency, sentences, spawned_server
+from zapomni_core import Settings, ZapomniCore, open_core
+from zapomni_core.logs import configure_logging
 from zapomni_db.embedded_layout import EmbeddedPaths, probe
 
 RESULTS = Path(__file__).resolve().parent / "results"
+T = TypeVar("T")
 _LOADED = re.compile(r"^\d+:M (\d+ \w+ \d+ [\d:.]+) \* DB loaded from append only file: ([\d.]+) seconds")
 
 
@@ -75,6 +84,31 @@ def _server_log(log_path: Path) -> dict[str, Any]:
     return {"ready_ms": ready, "search_ms": search, "later_legs": later}
 
 
+async def opened(store: Path, work: Callable[[ZapomniCore], Awaitable[T]]) -> T:
+    """`work(core)` on the store opened in this process (the database started here, stopped after)."""
+    settings = Settings.from_variables(ZAPOMNI_DATA_DIR=store, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO="false")
+    async with open_core(settings) as (core, _info):
+        return await work(core)
+
+
+async def prepare(core: ZapomniCore) -> float:
+    """Wait until the default workspace's keyword index is current; seconds waited."""
+    started = time.perf_counter()
+    workspace = await core.workspaces.registry.get(None, create=False)
+    while workspace is not None and workspace.keyword_index.building:
+        await asyncio.sleep(1.0)
+    return round(time.perf_counter() - started, 1)
+
+
+async def latency(core: ZapomniCore, texts: list[str]) -> dict[str, Any]:
+    """Search latency per mode once the database has built the store's indexes (writes resumed)."""
+    started = time.perf_counter()
+    while core.workspaces.registry.held_writes(None):
+        await asyncio.sleep(5.0)
+    built_s = round(time.perf_counter() - started, 1)
+    return {"waited_for_indexes_s": built_s, "load": load_now(), "search_ms": await search_latency(core, texts, "1m")}
+
+
 def render(results: dict[str, Any]) -> str:
     lines = [
         "# The first answer after a cold start (database stopped)",
@@ -96,7 +130,24 @@ def render(results: dict[str, Any]) -> str:
             f"{run['results']} | {run['more_searches_p50_ms']} | {', '.join(run['more_searches_legs']) or '–'} |"
         )
     notes = {run["note"] for run in results["runs"] if run["note"]}
-    return "\n".join([*lines, "", *(f"- the reply's note: {note}" for note in sorted(notes)), ""])
+    lines += ["", *(f"- the reply's note: {note}" for note in sorted(notes)), ""]
+    if "latency" in results:
+        found = results["latency"]
+        lines += [
+            f"Search latency once the indexes were built ({found['waited_for_indexes_s']:,} s after opening the store"
+            f" in process; load {found['load'][0]}), ms through `ZapomniCore.search`, limit 10:",
+            "",
+            "| mode | p50 | p95 | p99 | p50 cached embedding | p95 cached | p99 cached |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for mode, figures in found["search_ms"].items():
+            cold, warm = figures["with_embedding"], figures["cached_embedding"]
+            lines.append(
+                f"| {mode} | {cold['p50']} | {cold['p95']} | {cold['p99']} | {warm['p50']} | {warm['p95']} | "
+                f"{warm['p99']} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
@@ -111,10 +162,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "chunks": args.chunks,
         "runs": [],
     }
+    if args.prepare:
+        results["prepared_s"] = await opened(args.store, prepare)
     for i in range(args.starts):
         started = time.perf_counter()
         results["runs"].append(await one_start(args.store, logs / f"first-answer-{i}.log", searches))
         print(json.dumps(results["runs"][-1]), f"({time.perf_counter() - started:.0f} s)", flush=True)
+    if args.latency:
+        texts = queries(DATA_DIR, pool, args.latency)
+        results["latency"] = await opened(args.store, lambda core: latency(core, texts))
     return results
 
 
@@ -124,8 +180,11 @@ def main() -> int:
     parser.add_argument("--chunks", default="", help="what the store holds, for the report (e.g. '1,000,000 chunks')")
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--searches", type=int, default=5, help="hybrid searches after the first, at each start")
+    parser.add_argument("--prepare", action="store_true", help="first bring the store's keyword index up to date")
+    parser.add_argument("--latency", type=int, default=0, help="then this many searches per mode, indexes built")
     parser.add_argument("--output", type=Path, default=RESULTS / "first_answer.md")
     args = parser.parse_args()
+    configure_logging("WARNING")
     results = asyncio.run(main_async(args))
     args.output.write_text(render(results))
     args.output.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")

@@ -86,17 +86,22 @@ async def test_first_answer_bench_times_a_cold_start_and_says_where_it_went(tmp_
     await store_of_twelve(data_dir)
     out = tmp_path / "first.md"
     done = run_bench(
-        "bench.first_answer", "--store", str(data_dir), "--starts", "2", "--searches", "2", "--output", str(out)
-    )
+        "bench.first_answer", "--store", str(data_dir), "--starts", "2", "--searches", "2",
+        "--prepare", "--latency", "3", "--output", str(out),
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    runs = json.loads(out.with_suffix(".json").read_text())["runs"]
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["prepared_s"] >= 0
+    assert set(report["latency"]["search_ms"]) == {"vector", "keyword", "hybrid"}
+    assert report["latency"]["search_ms"]["hybrid"]["cached_embedding"]["p95"] > 0
+    runs = report["runs"]
     assert len(runs) == 2
     for run in runs:
         # Each start loaded the store itself (FalkorDB's log says how long) and answered from both legs.
         assert run["first_search_ms"] > run["server_ready_ms"] > 0 and run["database_load_s"] is not None
         assert run["legs"] == ["vector", "keyword"] and run["more_searches_legs"] == ["both", "both"]
         assert run["first_search_in_server_ms"] > 0 and run["more_searches_p50_ms"] > 0
-    assert "| 2 |" in out.read_text()
+    assert "| 2 |" in out.read_text() and "| hybrid |" in out.read_text()
 
 
 def test_index_repair_bench_sees_the_replay_and_the_repair(tmp_path: Path) -> None:
