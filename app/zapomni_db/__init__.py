@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         QueryFailed,
         QueryTimedOut,
         SchemaMismatch,
+        VectorIndexBuilding,
         WriteInterrupted,
         WritesSuspended,
     )
@@ -151,6 +152,7 @@ _HOMES = {
     "PersistenceFailed": "zapomni_db.errors",
     "QueryFailed": "zapomni_db.errors",
     "QueryTimedOut": "zapomni_db.errors",
+    "VectorIndexBuilding": "zapomni_db.errors",
     "SchemaMismatch": "zapomni_db.errors",
     "WriteInterrupted": "zapomni_db.errors",
     "WritesSuspended": "zapomni_db.errors",
@@ -300,6 +302,7 @@ __all__ = [
     "SymbolRow",
     "TokenRow",
     "UpdateLinks",
+    "VectorIndexBuilding",
     "WriteFence",
     "WriteInterrupted",
     "WriteSuspension",

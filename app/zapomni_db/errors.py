@@ -58,6 +58,11 @@ class QueryTimedOut(QueryFailed):
     """A read given a time limit did not finish within it: the server stopped it (nothing was changed)."""
 
 
+class VectorIndexBuilding(DatabaseError):
+    """The vector index is being built after a load and comparing the query with every stored vector instead would
+    take longer than the caller allows: the vector leg cannot answer now. The message says why."""
+
+
 class PersistenceFailed(QueryFailed):
     """The server refuses writes because it could not write its files (disk full, permissions)."""
 

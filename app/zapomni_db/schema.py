@@ -308,6 +308,12 @@ class IndexBuild:
         return int(found["total"]) - int(found["done"]) if found else 0
 
     @property
+    def total(self) -> int:
+        """Entities the build takes in all (0 when the status shows no count)."""
+        found = _INDEXING.search(self.status)
+        return int(found["total"]) if found else 0
+
+    @property
     def empty(self) -> bool:
         """An index of a label with nothing in it: it waits in the database's queue, with nothing to build."""
         found = _INDEXING.search(self.status)

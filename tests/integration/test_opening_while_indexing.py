@@ -20,7 +20,16 @@ from zapomni_core.database import open_database
 from zapomni_core.errors import StorageUnavailable
 from zapomni_core.kernel.writing import content_hash
 from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, SearchRequest
-from zapomni_db import ChunkRow, GraphClient, GraphStores, MemoryRecord, SchemaSettings, indexes_building, migrate
+from zapomni_db import (
+    ChunkRow,
+    GraphClient,
+    GraphStores,
+    MemoryRecord,
+    QueryTimedOut,
+    SchemaSettings,
+    indexes_building,
+    migrate,
+)
 from zapomni_db.schema import create_vector_index, drop_vector_index, rewrite_append_only_file, wait_for_indexes
 
 pytestmark = pytest.mark.anyio
@@ -106,6 +115,9 @@ async def test_a_loading_store_answers_searches_and_holds_writes_until_its_index
             assert quick.note is not None and "being built after a load" in quick.note and "1 ms" in quick.note
             alone = await hurried.memories.search(SearchRequest(query="staging deploy", mode="vector"))
             assert alone.results == [] and alone.note is not None and "ZAPOMNI_VECTOR_EXACT_LIMIT_MS" in alone.note
+        # Where the estimate lets it try, the database stops a comparison that runs over the limit.
+        with pytest.raises(QueryTimedOut):
+            await client.ro_query("UNWIND range(1, 50000000) AS x RETURN sum(x)", timeout_ms=5)
         # The keyword index the opening made from the store is on disk already (the store's stamp is no graph
         # write, which would wait for the build): a server stopped before the build ends leaves it for the next.
         assert keyword_index_dirs(settings)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from zapomni_core.search.types import Candidate, LegName, LegUnavailable, RetrievalQuery
-from zapomni_db import QueryTimedOut, SearchReads
+from zapomni_db import SearchReads, VectorIndexBuilding
 
 # The index is asked for this many times `k` first; filters may discard some of them.
 _OVERFETCH = 4
@@ -27,7 +27,7 @@ class VectorRetriever:
                 hits = await self._reads.vector_search(
                     query.vector, k=fetch, limit=k, filters=query.filters, exact_within_ms=self._exact_within_ms
                 )
-            except QueryTimedOut as exc:
+            except VectorIndexBuilding as exc:
                 raise LegUnavailable(str(exc)) from exc
             if len(hits) >= k:
                 break
