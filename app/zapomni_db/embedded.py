@@ -86,11 +86,12 @@ class EmbeddedDatabase:
         if ping(self.socket):
             log.info("db.embedded.attached", socket=str(self.socket))
             return
-        if not self._keeper_alive():
+        found_keeper = self._keeper_alive()
+        if not found_keeper:
             self._spawn_keeper()
             self.started_here = True
         # Wait inside the startup lock so a second client cannot mistake a loading server for none.
-        self._wait_ready()
+        self._wait_ready(found_keeper=found_keeper)
 
     def revive(self) -> None:
         """Start the server again if its keeper is gone (killed: it takes its server with it, and nobody else would
@@ -174,10 +175,13 @@ class EmbeddedDatabase:
                 close_fds=True,
             )
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, *, found_keeper: bool = False) -> None:
         """Wait until the server answers. While it is loading (`probe`) it is given all the time it needs:
         decoding a million chunks takes ~8 s, replaying a long append-only file minutes (the indexes are built
-        afterwards, decision 0036); the timeout counts only time in which nothing listened on the socket."""
+        afterwards, decision 0036); the timeout counts only time in which nothing listened on the socket.
+
+        `found_keeper`: the keeper was running before this client came; if it leaves (it was stopping the database
+        for the last client gone), this client starts the database again."""
         deadline, noted, pause = time.monotonic() + self._start_timeout_s, time.monotonic(), _FIRST_LOADING_PAUSE_S
         while (state := probe(self.socket)) != "ready":
             now = time.monotonic()
@@ -189,6 +193,12 @@ class EmbeddedDatabase:
             elif now > deadline:
                 raise DatabaseUnavailable(f"the embedded FalkorDB did not become ready; see {self.paths.log_file}")
             if state == "down":
+                # The keeper found was stopping the database for the last client to leave (saving a large store
+                # takes seconds): once it is gone, this client starts the database again.
+                if found_keeper and not self._keeper_alive():
+                    log.info("db.embedded.starting_again", reason="the keeper found was stopping the database")
+                    self._spawn_keeper()
+                    self.started_here, found_keeper = True, False
                 time.sleep(0.05)
                 continue
             # Each probe of a loading server queues a connection: probed often at first (a load of seconds is

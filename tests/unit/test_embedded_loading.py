@@ -116,6 +116,36 @@ def test_a_second_client_waits_for_the_startup_lock_while_the_first_waits_for_a_
         stop.set()
 
 
+def test_a_client_arriving_while_the_keeper_stops_the_database_starts_it_again(data_dir: Path) -> None:
+    # The last client left: its keeper is saving a large store before it stops (15 s at a million chunks), no
+    # server answers, and the keeper's lock is held until it exits. A client opening then waited for the start
+    # timeout and failed ("did not become ready"); it starts the database again once the keeper is gone.
+    database = EmbeddedDatabase(data_dir, start_timeout_s=8.0)
+    database.paths.create()
+    outcome: list[BaseException | None] = []
+
+    def open_database() -> None:
+        try:
+            database.open()
+            outcome.append(None)
+        except BaseException as exc:  # reported below
+            outcome.append(exc)
+
+    with _locks.exclusive(database.paths.keeper_lock, 1.0):  # the stopping keeper
+        opener = threading.Thread(target=open_database)
+        opener.start()
+        time.sleep(1.0)
+        assert not outcome and probe(database.socket) == "down", "it waits while the keeper is still there"
+    started = time.monotonic()
+    opener.join(30)
+    try:
+        assert outcome == [None] and database.started_here
+        assert time.monotonic() - started < 6, "started again at once, not after the start timeout"
+        assert probe(database.socket) == "ready"
+    finally:
+        database.close()
+
+
 def test_a_lock_held_with_no_database_loading_still_times_out(data_dir: Path) -> None:
     database = EmbeddedDatabase(data_dir, start_timeout_s=0.3)
     database.paths.create()
