@@ -14,7 +14,8 @@ format is made again) and its append-only file compacted, so that the starts mea
 mode as `bench.scale` does at each size (p50/p95/p99, with the query embedding and with it cached).
 
 Run: `.venv/bin/python -m bench.first_answer --store DIR [--starts 3]` (a store another bench grew and stopped,
-e.g. `bench.list_pages --store` or `bench.scale --store`); results in bench/results/first_answer.{md,json}.
+e.g. `bench.list_pages --store` or `bench.scale --store`); results in bench/results/first_answer.{md,json}. Without
+arguments (`make bench-1m`) the store is `$BENCH_STORE`, prepared, and the latencies measured (200 searches).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import statistics
 import time
@@ -180,7 +182,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", type=Path, required=True, help="an embedded data directory, its database stopped")
+    parser.add_argument("--store", type=Path, help="an embedded data directory, its database stopped")
     parser.add_argument("--chunks", default="", help="what the store holds, for the report (e.g. '1,000,000 chunks')")
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--searches", type=int, default=5, help="hybrid searches after the first, at each start")
@@ -188,6 +190,11 @@ def main() -> int:
     parser.add_argument("--latency", type=int, default=0, help="then this many searches per mode, indexes built")
     parser.add_argument("--output", type=Path, default=RESULTS / "first_answer.md")
     args = parser.parse_args()
+    if args.store is None:  # `make bench-1m`: the store bench.scale grew and kept
+        if "BENCH_STORE" not in os.environ:
+            parser.error("--store is required (or BENCH_STORE in the environment)")
+        args.store, args.prepare, args.latency = Path(os.environ["BENCH_STORE"]), True, args.latency or 200
+        args.chunks = args.chunks or "1,000,000 chunks"
     configure_logging("WARNING")
     results = asyncio.run(main_async(args))
     args.output.write_text(render(results))
