@@ -191,7 +191,7 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=RESULTS / "first_answer.md")
     args = parser.parse_args()
     if args.store is None:  # `make bench-1m`: the store bench.scale grew and kept
-        if "BENCH_STORE" not in os.environ:
+        if not os.environ.get("BENCH_STORE"):
             parser.error("--store is required (or BENCH_STORE in the environment)")
         args.store, args.prepare, args.latency = Path(os.environ["BENCH_STORE"]), True, args.latency or 200
         args.chunks = args.chunks or "1,000,000 chunks"
