@@ -90,3 +90,14 @@ PURGE_EVIDENCE = (
 # Entities in `stale` that no chunk mentions any more. Every relation's endpoints are mentioned by
 # the chunk that states it, so such an entity has no relation left either (DETACH is a safeguard).
 DROP_UNMENTIONED = "CALL { WITH stale UNWIND stale AS e WITH e WHERE NOT ()-[:MENTIONS]->(e) DETACH DELETE e } "
+
+
+def at_numbers(variable: str, label: str) -> str:
+    """The nodes of `label` whose numbers are in `$nodes` and whose ids are in `$ids`, bound to `variable` (decision
+    0045). `ID(n) = x` from an UNWIND finds a node without any index, as fast while the indexes are built after a
+    load; the id is checked because a number freed by a delete is given to the next node made. It is compared as a
+    projected value: written as a condition on the node's `id`, the planner reads the id's index once per number."""
+    return (
+        f"UNWIND $nodes AS x MATCH ({variable}:{label}) WHERE ID({variable}) = x "
+        f"WITH {variable}, {variable}.id AS found_id WHERE found_id IN $ids"
+    )

@@ -7,7 +7,7 @@ from typing import Any
 
 import structlog
 
-from zapomni_db._cypher import FILTER
+from zapomni_db._cypher import FILTER, at_numbers
 from zapomni_db.client import GraphClient
 from zapomni_db.errors import QueryFailed, QueryTimedOut, VectorIndexBuilding
 from zapomni_db.records.memories import ChunkPlace, MemoryInfo, SearchFilter
@@ -30,7 +30,7 @@ _EXACT_SEARCH = (
     f"LIMIT $k MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WHERE {FILTER} "
     f"WITH m, node, score AS distance RETURN {_HIT} ORDER BY distance ASC, node.id ASC LIMIT $limit"
 )
-# The query was compared with stored vectors at 1.6 to 3.7 µs a vector on this machine (decision 0045): a store
+# The query was compared with stored vectors at 1.2 to 3.7 µs a vector on this machine (decision 0045): a store
 # that even 1 µs a vector could not compare within the caller's limit is not tried (the query would only be stopped).
 _FASTEST_EXACT_US = 1.0
 # Keyword candidates come ranked from the keyword index; this applies the filters and brings the cosine distance
@@ -39,18 +39,13 @@ _FETCHED = (
     f"WITH node MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WHERE {FILTER} "
     f"WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
 )
-# By the nodes' own numbers, which the keyword index keeps: found without any index, so as fast while the
-# indexes are built after a load (0.5 ms for 40 at a million chunks, where a label scan takes 0.7 s). A number
-# freed by a delete is given to the next node made, so the id must match too; a chunk whose number no longer
-# holds it is looked for by id (`_FETCH_BY_ID`).
-# (The id is compared as a projected value: a condition on `node.id` itself makes the planner read the id's index
-# instead, once per number.)
-_AT_NUMBERS = "UNWIND $nodes AS n MATCH (node:Chunk) WHERE ID(node) = n WITH node, node.id AS cid WHERE cid IN $ids"
-_FETCH_BY_NODE = f"{_AT_NUMBERS} {_FETCHED}"
+# By the nodes' own numbers, which the keyword index keeps (0.5 ms for 40 at a million chunks while the indexes
+# build, where a label scan takes 0.7 s); a chunk no longer at its number is looked for by id (`_FETCH_BY_ID`).
+_FETCH_BY_NODE = f"{at_numbers('node', 'Chunk')} {_FETCHED}"
 # `IN` is one index scan, and one label scan while the index is built after a load (an UNWIND would scan once per
 # id: 7x slower at 30K chunks, decision 0036).
 _FETCH_BY_ID = f"MATCH (node:Chunk) WHERE node.id IN $ids {_FETCHED}"
-_AT_NODES = f"{_AT_NUMBERS} RETURN cid"
+_AT_NODES = f"{at_numbers('node', 'Chunk')} RETURN found_id"
 # What the keyword index counts of a chunk `c` of a memory `m`, and the chunk's place in its memory's thread. The
 # terms are counted in process (`KeywordIndex`), not stored: term arrays were a sixth of the database's
 # memory (decision 0031).
@@ -101,14 +96,15 @@ class SearchReads:
         """
         params = {"vector": vector, **filters.as_params()}
         by_id: dict[str, ChunkHit] = {}
+        missing = list(ids)
         if nodes is not None:
-            rows = await self._client.ro_query(_FETCH_BY_NODE, {**params, "nodes": list(nodes), "ids": list(ids)})
+            rows = await self._client.ro_query(_FETCH_BY_NODE, {**params, "nodes": list(nodes), "ids": missing})
             by_id = {hit.chunk_id: hit for hit in map(_hit, rows)}
-        missing = [i for i in ids if i not in by_id]
-        if missing and nodes is not None:  # filtered out, deleted, or (rarely) not at the number the index knows
-            rows = await self._client.ro_query(_AT_NODES, {"nodes": list(nodes), "ids": missing})
-            there = {row[0] for row in rows}
-            missing = [i for i in missing if i not in there]
+            missing = [i for i in ids if i not in by_id]
+            if missing:  # filtered out, deleted, or (rarely) not at the number the index knows
+                rows = await self._client.ro_query(_AT_NODES, {"nodes": list(nodes), "ids": missing})
+                there = {row[0] for row in rows}
+                missing = [i for i in missing if i not in there]
         if missing:
             rows = await self._client.ro_query(_FETCH_BY_ID, {**params, "ids": missing})
             by_id.update((hit.chunk_id, hit) for hit in map(_hit, rows))

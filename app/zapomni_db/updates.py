@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from zapomni_db._cypher import at_numbers
 from zapomni_db.client import GraphClient
 from zapomni_db.records.updates import LinkRow, StoredLink
 
@@ -33,12 +34,9 @@ _LINKS_OF = (
 )
 # The same by the memories' node numbers, read by the same request (`MemoryInfo.node`): no index needed, so as
 # fast while the indexes are built after a load, where each lookup above scans every memory (seconds at 1M).
-_AT_NUMBERS = (
-    "UNWIND $nodes AS x MATCH ({side}:Memory) WHERE ID({side}) = x WITH {side}, {side}.id AS mid WHERE mid IN $ids"
-)
 _LINKS_AT = (
-    f"{_AT_NUMBERS.format(side='o')} MATCH (o)-[r:SUPERSEDED_BY]->(n:Memory) RETURN {_FIELDS} "
-    f"UNION {_AT_NUMBERS.format(side='n')} MATCH (n)<-[r:SUPERSEDED_BY]-(o:Memory) RETURN {_FIELDS}"
+    f"{at_numbers('o', 'Memory')} MATCH (o)-[r:SUPERSEDED_BY]->(n:Memory) RETURN {_FIELDS} "
+    f"UNION {at_numbers('n', 'Memory')} MATCH (n)<-[r:SUPERSEDED_BY]-(o:Memory) RETURN {_FIELDS}"
 )
 _UNDO = (
     "MATCH (o:Memory {id: $older}) MATCH (n:Memory {id: $newer}) "
