@@ -88,7 +88,7 @@ async def _connect(settings: Settings, stack: AsyncExitStack) -> OpenDatabase:
         target = database_target(settings)
         location = f"falkordb://{settings.falkordb_host}:{settings.falkordb_port}"
     else:
-        embedded = EmbeddedDatabase(settings.data_dir, appendfsync=settings.appendfsync)
+        embedded = EmbeddedDatabase.for_directory(settings.data_dir, appendfsync=settings.appendfsync)
         await asyncio.to_thread(embedded.open)
         stack.push_async_callback(asyncio.to_thread, embedded.close)
         target = DatabaseTarget(

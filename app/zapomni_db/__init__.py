@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         WriteSuspension,
         read_suspension,
     )
-    from zapomni_db.embedded import EmbeddedDatabase
+    from zapomni_db.embedded import EmbeddedDatabase, open_early
     from zapomni_db.errors import (
         CredentialsRefused,
         DatabaseError,
@@ -143,6 +143,7 @@ _HOMES = {
     "WriteSuspension": "zapomni_db.disk_state",
     "read_suspension": "zapomni_db.disk_state",
     "EmbeddedDatabase": "zapomni_db.embedded",
+    "open_early": "zapomni_db.embedded",
     "CredentialsRefused": "zapomni_db.errors",
     "DatabaseError": "zapomni_db.errors",
     "DatabaseUnavailable": "zapomni_db.errors",
@@ -312,6 +313,7 @@ __all__ = [
     "describe_builds",
     "indexes_building",
     "migrate",
+    "open_early",
     "read_suspension",
     "repair_vector_index",
     "rewrite_append_only_file",

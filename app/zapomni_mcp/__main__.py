@@ -4,8 +4,7 @@ import sys
 
 from pydantic import ValidationError
 
-from zapomni_core import Settings, configure_logging
-from zapomni_mcp.serve import run
+from zapomni_core import Settings, configure_logging, start_database_early
 
 
 def main() -> int:
@@ -15,6 +14,9 @@ def main() -> int:
         print(f"zapomni: invalid configuration in the environment:\n{exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)  # before anything logs: structlog's default writes to stdout
+    start_database_early(settings)  # loading meanwhile: the engine, the SDK and the drivers take 1.8 s to import
+    from zapomni_mcp.serve import run
+
     return run(settings)
 
 

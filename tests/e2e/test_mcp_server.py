@@ -70,6 +70,9 @@ async def test_store_search_filter_and_count(data_dir: Path, tmp_path: Path) -> 
     lines = [json.loads(line) for line in stderr.read_text().splitlines() if line.startswith("{")]
     events = {line["event"] for line in lines}
     assert {"server.config", "server.ready", "tool.called", "memory.added"} <= events
+    # The database was started before the engine loaded (`zapomni_cli.launch`): a large store decodes meanwhile.
+    order = [line["event"] for line in lines]
+    assert order.index("db.embedded.ready") < order.index("server.config")
     assert "orchids" not in stderr.read_text()
 
 

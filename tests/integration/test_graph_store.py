@@ -24,7 +24,7 @@ from zapomni_core import Settings, ZapomniCore
 from zapomni_core.database import open_database
 from zapomni_core.embedders import build_embedder
 from zapomni_core.memories.requests import AddMemoryRequest
-from zapomni_core.reembed import reembed
+from zapomni_core.reembedding import reembed
 from zapomni_core.transfer import TransferError
 from zapomni_db import (
     ChunkRow,

@@ -23,7 +23,7 @@ from zapomni_core.database import open_database
 from zapomni_core.embedders import build_embedder
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.progress import Progress, ProgressFn
-from zapomni_core.reembed import ReembedReport, reembed
+from zapomni_core.reembedding import ReembedReport, reembed
 from zapomni_db import EmbeddedDatabase, GraphClient, Maintenance
 from zapomni_db.embedded_layout import ping
 from zapomni_db.schema import vector_index_dimension

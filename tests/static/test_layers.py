@@ -57,6 +57,11 @@ def test_the_public_face_names_only_what_it_holds() -> None:
     assert sorted(set(zapomni_core.__all__)) == sorted(zapomni_core.__all__)
     missing = [name for name in zapomni_core.__all__ if not hasattr(zapomni_core, name)]
     assert missing == []
+    # Loaded when first used (PEP 562): a name in __all__ with no home would only fail where it is imported.
+    assert sorted(zapomni_core._HOMES) == sorted(zapomni_core.__all__)
+    # Importing a submodule sets the package's attribute of its name: a public name must not be one.
+    submodules = {path.stem for path in Path(zapomni_core.__file__).parent.iterdir()}
+    assert submodules & set(zapomni_core.__all__) == set()
 
 
 # Inside zapomni_core, the services (each a package of the tools' requests, replies and a service) stand on the

@@ -121,7 +121,7 @@ def test_the_wheel_ships_the_tokenizer_and_declares_a_lean_runtime(tmp_path: Pat
     assert hashlib.sha256(tokenizer).hexdigest() == TOKENIZER_SHA256
     assert {"zapomni_core/embedders/assets/LICENSE-tokenizer.txt", "zapomni_core/embedders/assets/NOTICE.md"} <= files
     assert not any(f.startswith(("tests/", "bench/")) for f in files)
-    assert re.search(r"^zapomni = zapomni_cli\.main:main$", entry_points, re.MULTILINE)
+    assert re.search(r"^zapomni = zapomni_cli\.launch:main$", entry_points, re.MULTILINE)
     declared = re.findall(r"^Requires-Dist: (.+)$", metadata, re.MULTILINE)
     runtime_declared = names([r for r in declared if "extra ==" not in r])
     assert runtime_declared == names(PYPROJECT["dependencies"])

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from zapomni_db import _locks
-from zapomni_db.embedded import EmbeddedDatabase
+from zapomni_db.embedded import EmbeddedDatabase, open_early
 from zapomni_db.embedded_layout import probe
-from zapomni_db.errors import DatabaseUnavailable
+from zapomni_db.errors import DatabaseUnavailable, DirectoryUnusable
 
 _HELLO = b"%2\r\n$6\r\nserver\r\n$5\r\nredis\r\n$5\r\nproto\r\n:3\r\n"
 
@@ -175,3 +175,32 @@ def test_a_listener_whose_queue_is_full_is_loading_not_down(data_dir: Path) -> N
     for waiting in queued:
         waiting.close()
     assert probe(database.socket) == "down"  # the socket file is left, nothing listens
+
+
+def test_an_opening_begun_early_is_handed_over_once_and_finished_by_open(data_dir: Path) -> None:
+    stand_in = EmbeddedDatabase(data_dir)
+    stop = _loading_server(stand_in, seconds=1.0, silent=False)
+    try:
+        # Held here, the startup lock keeps the early opening waiting in its thread, as another client's start would.
+        with _locks.exclusive(stand_in.paths.startup_lock, 1.0):
+            open_early(data_dir)
+            database = EmbeddedDatabase.for_directory(data_dir)
+            time.sleep(1.2)  # past the load
+            assert database.attached_clients() == 0  # not registered yet: the opening waits for the lock
+        database.open()  # waits for the opening in the background to finish
+        assert database.attached_clients() == 1
+        assert probe(database.socket) == "ready"
+        assert EmbeddedDatabase.for_directory(data_dir) is not database  # handed over once
+        database.close()
+        assert database.attached_clients() == 0
+    finally:
+        stop.set()
+
+
+def test_an_early_opening_that_failed_raises_its_error_at_open(data_dir: Path) -> None:
+    taken = data_dir / "a-file"
+    taken.write_text("")
+    open_early(taken)
+    database = EmbeddedDatabase.for_directory(taken)
+    with pytest.raises(DirectoryUnusable, match="exists and is not a directory"):
+        database.open()
