@@ -87,6 +87,11 @@ def _serve_parser(serve: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow listening beyond the loopback without TLS (when a proxy in front terminates it)",
     )
+    serve.add_argument(
+        "--oauth",
+        action="store_true",
+        help="also be an OAuth 2.1 authorization server, for clients that sign in (ZAPOMNI_OAUTH=true)",
+    )
 
 
 def _port(value: str) -> int:
@@ -163,9 +168,11 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         updates = {key: value for key, value in updates.items() if value is not None}
         if args.insecure:
             updates["http_insecure"] = True
+        if args.oauth:
+            updates["oauth"] = True
         return run_http(settings.model_copy(update=updates))
-    if args.host is not None or args.port is not None or args.insecure:
-        print("zapomni serve: --host, --port and --insecure go with --http", file=sys.stderr)
+    if args.host is not None or args.port is not None or args.insecure or args.oauth:
+        print("zapomni serve: --host, --port, --insecure and --oauth go with --http", file=sys.stderr)
         return 2
     from zapomni_mcp.serve import run
 

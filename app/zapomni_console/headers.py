@@ -3,6 +3,8 @@ no framing, no sniffing, no referrer to other sites, and pages never cached (the
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 # Scripts only from the console's own static files (no inline script, no eval); fetches only back to it.
@@ -13,13 +15,19 @@ CSP = (
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 HEADERS = [
-    (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     # same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on its own form posts.
     (b"referrer-policy", b"same-origin"),
     (b"cross-origin-opener-policy", b"same-origin"),
 ]
+
+
+def csp_with_form_action(target: str) -> str:
+    """The policy of a page whose form leads on to `target` (an OAuth client's redirect URI): browsers apply
+    `form-action` to where a form's answer redirects, so its origin is added there, and only there."""
+    parts = urlsplit(target)
+    return CSP.replace("form-action 'self'", f"form-action 'self' {parts.scheme}://{parts.netloc}")
 
 
 class SecurityHeaders:
@@ -35,6 +43,8 @@ class SecurityHeaders:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
+                if not any(name == b"content-security-policy" for name, _ in headers):  # a page's own, or this
+                    headers.append((b"content-security-policy", CSP.encode()))
                 headers.extend(HEADERS)
                 if not static:
                     headers.append((b"cache-control", b"no-store"))

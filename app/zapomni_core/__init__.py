@@ -19,6 +19,9 @@ if TYPE_CHECKING:
         Grant,
         Role,
     )
+    from zapomni_core.access.oauth import (
+        OAuthRefused,
+    )
     from zapomni_core.access.replies import (
         CreatedToken,
         RevokedToken,
@@ -198,6 +201,7 @@ if TYPE_CHECKING:
 
 # Where each name lives.
 _HOMES = {
+    "OAuthRefused": "zapomni_core.access.oauth",
     "start_database_early": "zapomni_core.early_start",
     "ROLES": "zapomni_core.access.grants",
     "Grant": "zapomni_core.access.grants",
@@ -402,6 +406,7 @@ __all__ = [
     "Migration",
     "NoArguments",
     "NotFound",
+    "OAuthRefused",
     "Progress",
     "ProgressSink",
     "ReembedPlan",

@@ -11,6 +11,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from zapomni_core.access.oauth import OAuthService
 from zapomni_core.access.service import AccessService
 from zapomni_core.code.service import CodeService
 from zapomni_core.disk import DiskGuard
@@ -35,6 +36,7 @@ class ZapomniCore:
     jobs: JobService  # status, list, cancel
     transfer: TransferService  # export_to, import_from
     access: AccessService  # tokens: create, list, revoke, verify
+    oauth: OAuthService  # clients that sign in: registration, consent, grants (served by `serve --http --oauth`)
     embedder: CachedEmbedder
     disk: DiskGuard  # free space on the data directory's disk
     # (workspace, job id) -> run that job in this process now; False when another worker has it.

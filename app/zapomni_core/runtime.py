@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from zapomni_core.access.oauth import OAuthService
 from zapomni_core.access.service import AccessService
 from zapomni_core.code.indexing import CodeReader, IndexCodebase
 from zapomni_core.code.service import CodeService
@@ -49,6 +50,7 @@ from zapomni_db import (
     GraphStores,
     JobRunners,
     Maintenance,
+    OAuthStore,
     SchemaSettings,
     rewrite_append_only_file,
 )
@@ -217,6 +219,10 @@ async def open_core(
                 graph_name=settings.graph_name,
             ),
             access=AccessService(AccessStore(database.connection, settings.graph_name)),
+            oauth=OAuthService(
+                OAuthStore(database.connection, settings.graph_name),
+                AccessStore(database.connection, settings.graph_name),
+            ),
             embedder=embedder,
             disk=disk,
             run_job_here=runner.run_now,

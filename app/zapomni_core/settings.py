@@ -140,6 +140,8 @@ class Settings(BaseSettings):
     tls_key: Path | None = Field(None, alias="ZAPOMNI_TLS_KEY")
     # Listen beyond the loopback without TLS (e.g. behind a proxy that terminates it).
     http_insecure: bool = Field(False, alias="ZAPOMNI_HTTP_INSECURE")
+    # An OAuth 2.1 authorization server for clients that sign in (docs/decisions/0046-sign-in-for-oauth-clients.md).
+    oauth: bool = Field(False, alias="ZAPOMNI_OAUTH")
     # Host headers and browser Origins accepted (DNS-rebinding protection); the loopback's are always in.
     http_allowed_hosts_value: str | None = Field(None, alias="ZAPOMNI_HTTP_ALLOWED_HOSTS")
     http_allowed_origins_value: str | None = Field(None, alias="ZAPOMNI_HTTP_ALLOWED_ORIGINS")

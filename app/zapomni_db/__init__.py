@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         MemoryReads,
         stored_head,
     )
+    from zapomni_db.oauth import OAuthStore
     from zapomni_db.records.access import (
         Role,
         TokenRow,
@@ -106,6 +107,7 @@ if TYPE_CHECKING:
         StoredChunk,
         StoredMemory,
     )
+    from zapomni_db.records.oauth import GrantSecrets, IssuedCode, OAuthClientRow, PendingAuthorization
     from zapomni_db.records.search import (
         ChunkHit,
         IndexChanges,
@@ -165,6 +167,11 @@ _HOMES = {
     "DerivedField": "zapomni_db.maintenance",
     "Maintenance": "zapomni_db.maintenance",
     "MemoryWrites": "zapomni_db.memories",
+    "OAuthStore": "zapomni_db.oauth",
+    "GrantSecrets": "zapomni_db.records.oauth",
+    "IssuedCode": "zapomni_db.records.oauth",
+    "OAuthClientRow": "zapomni_db.records.oauth",
+    "PendingAuthorization": "zapomni_db.records.oauth",
     "MemoryReads": "zapomni_db.memory_reads",
     "stored_head": "zapomni_db.memory_reads",
     "Role": "zapomni_db.records.access",
@@ -253,6 +260,7 @@ __all__ = [
     "EntityInfo",
     "EntityRow",
     "FileStore",
+    "GrantSecrets",
     "GraphClient",
     "GraphCounts",
     "GraphMissing",
@@ -262,6 +270,7 @@ __all__ = [
     "IndexChanges",
     "IndexedChunk",
     "IndexesBuilding",
+    "IssuedCode",
     "JobRecord",
     "JobRow",
     "JobRunners",
@@ -279,7 +288,10 @@ __all__ = [
     "MemoryWrites",
     "MentionRow",
     "MentionedEntity",
+    "OAuthClientRow",
+    "OAuthStore",
     "PageKey",
+    "PendingAuthorization",
     "PersistenceFailed",
     "QueryFailed",
     "QueryTimedOut",

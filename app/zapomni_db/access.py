@@ -46,7 +46,7 @@ class AccessStore:
         rows = await self._client.query(
             f"OPTIONAL MATCH (t:Token) WHERE t.id = $id OR (t.name = $name AND {_LIVE}) "
             f"WITH count(t) AS clashes WHERE clashes = 0 CREATE (t:Token {_PROPERTIES}) RETURN {TokenRow.PROJECTION}",
-            {**_params(token), "now": now},
+            {**token_params(token), "now": now},
         )
         return TokenRow.from_row(rows[0]) if rows else None
 
@@ -93,7 +93,7 @@ class AccessStore:
         )
 
 
-def _params(token: TokenRow) -> dict[str, Any]:
+def token_params(token: TokenRow) -> dict[str, Any]:
     return {
         "id": token.id,
         "name": token.name,
@@ -103,4 +103,5 @@ def _params(token: TokenRow) -> dict[str, Any]:
         "created_at": token.created_at,
         "expires_at": token.expires_at,
         "secret_hash": token.secret_hash,
+        "client_id": token.client_id,
     }

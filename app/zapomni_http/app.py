@@ -9,10 +9,12 @@ console, which signs its users in with the same tokens and shares the guard's ra
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from mcp.server.auth.routes import build_resource_metadata_url
 from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Mount, Route
@@ -20,12 +22,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from zapomni_console import Limits, console_app
 from zapomni_core import Settings, ZapomniCore
-from zapomni_http.auth import CoreTokenVerifier, auth_settings
+from zapomni_http.auth import CoreTokenVerifier, auth_settings, issuer_of
 from zapomni_http.binding import public_url, uses_tls
 from zapomni_http.guard import MB, Guard, grant_of, unchecked_refusal
 from zapomni_http.health import health_routes
 from zapomni_http.limits import TokenBuckets, sign_in_limit
 from zapomni_http.metrics import Metrics
+from zapomni_http.oauth_routes import authorization_routes, resource_metadata
 from zapomni_http.replies import FORBIDDEN, refusal
 from zapomni_http.security import OriginCheck, transport_security, with_cors
 from zapomni_mcp.handlers import build_server
@@ -70,8 +73,24 @@ def build_app(core: ZapomniCore, settings: Settings) -> ASGIApp:
     # above do not take. The console checks the Origin again, more strictly: exactly its own origin, where the
     # check outside lets any loopback port through.
     app.router.routes.append(Mount("/", app=console))
+    _serve_authorization(app, core, settings, buckets, url)
     _guard_mcp(app, lambda inner: Guard(inner, registry=registry, settings=settings, buckets=buckets, metrics=metrics))
     return with_cors(OriginCheck(app, security, OPEN_PATHS), settings.http_cors_origins)
+
+
+def _serve_authorization(
+    app: Starlette, core: ZapomniCore, settings: Settings, buckets: TokenBuckets, url: str
+) -> None:
+    """The authorization server's routes when ZAPOMNI_OAUTH is on, and the protected-resource metadata in place of
+    the SDK's, which names an authorization server even when there is none."""
+    metadata_path = urlsplit(str(build_resource_metadata_url(AnyHttpUrl(url)))).path
+    # As the SDK writes it in the server's metadata (a trailing slash): clients compare the two exactly.
+    issuer = str(AnyHttpUrl(issuer_of(url))) if settings.oauth else None
+    routes = [resource_metadata(metadata_path, url, issuer)]
+    if issuer is not None:
+        routes += authorization_routes(core, url, issuer, buckets)
+    kept = [r for r in app.router.routes if not (isinstance(r, Route) and r.path == metadata_path)]
+    app.router.routes[:] = routes + kept
 
 
 def _guard_mcp(app: Starlette, wrap: Callable[[ASGIApp], ASGIApp]) -> None:

@@ -1,10 +1,9 @@
 """Bearer tokens through the SDK's own hooks: a `TokenVerifier` over `core.access`, and the resource server's settings.
 
-The SDK's middleware reads `Authorization: Bearer`, asks the verifier, answers 401 with
-`WWW-Authenticate: Bearer ... resource_metadata=...` when there is no valid token, and serves the
-protected-resource metadata (RFC 9728). Tokens are made by `zapomni token create`, not by an
-OAuth authorization server, so the metadata names this server as its own issuer and a client
-has nowhere to obtain one automatically (docs/decisions/0019-http-transport.md).
+The SDK's middleware reads `Authorization: Bearer`, asks the verifier, and answers 401 with
+`WWW-Authenticate: Bearer ... resource_metadata=...` when there is no valid token. The tokens are made by
+`zapomni token create`, or by the authorization server of `serve --http --oauth` (`oauth_routes`), whose grants
+are tokens too; the protected-resource metadata (RFC 9728) names that server only when it is on.
 """
 
 from __future__ import annotations
@@ -57,10 +56,16 @@ class CoreTokenVerifier:
         return for_grant(grant)
 
 
-def auth_settings(public_url: str) -> AuthSettings:
+def issuer_of(public_url: str) -> str:
+    """The authorization server's identifier: the origin /mcp is served at (its metadata at the root's well-known
+    paths)."""
     base = urlsplit(public_url)
+    return f"{base.scheme}://{base.netloc}"
+
+
+def auth_settings(public_url: str) -> AuthSettings:
     return AuthSettings(
-        issuer_url=AnyHttpUrl(f"{base.scheme}://{base.netloc}"),
+        issuer_url=AnyHttpUrl(issuer_of(public_url)),
         resource_server_url=AnyHttpUrl(public_url),
         # Our tokens have no audience: each is looked up, and one store is one resource.
         validate_token_resource=False,

@@ -122,6 +122,9 @@ async def test_a_request_without_a_valid_token_gets_401_and_changes_nothing(
 
     metadata = server.get("/.well-known/oauth-protected-resource/mcp").json()
     assert metadata["resource"] == server.url
+    # OAuth is off: no authorization server is named, and none answers (tests/e2e/test_oauth.py has it on).
+    assert "authorization_servers" not in metadata
+    assert server.get("/.well-known/oauth-authorization-server").status_code == 404
     refused_errors: list[Exception] = []
     try:  # the SDK's client is refused as well, at its first request
         async with http_session(server, tokens["gone"]) as session:

@@ -4,19 +4,14 @@ test_http_limits.py), and TLS served with the certificate and key it is given.""
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
 import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from tests.certificates import self_signed
 from tests.cli_in_process import run_cli
 from tests.helpers import free_port, server_pids
 from tests.processes import ZAPOMNI, call, http_server, http_session, server_env
@@ -45,31 +40,6 @@ def test_a_host_beyond_the_loopback_without_tls_is_refused_in_one_line(data_dir:
     assert half.returncode == 1 and "ZAPOMNI_TLS_CERT and ZAPOMNI_TLS_KEY go together" in half.stderr
     stray = serve(data_dir, "--port", "9999")
     assert stray.returncode == 2 and "go with --http" in stray.stderr
-
-
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 signed by its own key (what a client is told to trust in the test)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "zapomni test")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert, private = directory / "cert.pem", directory / "key.pem"
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    private.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert, private
 
 
 async def test_tls_is_served_with_the_certificate_it_is_given(data_dir: Path, tmp_path: Path) -> None:

@@ -52,7 +52,9 @@ async def test_tokens_from_the_command_line(data_dir: Path, settings: Settings) 
         assert [(t["name"], t["state"]) for t in listed["tokens"]] == [("ci", "active"), ("ops", "active")]
         assert set(listed["tokens"][0]) == {
             "token_id", "name", "role", "workspaces", "state", "created_at", "expires_at", "revoked_at", "last_used_at",
+            "client_id",
         }  # fmt: skip
+        assert listed["tokens"][0]["client_id"] is None  # made by a person, not granted to an OAuth client
         for secret in (token, made["token"]):
             assert secret not in table and secret.split("_", 2)[2] not in json.dumps(listed)
 

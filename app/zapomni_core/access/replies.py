@@ -21,6 +21,7 @@ class TokenInfo(BaseModel):
     expires_at: str | None = Field(description="When it stops working; null: never.")
     revoked_at: str | None
     last_used_at: str | None = Field(description="A verified use, to the hour; null: never used.")
+    client_id: str | None = Field(None, description="The OAuth client it was granted to; null: made by a person.")
 
 
 class CreatedToken(BaseModel):

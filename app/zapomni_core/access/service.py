@@ -106,12 +106,13 @@ class AccessService:
         if row is None or not hmac.compare_digest(row.secret_hash, digest(secret)):
             return None
         now = time.time()
-        if not row.live(now):
+        ends = row.access_ends()
+        if row.revoked_at is not None or (ends is not None and ends <= now):
             return None
         if row.last_used_at is None or row.last_used_at < now - LAST_USED_RESOLUTION_S:
             await self._record_use(row, now)
         workspaces = frozenset(row.workspaces) if row.workspaces is not None else None
-        return Grant(row.id, row.name, row.role, workspaces, row.expires_at)
+        return Grant(row.id, row.name, row.role, workspaces, ends)
 
     async def _record_use(self, row: TokenRow, now: float) -> None:
         # Best effort: a database refusing writes (a full disk) must not refuse a token that works.
@@ -138,4 +139,5 @@ def token_info(row: TokenRow, now: float) -> TokenInfo:
         expires_at=iso(row.expires_at) if row.expires_at is not None else None,
         revoked_at=iso(row.revoked_at) if row.revoked_at is not None else None,
         last_used_at=iso(row.last_used_at) if row.last_used_at is not None else None,
+        client_id=row.client_id,
     )

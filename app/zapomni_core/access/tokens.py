@@ -21,7 +21,12 @@ _TOKEN = re.compile(rf"{PREFIX}_([0-9a-f]{{{2 * ID_BYTES}}})_([A-Za-z0-9_-]{{43}
 def new_token() -> tuple[str, str]:
     """(id, token): a fresh token and the id embedded in it."""
     token_id = secrets.token_hex(ID_BYTES)
-    return token_id, f"{PREFIX}_{token_id}_{secrets.token_urlsafe(SECRET_BYTES)}"
+    return token_id, token_with_id(token_id)
+
+
+def token_with_id(token_id: str) -> str:
+    """A fresh secret under an id: an OAuth grant's access token after a refresh (zapomni_core.access.oauth)."""
+    return f"{PREFIX}_{token_id}_{secrets.token_urlsafe(SECRET_BYTES)}"
 
 
 def token_id(text: str) -> str | None:

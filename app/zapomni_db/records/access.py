@@ -23,14 +23,16 @@ class TokenRow:
     revoked_at: float | None
     last_used_at: float | None
     secret_hash: str
+    client_id: str | None = None  # the OAuth client holding it: a grant (zapomni_db.oauth)
+    access_expires_at: float | None = None  # a grant's current access token stops working then
 
     # The Cypher projection that `from_row` reads, for a token bound to `t` (all_workspaces and workspaces
     # make one field).
     PROJECTION = (
         "t.id, t.name, t.role, t.all_workspaces, t.workspaces, t.created_at, t.expires_at, t.revoked_at, "
-        "t.last_used_at, t.secret_hash"
+        "t.last_used_at, t.secret_hash, t.client_id, t.access_expires_at"
     )
-    WIDTH = 10
+    WIDTH = 12
 
     @classmethod
     def from_row(cls, r: list[Any]) -> TokenRow:
@@ -44,10 +46,17 @@ class TokenRow:
             revoked_at=_seconds(r[7]),
             last_used_at=_seconds(r[8]),
             secret_hash=r[9],
+            client_id=r[10],
+            access_expires_at=_seconds(r[11]),
         )
 
     def live(self, now: float) -> bool:
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+    def access_ends(self) -> float | None:
+        """When its text stops working: a grant's access token ends before the grant does."""
+        ends = [t for t in (self.expires_at, self.access_expires_at) if t is not None]
+        return min(ends) if ends else None
 
 
 def _seconds(value: Any) -> float | None:
