@@ -64,7 +64,6 @@ class Issued:
     expires_in: int
     refresh_token: str
     role: Role
-    grant: TokenRow
 
 
 @dataclass(frozen=True)
@@ -99,8 +98,8 @@ class OAuthService:
         if not await self._store.register(row, cap=self.policy.max_clients, unused_before=self._unused_before(now)):
             raise OAuthRefused(
                 "invalid_client_metadata",
-                f"this server holds {self.policy.max_clients} registered clients, its limit; an unused registration "
-                "expires a day after it was made, or an admin revokes a client's grants",
+                f"this server holds {self.policy.max_clients} registered clients, its limit; a registration that "
+                "was never granted anything expires a day after it was made",
             )
         log.info("oauth.client_registered", client_id=client_id, client_name=name)
 
@@ -181,7 +180,7 @@ class OAuthService:
         if stored is None:
             raise OAuthRefused("invalid_client", "the client that asked for this code is no longer registered")
         log.info("oauth.granted", token_id=grant_id, client_id=taken.client_id, role=taken.role, by=taken.subject)
-        return Issued(access, int(self.policy.access_ttl_s), refresh, taken.role, stored)
+        return Issued(access, int(self.policy.access_ttl_s), refresh, taken.role)
 
     async def holder(self, token: str) -> TokenRow | None:
         """The live grant an access token or a refresh token (the current one, or the one before it) belongs to."""
@@ -206,7 +205,7 @@ class OAuthService:
             await self._tokens.revoke(grant.id, now)
             log.warning("oauth.refresh_reused", token_id=grant.id, client_id=grant.client_id, action="grant revoked")
             raise OAuthRefused("invalid_grant", "refresh token already used: the grant is revoked")
-        return Issued(access, int(self.policy.access_ttl_s), refresh, rotated.role, rotated)
+        return Issued(access, int(self.policy.access_ttl_s), refresh, rotated.role)
 
     async def end(self, grant: TokenRow) -> None:
         await self._tokens.revoke(grant.id, time.time())
