@@ -38,6 +38,8 @@ pytestmark = pytest.mark.anyio
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 FACT = "The falcon project's launch review moved to Thursdays at 10:00."
+# Every code, access and refresh token the module saw issued: none may appear in the server's log.
+ISSUED: list[str] = []
 
 
 @dataclass
@@ -67,9 +69,14 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def server(store: Store, tls: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    logs = tmp_path_factory.mktemp("oauth-logs")
-    with http_server(store.data_dir, logs / "serve.err", tls=tls, args=("--oauth",)) as running:
+    log = tmp_path_factory.mktemp("oauth-logs") / "serve.err"
+    with http_server(store.data_dir, log, tls=tls, args=("--oauth",)) as running:
         yield running
+    written = log.read_text()
+    assert not ISSUED or '"event": "oauth.granted"' in written  # the log was written, and names grants
+    # A token's secret part (after `zap_<id>_`) as well as the whole: the id alone is logged, and may be.
+    leaked = [s for s in ISSUED if s in written or (s.startswith(("zap_", "zapr_")) and s.split("_", 2)[2] in written)]
+    assert leaked == [], "secrets in the server's log"
 
 
 def challenge_of(verifier: str) -> str:
@@ -135,10 +142,14 @@ class Flow:
         assert answered.status_code == 303, answered.text
         query = parse_qs(urlsplit(answered.headers["location"]).query)
         assert query["state"] == ["st-1"]
+        ISSUED.append(query["code"][0])
         return query["code"][0]
 
     def token(self, **form: str) -> httpx.Response:
-        return self.http.post("/token", data=form)
+        answer = self.http.post("/token", data=form)
+        if answer.status_code == 200:
+            ISSUED.extend([answer.json()["access_token"], answer.json()["refresh_token"]])
+        return answer
 
     def tokens(self, client_id: str, token: str = "", **consent: str | list[str]) -> dict[str, Any]:
         verifier = secrets.token_urlsafe(48)
@@ -241,6 +252,7 @@ async def test_the_sdk_client_signs_in_through_the_console_and_works_with_its_gr
     assert len(opened) == 1 and urlsplit(opened[0]).path == "/authorize"
     assert storage.tokens is not None and storage.tokens.refresh_token is not None and storage.client is not None
     client_id = storage.client.client_id
+    ISSUED.extend([storage.tokens.access_token, storage.tokens.refresh_token])
 
     # The grant is a Zapomni token: listed with its client, refreshed, revoked like any other.
     listed = json.loads(run_cli(["token", "list", "--json"], store.env).stdout)["tokens"]
