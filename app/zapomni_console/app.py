@@ -12,7 +12,16 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from zapomni_console import consent_pages, graph_pages, job_pages, memory_pages, search_pages, signin, workspace_pages
+from zapomni_console import (
+    consent_pages,
+    graph_pages,
+    job_pages,
+    memory_pages,
+    search_pages,
+    signin,
+    token_pages,
+    workspace_pages,
+)
 from zapomni_console.console import Console
 from zapomni_console.headers import SecurityHeaders
 from zapomni_console.limits import Limits
@@ -32,6 +41,7 @@ def console_routes(core: ZapomniCore, *, secure_cookies: bool = False, limits: L
         *graph_pages.routes(console),
         *workspace_pages.routes(console),
         *consent_pages.routes(console),
+        *token_pages.routes(console),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         # Browsers ask for it after any page, a refusal included: a 404 there is an error in their console.
         Route("/favicon.ico", _no_icon, methods=["GET"]),

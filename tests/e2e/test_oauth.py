@@ -411,3 +411,28 @@ def test_a_denial_goes_back_to_the_client_and_ends_the_request(flow: Flow, clien
     answer = parse_qs(urlsplit(denied.headers["location"]).query)
     assert answer == {"error": ["access_denied"], "state": ["st-1"]}
     assert flow.http.get(urlsplit(asked.headers["location"]).path).status_code == 404  # answered: gone
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is missing: run ops/setup-chromium")
+def test_a_grant_is_revoked_from_the_console(flow: Flow, client_id: str, store: Store, tmp_path: Path) -> None:
+    access = flow.tokens(client_id, store.admin)["access_token"]
+    grant_id = access.split("_")[1]
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_context(ignore_https_errors=True).new_page()
+            page.goto(f"{flow.server.base}/login?next=/tokens")
+            page.fill("#token", store.admin)
+            page.click("form[action='/login'] button")
+            row = page.locator(f"tr[data-token-id='{grant_id}']")
+            assert row.get_attribute("data-state") == "active" and client_id in row.inner_text()
+            page.screenshot(path=str(tmp_path / "tokens.png"), full_page=True)
+            page.click(f"#revoke-{grant_id}")
+            page.wait_for_selector(f"tr[data-token-id='{grant_id}'][data-state='revoked']")
+        finally:
+            browser.close()
+    assert rpc(flow.server, access, "search_memory", {"query": "falcon"}).status_code == 401
+    # Only an admin of every workspace sees the page: the store's tokens are not a workspace's business.
+    flow.sign_in(store.alpha_writer, "/tokens")
+    assert flow.http.get("/tokens").status_code == 403
