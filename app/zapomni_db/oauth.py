@@ -105,17 +105,23 @@ class OAuthStore:
         await self._client.query("MATCH (k:OAuthCode) WHERE k.expires_at <= $now DELETE k", {"now": now})
         await self._client.query("MATCH (p:OAuthPending) WHERE p.expires_at <= $now DELETE p", {"now": now})
 
-    async def create_grant(self, token: TokenRow, secrets: GrantSecrets) -> TokenRow | None:
-        """A new grant, its client marked as granted; None, storing nothing, when the client is gone."""
+    async def create_grant(self, token: TokenRow, secrets: GrantSecrets, code_hash: str) -> TokenRow | None:
+        """A new grant made with a code, its client marked as granted; None, storing nothing, when the client is
+        gone."""
         rows = await self._client.query(
             "MATCH (c:OAuthClient {id: $client_id}) SET c.granted_at = coalesce(c.granted_at, $created_at) "
             "CREATE (t:Token {id: $id, name: $name, role: $role, all_workspaces: $all_workspaces, "
             "workspaces: $workspaces, created_at: $created_at, expires_at: $refresh_expires_at, "
             "secret_hash: $access_hash, client_id: $client_id, access_expires_at: $access_expires_at, "
-            f"refresh_hash: $refresh_hash}}) RETURN {TokenRow.PROJECTION}",
-            {**token_params(token), **vars(secrets)},
+            f"refresh_hash: $refresh_hash, from_code: $code_hash}}) RETURN {TokenRow.PROJECTION}",
+            {**token_params(token), **vars(secrets), "code_hash": code_hash},
         )
         return TokenRow.from_row(rows[0]) if rows else None
+
+    async def made_with(self, code_hash: str) -> str | None:
+        """The id of the grant a code was exchanged for, if it was."""
+        rows = await self._client.ro_query("MATCH (t:Token {from_code: $h}) RETURN t.id", {"h": code_hash})
+        return str(rows[0][0]) if rows else None
 
     async def refresh_hashes(self, token_id: str) -> tuple[TokenRow, str | None, str | None] | None:
         """A grant, its refresh token's hash and the one before it."""

@@ -75,7 +75,10 @@ class ZapomniAuthorizationServer(OAuthAuthorizationServerProvider[AuthorizationC
         self, client: OAuthClientInformationFull, authorization_code: str
     ) -> AuthorizationCode | None:
         issued = await self._oauth.code(authorization_code)
-        if issued is None or issued.client_id != client.client_id:
+        if issued is None:
+            await self._oauth.replayed(authorization_code)
+            return None
+        if issued.client_id != client.client_id:
             return None
         return AuthorizationCode(
             code=authorization_code,

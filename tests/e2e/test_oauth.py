@@ -312,8 +312,12 @@ def test_a_code_works_once(flow: Flow, client_id: str, store: Store) -> None:
     code = flow.code(client_id, verifier, store.admin)
     exchange = {"grant_type": "authorization_code", "code": code, "client_id": client_id,
                 "redirect_uri": flow.callback, "code_verifier": verifier}  # fmt: skip
-    assert flow.token(**exchange).status_code == 200
+    first = flow.token(**exchange)
+    assert first.status_code == 200
+    assert tool_error(rpc(flow.server, first.json()["access_token"], "search_memory", {"query": "x"})) is None
     refused(flow.token(**exchange), 400, "invalid_grant")
+    # Presented again, the code ends the grant it gave (RFC 6749 4.1.2): its holder or a thief has a copy.
+    assert rpc(flow.server, first.json()["access_token"], "search_memory", {"query": "x"}).status_code == 401
 
 
 def test_a_redirect_uri_differing_by_a_path_or_a_port_is_never_redirected_to(flow: Flow, client_id: str) -> None:

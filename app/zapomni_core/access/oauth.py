@@ -176,11 +176,20 @@ class OAuthService:
             created_at=now, expires_at=None, revoked_at=None, last_used_at=None, secret_hash="",
             client_id=taken.client_id,
         )  # fmt: skip
-        stored = await self._store.create_grant(row, self._secrets(access, refresh, now))
+        stored = await self._store.create_grant(row, self._secrets(access, refresh, now), taken.code_hash)
         if stored is None:
             raise OAuthRefused("invalid_client", "the client that asked for this code is no longer registered")
         log.info("oauth.granted", token_id=grant_id, client_id=taken.client_id, role=taken.role, by=taken.subject)
         return Issued(access, int(self.policy.access_ttl_s), refresh, taken.role)
+
+    async def replayed(self, code: str) -> None:
+        """A code presented again after its exchange: the grant it gave is revoked (RFC 6749 4.1.2: whoever holds
+        the code now, the holder or a thief, one of them should not have it)."""
+        grant_id = await self._store.made_with(digest(code))
+        if grant_id is not None:
+            revoked = await self._tokens.revoke(grant_id, time.time())
+            if revoked is not None and not revoked[1]:
+                log.warning("oauth.code_reused", token_id=grant_id, action="grant revoked")
 
     async def holder(self, token: str) -> TokenRow | None:
         """The live grant an access token or a refresh token (the current one, or the one before it) belongs to."""
