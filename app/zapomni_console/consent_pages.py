@@ -16,7 +16,7 @@ from starlette.routing import Route
 from zapomni_console.access import NotAllowed
 from zapomni_console.console import Console, Ctx
 from zapomni_console.headers import csp_with_form_action
-from zapomni_core import ROLES, NotFound, OAuthRefused, Role
+from zapomni_core import ROLES, NotFound, OAuthRefused, Role, grantable
 
 
 def routes(console: Console) -> list[Route]:
@@ -27,16 +27,15 @@ def routes(console: Console) -> list[Route]:
         if consent is None:
             raise NotFound("this authorization request is unknown, answered or expired: start again from the client")
         grant = ctx.caller.grant
-        asked = consent.pending.role
-        ceiling = min(ROLES.index(grant.role), ROLES.index(asked) if asked else len(ROLES) - 1)
+        roles = grantable(grant.role, consent.pending.role)
         names = await console.core.workspaces.names()
         response = ctx.render(
             "consent.html",
             consent=consent,
             redirect_host=urlsplit(consent.pending.redirect_uri).netloc,
-            roles=ROLES[: ceiling + 1],
+            roles=roles,
             # Clients ask for every scope the metadata lists (the MCP SDK does): admin is granted only when chosen.
-            chosen_role=ROLES[min(ceiling, ROLES.index("write"))],
+            chosen_role="write" if "write" in roles else roles[-1],
             all_workspaces=grant.workspaces is None,
             offered=sorted(name for name in names if grant.sees(name)),
         )

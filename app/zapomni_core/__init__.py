@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     )
     from zapomni_core.access.oauth import (
         OAuthRefused,
+        grantable,
+        is_refresh_token,
     )
     from zapomni_core.access.replies import (
         CreatedToken,
@@ -202,6 +204,8 @@ if TYPE_CHECKING:
 # Where each name lives.
 _HOMES = {
     "OAuthRefused": "zapomni_core.access.oauth",
+    "grantable": "zapomni_core.access.oauth",
+    "is_refresh_token": "zapomni_core.access.oauth",
     "start_database_early": "zapomni_core.early_start",
     "ROLES": "zapomni_core.access.grants",
     "Grant": "zapomni_core.access.grants",
@@ -450,6 +454,8 @@ __all__ = [
     "embedded_paths",
     "falkordb_password",
     "for_remote",
+    "grantable",
+    "is_refresh_token",
     "open_core",
     "open_database",
     "open_health_checker",

@@ -23,7 +23,7 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
-from zapomni_core import ROLES, OAuthRefused, Role, ZapomniCore
+from zapomni_core import ROLES, OAuthRefused, Role, ZapomniCore, is_refresh_token
 from zapomni_http.binding import is_loopback
 
 CONSENT_PATH = "/oauth/consent"
@@ -103,7 +103,7 @@ class ZapomniAuthorizationServer(OAuthAuthorizationServerProvider[AuthorizationC
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
         grant = await self._oauth.holder(refresh_token)
-        if grant is None or grant.client_id != client.client_id or not refresh_token.startswith("zapr_"):
+        if grant is None or grant.client_id != client.client_id or not is_refresh_token(refresh_token):
             return None
         expires = int(grant.expires_at) if grant.expires_at is not None else None
         return RefreshToken(
@@ -125,7 +125,7 @@ class ZapomniAuthorizationServer(OAuthAuthorizationServerProvider[AuthorizationC
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         grant = await self._oauth.holder(token)
-        if grant is None or grant.client_id is None or token.startswith("zapr_"):
+        if grant is None or grant.client_id is None or is_refresh_token(token):
             return None
         ends = grant.access_ends()
         return AccessToken(

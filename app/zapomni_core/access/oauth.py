@@ -232,11 +232,20 @@ class OAuthService:
 def _check_within(signer: Grant, role: Role, workspaces: frozenset[str] | None, *, asked: Role | None) -> None:
     if ROLES.index(signer.role) < ROLES.index("write"):
         raise OAuthRefused("access_denied", f"token {signer.name!r} may not grant access: it needs role write or admin")
-    ceiling = min(ROLES.index(signer.role), ROLES.index(asked) if asked else len(ROLES))
-    if ROLES.index(role) > ceiling:
+    if role not in grantable(signer.role, asked):
         raise OAuthRefused("access_denied", f"role {role} is more than the client asked for or the signer holds")
     if signer.workspaces is not None and (workspaces is None or not workspaces <= signer.workspaces):
         raise OAuthRefused("access_denied", f"token {signer.name!r} may grant only its workspaces")
+
+
+def grantable(signer: Role, asked: Role | None) -> tuple[Role, ...]:
+    """The roles a signer may grant a client: none above its own, nor above what the client asked for."""
+    ceiling = min(ROLES.index(signer), ROLES.index(asked) if asked else len(ROLES) - 1)
+    return ROLES[: ceiling + 1]
+
+
+def is_refresh_token(text: str) -> bool:
+    return _REFRESH.fullmatch(text) is not None
 
 
 def _grant_name(client_name: str, grant_id: str) -> str:
