@@ -31,8 +31,10 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 
 from tests.certificates import self_signed
 from tests.cli_in_process import run_cli
-from tests.helpers import free_port
+from tests.helpers import free_port, graph_client
 from tests.processes import HttpServer, call, create_token, http_server, server_env
+from zapomni_core.access.tokens import digest
+from zapomni_db.access import access_graph
 
 pytestmark = pytest.mark.anyio
 CHROMIUM = Path("/usr/bin/chromium")
@@ -318,6 +320,23 @@ def test_a_code_works_once(flow: Flow, client_id: str, store: Store) -> None:
     refused(flow.token(**exchange), 400, "invalid_grant")
     # Presented again, the code ends the grant it gave (RFC 6749 4.1.2): its holder or a thief has a copy.
     assert rpc(flow.server, first.json()["access_token"], "search_memory", {"query": "x"}).status_code == 401
+
+
+async def test_an_expired_code_gets_no_token(flow: Flow, client_id: str, store: Store) -> None:
+    verifier = secrets.token_urlsafe(48)
+    code = flow.code(client_id, verifier, store.admin)
+    grants = "MATCH (t:Token {client_id: $c}) RETURN count(t)"
+    async with graph_client(
+        store.data_dir, access_graph("zapomni")
+    ) as graph:  # the code's five minutes pass, in the store every replica reads
+        before = (await graph.ro_query(grants, {"c": client_id}))[0][0]
+        aged = "MATCH (k:OAuthCode {code_hash: $h}) SET k.expires_at = k.expires_at - 301 RETURN count(k)"
+        assert (await graph.query(aged, {"h": digest(code)}))[0][0] == 1
+    exchange = {"grant_type": "authorization_code", "code": code, "client_id": client_id,
+                "redirect_uri": flow.callback, "code_verifier": verifier}  # fmt: skip
+    refused(flow.token(**exchange), 400, "invalid_grant")
+    async with graph_client(store.data_dir, access_graph("zapomni")) as graph:
+        assert (await graph.ro_query(grants, {"c": client_id}))[0][0] == before
 
 
 def test_a_redirect_uri_differing_by_a_path_or_a_port_is_never_redirected_to(flow: Flow, client_id: str) -> None:
