@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -147,6 +148,9 @@ class Settings(BaseSettings):
     http_allowed_origins_value: str | None = Field(None, alias="ZAPOMNI_HTTP_ALLOWED_ORIGINS")
     # Browser clients allowed by CORS (none by default: CORS is off).
     http_cors_origins_value: str | None = Field(None, alias="ZAPOMNI_HTTP_CORS_ORIGINS")
+    # Proxies (addresses or networks) whose X-Forwarded-For/-Proto name the client: the per-address limits then
+    # count the client, not the proxy. None by default, so no client can pick its own address with a header.
+    http_trusted_proxies_value: str | None = Field(None, alias="ZAPOMNI_HTTP_TRUSTED_PROXIES")
     # A request body larger than this is refused with 413 (the largest add_memory text is 10 MB).
     http_max_body_mb: float = Field(12.0, alias="ZAPOMNI_HTTP_MAX_BODY_MB", gt=0, le=1024)
     # Per token and per replica: a bucket of `burst` requests refilled at `rate` per second (0: no limit).
@@ -166,6 +170,17 @@ class Settings(BaseSettings):
 
     # Logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="LOG_LEVEL")
+
+    @field_validator("http_trusted_proxies_value")
+    @classmethod
+    def _networks(cls, value: str | None) -> str | None:
+        for item in _items(value):
+            try:
+                ipaddress.ip_network(item)
+            except ValueError:
+                example = "10.0.0.5, or 10.89.0.0/24 with the host bits zero"
+                raise ValueError(f"{item!r} is not an IP address or network (e.g. {example})") from None
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -195,6 +210,10 @@ class Settings(BaseSettings):
     @property
     def http_cors_origins(self) -> tuple[str, ...]:
         return _items(self.http_cors_origins_value)
+
+    @property
+    def http_trusted_proxies(self) -> tuple[str, ...]:
+        return _items(self.http_trusted_proxies_value)
 
     @property
     def max_file_bytes(self) -> int:

@@ -20,7 +20,7 @@ from zapomni_http import binding
 from zapomni_http.guard import MB
 from zapomni_http.limits import TokenBuckets, sign_in_limit
 from zapomni_http.security import OriginCheck, transport_security
-from zapomni_http.serve import UVICORN_LOGGERS, QuietUvicorn, connection_guard
+from zapomni_http.serve import UVICORN_LOGGERS, QuietUvicorn, connection_guard, forwarded_for
 from zapomni_mcp.serve import Stop
 from zapomni_mcp.serve import run as run_server
 
@@ -61,6 +61,7 @@ class ConsoleTransport:
             timeout_graceful_shutdown=3,
             timeout_keep_alive=math.ceil(settings.http_idle_timeout_s),
             http=connection_guard(settings).protocol(),
+            **forwarded_for(settings),
         )
         server = QuietUvicorn(config)
         stop.stop_serving = server.request_exit

@@ -12,6 +12,7 @@ import math
 import socket
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import structlog
 import uvicorn
@@ -65,6 +66,7 @@ class HttpTransport:
             timeout_keep_alive=math.ceil(settings.http_idle_timeout_s),
             limit_concurrency=settings.http_max_connections,
             http=connection_guard(settings).protocol(),
+            **forwarded_for(settings),
             timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_s),
             ssl_certfile=str(settings.tls_cert) if settings.tls_cert else None,
             ssl_keyfile=str(settings.tls_key) if settings.tls_key else None,
@@ -73,6 +75,13 @@ class HttpTransport:
         stop.stop_serving = server.request_exit
         announce(info, settings)
         await server.serve(sockets=[self.listener])
+
+
+def forwarded_for(settings: Settings) -> dict[str, Any]:
+    """uvicorn's reading of X-Forwarded-For, from the trusted proxies only. uvicorn trusts the loopback's by
+    default, which let any local client choose the address its limits are counted by."""
+    trusted = settings.http_trusted_proxies
+    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": list(trusted) or None}
 
 
 def connection_guard(settings: Settings) -> ConnectionGuard:

@@ -13,7 +13,7 @@ import contextlib
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ LIMITS = SMALL_CHUNKS | {
     "ZAPOMNI_HTTP_CORS_ORIGINS": "https://notes.example",
     "ZAPOMNI_BACKGROUND_ADD_BYTES": str(MAX_TEXT_BYTES + 1),
     "ZAPOMNI_HTTP_IDLE_TIMEOUT_S": str(IDLE_S),
+    "ZAPOMNI_HTTP_TRUSTED_PROXIES": "127.0.0.5",
 }
 TOKENS: dict[str, dict[str, Any]] = {
     "admin": {"role": "admin", "workspaces": None},
@@ -235,39 +236,51 @@ def test_connections_that_never_finish_their_headers_lock_nobody_out_and_are_clo
     assert server.get("/healthz").status_code == 200
 
 
+def sign_in(server: HttpServer, token: str, address: str, forwarded_for: str | None = None) -> httpx.Response:
+    """A console sign-in from another loopback address, named as the server knows itself (Host is checked)."""
+    transport = httpx.HTTPTransport(local_address=address)
+    headers = {"Host": f"127.0.0.1:{server.port}"} | ({"X-Forwarded-For": forwarded_for} if forwarded_for else {})
+    with httpx.Client(transport=transport, timeout=30) as client:
+        return client.post(f"http://{address}:{server.port}/login", data={"token": token, "next": "/"}, headers=headers)
+
+
+def until_refused(attempt: Callable[[int], httpx.Response]) -> list[int]:
+    # A burst of 10, then one per 6 s: on a slow machine the bucket may refill by one meanwhile.
+    statuses: list[int] = []
+    while 429 not in statuses and len(statuses) < 30:
+        statuses.append(attempt(len(statuses)).status_code)
+    return statuses
+
+
 def test_console_sign_ins_are_limited_per_address_and_per_token_and_sign_nobody_else_out(
     server: HttpServer, tokens: dict[str, str]
 ) -> None:
-    def sign_in(token: str, address: str) -> httpx.Response:
-        # From another loopback address, named as the server knows itself (Host is checked).
-        transport = httpx.HTTPTransport(local_address=address)
-        with httpx.Client(transport=transport, timeout=30) as client:
-            return client.post(
-                f"http://{address}:{server.port}/login",
-                data={"token": token, "next": "/"},
-                headers={"Host": f"127.0.0.1:{server.port}"},
-            )
-
-    signed_in = sign_in(tokens["admin"], "127.0.0.1")
+    signed_in = sign_in(server, tokens["admin"], "127.0.0.1")
     assert signed_in.status_code == 303
     cookies = dict(signed_in.cookies)
 
-    def until_refused(token: str, address: str) -> list[int]:
-        # A burst of 10, then one per 6 s: on a slow machine the bucket may refill by one meanwhile.
-        statuses: list[int] = []
-        while 429 not in statuses and len(statuses) < 30:
-            statuses.append(sign_in(token, address).status_code)
-        return statuses
-
-    guesses = until_refused("zap_000000000000_guess", "127.0.0.2")
+    guesses = until_refused(lambda _: sign_in(server, "zap_000000000000_guess", "127.0.0.2"))
     assert guesses[-1] == 429 and set(guesses[:-1]) == {401} and len(guesses) > 10
-    signed = until_refused(tokens["monitor"], "127.0.0.3")
+    signed = until_refused(lambda _: sign_in(server, tokens["monitor"], "127.0.0.3"))
     assert signed[-1] == 429 and set(signed[:-1]) == {303} and len(signed) > 10
-    refused = sign_in(tokens["monitor"], "127.0.0.4")  # a fresh address, the same token
+    refused = sign_in(server, tokens["monitor"], "127.0.0.4")  # a fresh address, the same token
     assert refused.status_code == 429 and refused.headers["retry-after"].isdigit()
     assert "with token &#39;monitor&#39;" in refused.text
     page = httpx.get(f"{server.base}/", cookies=cookies, timeout=30)
     assert page.status_code == 200 and "Sign out" in page.text  # the first session is still signed in
+
+
+def test_a_trusted_proxy_names_the_client_and_no_other_peer_can(server: HttpServer) -> None:
+    def guess(n: int) -> str:  # a new token each time: only the address's limit can refuse
+        return f"zap_{n:012d}_guess"
+
+    # Through the trusted proxy (127.0.0.5), the client it names is limited, not the proxy: another client is not.
+    behind = until_refused(lambda n: sign_in(server, guess(100 + n), "127.0.0.5", "192.0.2.7"))
+    assert behind[-1] == 429 and set(behind[:-1]) == {401} and len(behind) > 10
+    assert sign_in(server, guess(200), "127.0.0.5", "192.0.2.8").status_code == 401
+    # Any other peer naming a new client each time is still limited as itself.
+    spoofed = until_refused(lambda n: sign_in(server, guess(300 + n), "127.0.0.6", f"192.0.2.{10 + n}"))
+    assert spoofed[-1] == 429 and set(spoofed[:-1]) == {401} and len(spoofed) > 10
 
 
 def test_a_bodiless_get_put_or_delete_is_answered_at_once(server: HttpServer, tokens: dict[str, str]) -> None:
