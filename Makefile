@@ -29,7 +29,7 @@ else
 OP := $(RUN_COMPOSE) exec -T zapomni /app/ops/docker-entrypoint.sh
 endif
 
-.PHONY: help install run test test-appliance test-properties lint bench bench-1m bench-appliance dist clean up down logs ps backup restore migrate export import health up-local down-local
+.PHONY: help install run test test-appliance test-properties import-fixtures lint bench bench-1m bench-appliance dist clean up down logs ps backup restore migrate export import health up-local down-local
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -99,6 +99,10 @@ test-appliance: $(APPLIANCE_STAMP)  ## build the image and run the whole compose
 	CONTAINERS_CONF=$(CURDIR)/ops/podman/containers.conf $(BIN)/python -m pytest -v -p no:cacheprovider -o timeout=900 tests/containers
 
 # mypy reads its packages and flags from pyproject.toml ([tool.mypy]): app/, tests/ and bench/, all strict.
+# The files tests/fixtures/imports holds, written again by the real tools (npm's at tools/package-lock.json).
+import-fixtures: $(TEST_STAMP)  ## write the import tests' input files with the real tools (needs npm and the registries)
+	$(BIN)/python tests/fixtures/imports/produce.py
+
 lint: $(TEST_STAMP)  ## static checks (ruff; mypy on app, tests and bench); adds the test and bench tools
 	$(BIN)/ruff check --no-cache app tests bench healthchecks/probe ops/image-smoke.py ops/first-token.py
 	$(BIN)/ruff format --check --no-cache app tests bench healthchecks/probe ops/image-smoke.py ops/first-token.py

@@ -181,6 +181,18 @@ if TYPE_CHECKING:
         ImportReport,
         TransferError,
     )
+    from zapomni_core.transfer.importer import (
+        ImportPreview,
+    )
+    from zapomni_core.transfer.requests import (
+        ImportSourceRequest,
+    )
+    from zapomni_core.transfer.service import (
+        SourceImport,
+    )
+    from zapomni_core.transfer.sources import (
+        IMPORT_FORMATS,
+    )
     from zapomni_core.validation import (
         UUID_PATTERN,
         WORKSPACE_RULE,
@@ -317,6 +329,10 @@ _HOMES = {
     "ExportReport": "zapomni_core.transfer",
     "ImportReport": "zapomni_core.transfer",
     "TransferError": "zapomni_core.transfer",
+    "ImportSourceRequest": "zapomni_core.transfer.requests",
+    "ImportPreview": "zapomni_core.transfer.importer",
+    "SourceImport": "zapomni_core.transfer.service",
+    "IMPORT_FORMATS": "zapomni_core.transfer.sources",
     "UUID_PATTERN": "zapomni_core.validation",
     "WORKSPACE_RULE": "zapomni_core.validation",
     "NoArguments": "zapomni_core.validation",
@@ -344,6 +360,7 @@ __all__ = [
     "ACTIVE_STATES",
     "DEFAULT_BATCH_SIZE",
     "EXPIRY_RULE",
+    "IMPORT_FORMATS",
     "MAX_DELETE_IDS",
     "MAX_JOBS",
     "MAX_LIMIT",
@@ -392,7 +409,9 @@ __all__ = [
     "GraphStatusRequest",
     "Growth",
     "HealthChecker",
+    "ImportPreview",
     "ImportReport",
+    "ImportSourceRequest",
     "IndexCodebaseRequest",
     "IngestPathRequest",
     "InvalidRequest",
@@ -427,6 +446,7 @@ __all__ = [
     "SearchResult",
     "Settings",
     "ShuttingDown",
+    "SourceImport",
     "Stats",
     "StatsRequest",
     "StorageFailed",

@@ -171,6 +171,15 @@ class Settings(BaseSettings):
     # Logging
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="LOG_LEVEL")
 
+    @field_validator("data_dir", "falkordb_data_dir", mode="before")
+    @classmethod
+    def _not_blank(cls, value: Any) -> Any:
+        # An empty variable (`ZAPOMNI_DATA_DIR=$UNSET`) would otherwise be ".": a database in whatever folder
+        # the command ran in.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("is empty: give a folder, or leave the variable unset for the default")
+        return value
+
     @field_validator("http_trusted_proxies_value")
     @classmethod
     def _networks(cls, value: str | None) -> str | None:

@@ -71,6 +71,7 @@ def test_the_password_never_appears_in_the_printed_configuration(monkeypatch: py
         ("ZAPOMNI_DB_MODE", "x"),
         ("ZAPOMNI_FUSION", "sum"),
         ("ZAPOMNI_VECTOR_SHARE", "1.5"),
+        ("ZAPOMNI_DATA_DIR", ""),  # an unset shell variable: not the current folder
         ("ZAPOMNI_HTTP_TRUSTED_PROXIES", "127.0.0.1, caddy"),  # uvicorn would take a name as a literal, silently
         ("ZAPOMNI_HTTP_TRUSTED_PROXIES", "10.89.0.1/24"),  # and a network with host bits as a literal too
     ],

@@ -16,8 +16,9 @@ from zapomni_core.validation import parse_iso8601
 MAX_TEXT_BYTES = 10 * 1024 * 1024  # the largest text a memory holds
 MAX_METADATA_BYTES = 10 * 1024
 MAX_TAGS = 50
+MAX_TAG_CHARS = 100
 
-Tag = Annotated[str, Field(min_length=1, max_length=100)]
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
 # Flat metadata values: FalkorDB properties hold primitives only.
 MetadataValue = str | int | float | bool
 

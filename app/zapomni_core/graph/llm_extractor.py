@@ -24,8 +24,8 @@ import structlog
 
 from zapomni_core.errors import ExtractorUnavailable
 from zapomni_core.graph import llm_schema
-from zapomni_core.graph.extraction import ENTITY_TYPES, ChunkGraph, Mention, Relation
-from zapomni_core.graph.llm_schema import LLM_RELATION_TYPES
+from zapomni_core.graph.extraction import ChunkGraph, Mention, Relation
+from zapomni_core.graph.vocabulary import clean, entity_type_of, quote, relation_type_of
 
 if TYPE_CHECKING:
     from zapomni_core.settings import Settings
@@ -49,64 +49,6 @@ PASSAGE_EVIDENCE_FACTOR = 0.5  # no sentence names both: the passage from one me
 DEFAULT_CONFIDENCE = 0.5  # when the model gave none (or an unreadable one)
 _MAX_NAME_CHARS = 100  # longer "names" are sentences the model put in the wrong field
 _MAX_REPAIR_TRIES = 200
-
-# Synonyms small models use instead of the schema's names. Unknown types still fall back to OTHER.
-_ENTITY_ALIASES = {
-    "PER": "PERSON",
-    "PEOPLE": "PERSON",
-    "ORGANIZATION": "ORG",
-    "ORGANISATION": "ORG",
-    "COMPANY": "ORG",
-    "INSTITUTION": "ORG",
-    "LOCATION": "PLACE",
-    "LOC": "PLACE",
-    "GPE": "PLACE",
-    "FAC": "PLACE",
-    "FACILITY": "PLACE",
-    "CITY": "PLACE",
-    "COUNTRY": "PLACE",
-    "NORP": "GROUP",
-    "NATIONALITY": "GROUP",
-    "TIME": "DATE",
-    "YEAR": "DATE",
-    "DATETIME": "DATE",
-    "SOFTWARE": "PRODUCT",
-    "TOOL": "PRODUCT",
-    "TECHNOLOGY": "PRODUCT",
-    "LIBRARY": "PRODUCT",
-    "FRAMEWORK": "PRODUCT",
-    "SERVICE": "PRODUCT",
-    "DATABASE": "PRODUCT",
-    "BOOK": "WORK_OF_ART",
-    "FILM": "WORK_OF_ART",
-    "MOVIE": "WORK_OF_ART",
-    "SONG": "WORK_OF_ART",
-    "CODE": "IDENTIFIER",
-    "FUNCTION": "IDENTIFIER",
-    "VARIABLE": "IDENTIFIER",
-    "IDEA": "CONCEPT",
-    "TOPIC": "CONCEPT",
-}
-# Only synonyms with the same direction: "EMPLOYS" or "CREATED_BY" would flip subject and object.
-_RELATION_ALIASES = {
-    "WORKS_AT": "WORKS_FOR",
-    "EMPLOYED_BY": "WORKS_FOR",
-    "LOCATED_AT": "LOCATED_IN",
-    "INSTANCE_OF": "IS_A",
-    "TYPE_OF": "IS_A",
-    "KIND_OF": "IS_A",
-    "IS": "IS_A",
-    "FOUNDED": "CREATED",
-    "BUILT": "CREATED",
-    "WROTE": "CREATED",
-    "MOVED_TO": "LIVES_IN",
-    "LIVES_AT": "LIVES_IN",
-    "RESIDES_IN": "LIVES_IN",
-    "REQUIRES": "DEPENDS_ON",
-    "MAINTAINS": "OWNS",
-    "USE": "USES",
-    "USED": "USES",
-}
 
 
 # -- reading the answer ------------------------------------------------------------------------------
@@ -266,21 +208,6 @@ def _as_list(value: Any) -> list[Any]:
 # -- checking an answer against the chunk ------------------------------------------------------------
 
 
-def _clean(value: Any) -> str:
-    """A field as one line of text: strings trimmed and whitespace collapsed, numbers spelled out."""
-    if isinstance(value, bool) or value is None:
-        return ""
-    if isinstance(value, int | float):
-        value = str(value)
-    if not isinstance(value, str):
-        return ""
-    return " ".join(value.split())
-
-
-def _quote(name: str) -> str:
-    return repr(name if len(name) <= 60 else name[:57] + "...")
-
-
 def _words_pattern(words: str) -> re.Pattern[str] | None:
     """Matches `words` in a text regardless of case and of the whitespace between them, as whole words."""
     parts = words.split()
@@ -290,10 +217,6 @@ def _words_pattern(words: str) -> re.Pattern[str] | None:
     before = r"(?<!\w)" if re.match(r"\w", parts[0]) else ""
     after = r"(?!\w)" if re.search(r"\w$", parts[-1]) else ""
     return re.compile(before + body + after, re.IGNORECASE)
-
-
-def _key(text: str) -> str:
-    return text.replace("-", "_").replace(" ", "_").upper().strip("_")
 
 
 def _confidence(value: Any) -> tuple[float, str | None]:
@@ -308,43 +231,11 @@ def _confidence(value: Any) -> tuple[float, str | None]:
         except ValueError:
             number = None
     if number is None or not math.isfinite(number):
-        return DEFAULT_CONFIDENCE, f"confidence {_quote(str(value))} unreadable, {DEFAULT_CONFIDENCE} assumed"
+        return DEFAULT_CONFIDENCE, f"confidence {quote(str(value))} unreadable, {DEFAULT_CONFIDENCE} assumed"
     if not 0.0 <= number <= 1.0:
         clamped = min(1.0, max(0.0, number))
         return clamped, f"confidence {number:g} clamped to {clamped:g}"
     return number, None
-
-
-def _entity_type(value: Any) -> tuple[str, str | None]:
-    raw = _clean(value)
-    key = _key(raw)
-    if key in ENTITY_TYPES:
-        return key, None  # "person" is PERSON: case and spacing are not worth a problem line
-    if key in _ENTITY_ALIASES:
-        return _ENTITY_ALIASES[key], f"type {_quote(raw)} read as {_ENTITY_ALIASES[key]}"
-    if not raw:
-        return "OTHER", "type missing, OTHER assumed"
-    return "OTHER", f"unknown type {_quote(raw)} replaced by OTHER"
-
-
-def _relation_type(value: Any, predicate: str) -> tuple[str, str, str | None]:
-    """(type, predicate, note). A missing or unknown type is read from the predicate when that is a
-    type's name ("lives in"); otherwise OTHER, keeping the model's words as the predicate."""
-    raw = _clean(value)
-    key = _key(raw)
-    if key in LLM_RELATION_TYPES:
-        return key, predicate or key, None
-    if key in _RELATION_ALIASES:
-        found = _RELATION_ALIASES[key]
-        return found, predicate or raw.lower(), f"type {_quote(raw)} read as {found}"
-    from_predicate = _key(predicate)
-    read = from_predicate if from_predicate in LLM_RELATION_TYPES else _RELATION_ALIASES.get(from_predicate)
-    what = "type missing" if not raw else f"unknown type {_quote(raw)}"
-    if read and read != "OTHER":
-        return read, predicate, f"{what}, read from the predicate as {read}"
-    if not predicate and raw:
-        predicate = raw.replace("_", " ").lower()  # the unknown type is the only wording there is
-    return "OTHER", predicate or "OTHER", f"{what}, kept as OTHER"
 
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
@@ -417,25 +308,25 @@ class _ChunkCheck:
         if not isinstance(raw, dict):
             self.note(f"entity {index} dropped: not an object")
             return
-        name = _clean(raw.get("name"))
+        name = clean(raw.get("name"))
         if not name:
             self.note(f"entity {index} dropped: no name")
             return
         if len(name) > _MAX_NAME_CHARS:
-            self.note(f"entity {_quote(name)} dropped: too long to be a name")
+            self.note(f"entity {quote(name)} dropped: too long to be a name")
             return
         found = self._find(name)
         if found is None:
-            self.note(f"entity {_quote(name)} dropped: not in the text")
+            self.note(f"entity {quote(name)} dropped: not in the text")
             return
         written, count, pattern = found
-        type_, type_note = _entity_type(raw.get("type"))
+        type_, type_note = entity_type_of(raw.get("type"))
         if type_note:
-            self.note(f"entity {_quote(written)}: {type_note}")
+            self.note(f"entity {quote(written)}: {type_note}")
         confidence, confidence_note = _confidence(raw.get("confidence"))
         if confidence_note:
-            self.note(f"entity {_quote(written)}: {confidence_note}")
-        description = _clean(raw.get("description")) or None
+            self.note(f"entity {quote(written)}: {confidence_note}")
+        description = clean(raw.get("description")) or None
         known = self.entities.get(written.casefold())
         if known is None:
             self.entities[written.casefold()] = _Entity(written, type_, confidence, count, pattern, description)
@@ -460,15 +351,15 @@ class _ChunkCheck:
             # The model related something it did not list; the text names it, so it is an entity.
             known = _Entity(written, "OTHER", confidence, count, pattern)
             self.entities[written.casefold()] = known
-            self.note(f"relation {label}: {role} {_quote(written)} was not among the entities; added as OTHER")
+            self.note(f"relation {label}: {role} {quote(written)} was not among the entities; added as OTHER")
         return known
 
     def _relation(self, index: int, raw: Any) -> None:
         if not isinstance(raw, dict):
             self.note(f"relation {index} dropped: not an object")
             return
-        subject_name, object_name = _clean(raw.get("subject")), _clean(raw.get("object"))
-        label = f"{_quote(subject_name)}→{_quote(object_name)}"
+        subject_name, object_name = clean(raw.get("subject")), clean(raw.get("object"))
+        label = f"{quote(subject_name)}→{quote(object_name)}"
         if not subject_name or not object_name:
             missing = " and ".join(r for r, n in (("subject", subject_name), ("object", object_name)) if not n)
             named = f" ({label})" if subject_name or object_name else ""
@@ -484,10 +375,10 @@ class _ChunkCheck:
             return
         if confidence_note:
             self.note(f"relation {label}: {confidence_note}")
-        type_, predicate, type_note = _relation_type(raw.get("type"), _clean(raw.get("predicate")))
+        type_, predicate, type_note = relation_type_of(raw.get("type"), clean(raw.get("predicate")))
         if type_note:
             self.note(f"relation {label}: {type_note}")
-        evidence, factor, evidence_note = self._evidence(_clean(raw.get("evidence")), subject, object_)
+        evidence, factor, evidence_note = self._evidence(clean(raw.get("evidence")), subject, object_)
         if evidence_note:
             self.note(f"relation {label}: {evidence_note}")
         relation = Relation(

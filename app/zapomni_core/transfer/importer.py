@@ -114,6 +114,29 @@ class _Scan:
     entities: int = 0
     relations: int = 0
     updates: int = 0
+    stored: int = 0  # memories whose id is already in their workspace
+
+
+@dataclass(frozen=True)
+class ImportPreview:
+    """What an import would do, found by its first pass alone (nothing written)."""
+
+    memories_in_file: int
+    chunks_in_file: int
+    already_stored: int  # memories whose id is in the store: skipped (others may be, for a text stored already)
+    entities_in_file: int
+    relations_in_file: int
+
+
+async def preview_import(target: ImportTarget, src: BinaryIO) -> ImportPreview:
+    """Validate the whole of `src` and count what it holds and what the store has; raises `TransferError` as
+    `import_memories` does."""
+    source = _Source(src)
+    try:
+        scan = await _validate(source, target.workspaces, None)
+    finally:
+        source.close()
+    return ImportPreview(scan.memories, scan.chunks, scan.stored, scan.entities, scan.relations)
 
 
 async def import_memories(target: ImportTarget, src: BinaryIO, progress: ProgressFn | None = None) -> ImportReport:
@@ -227,7 +250,7 @@ async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressF
     chunk_ids: set[str] = set()
     graph = _GraphCheck()
     pending: list[_IdCheck] = []
-    memories = chunks = last = pending_ids = 0
+    memories = chunks = last = pending_ids = stored = 0
     for number, raw in source.first_pass():
         last = number
         if header is None:
@@ -262,11 +285,11 @@ async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressF
         pending.append(_IdCheck(number, item.memory.workspace, item.memory.id, [c.id for c in item.memory.chunks]))
         pending_ids += 1 + len(item.memory.chunks)
         if pending_ids >= CHECK_BATCH_IDS:
-            await _check_against_store(workspaces, pending)
+            stored += await _check_against_store(workspaces, pending)
             pending, pending_ids = [], 0
             if progress:
                 progress(Progress(memories, None, UNIT, VALIDATING))
-    await _check_against_store(workspaces, pending)
+    stored += await _check_against_store(workspaces, pending)
     if header is None:
         raise TransferError("the file is empty: a Zapomni export starts with a header line")
     if end is None:
@@ -290,7 +313,14 @@ async def _validate(source: _Source, workspaces: Workspaces, progress: ProgressF
         )
     if progress:
         progress(Progress(memories, memories, UNIT, VALIDATING))
-    return _Scan(header=header, memories=memories, chunks=chunks, entities=graph.entities, relations=graph.relations)
+    return _Scan(
+        header=header,
+        memories=memories,
+        chunks=chunks,
+        entities=graph.entities,
+        relations=graph.relations,
+        stored=stored,
+    )
 
 
 class _GraphCheck:
@@ -361,14 +391,17 @@ class _GraphCheck:
         self.updates += 1
 
 
-async def _check_against_store(workspaces: Workspaces, checks: list[_IdCheck]) -> None:
-    """A chunk id of a memory to import must not already belong to a stored memory of its workspace."""
+async def _check_against_store(workspaces: Workspaces, checks: list[_IdCheck]) -> int:
+    """A chunk id of a memory to import must not already belong to a stored memory of its workspace; the number
+    of those memories already stored."""
+    stored = 0
     for name in sorted({c.workspace for c in checks}):
         workspace = await workspaces.get(name, create=False)  # validation creates nothing
         if workspace is None:
             continue
         mine = [c for c in checks if c.workspace == name]
         present = await workspace.stores.reads.existing_ids([c.memory_id for c in mine])
+        stored += len(present)
         owners = {cid: c for c in mine if c.memory_id not in present for cid in c.chunk_ids if cid is not None}
         if not owners:
             continue
@@ -381,6 +414,7 @@ async def _check_against_store(workspaces: Workspaces, checks: list[_IdCheck]) -
                 f"line {item.line}: chunks.{position}.id: chunk {first} already belongs to another memory "
                 f"in workspace {name!r}"
             )
+    return stored
 
 
 def _parse_header(raw: bytes) -> HeaderLine:

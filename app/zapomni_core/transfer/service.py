@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, BinaryIO
 
 from zapomni_core.disk import DiskGuard
@@ -14,7 +18,20 @@ from zapomni_core.kernel.writing import WritePipeline
 from zapomni_core.progress import ProgressFn
 from zapomni_core.transfer.export import ExportReport, ExportSource, export_memories
 from zapomni_core.transfer.format import EmbedderInfo
-from zapomni_core.transfer.importer import ImportReport, ImportTarget, import_memories
+from zapomni_core.transfer.importer import ImportPreview, ImportReport, ImportTarget, import_memories, preview_import
+from zapomni_core.transfer.requests import ImportSourceRequest
+from zapomni_core.transfer.sources import IMPORT_FORMATS, Conversion, LineWriter
+
+
+@dataclass(frozen=True)
+class SourceImport:
+    """An import from another tool: what was read of it, and what the import did (or, dry, would do)."""
+
+    path: str
+    workspace: str
+    conversion: Conversion
+    report: ImportReport | None = None  # None for a dry run
+    preview: ImportPreview | None = None  # a dry run's
 
 
 @storage_boundary
@@ -59,6 +76,29 @@ class TransferService:
             if workspace is not None and await workspace.stores.graph.count_pending():
                 await self._graph.queue_new_memories(workspace)
         return report
+
+    async def preview_from(self, src: BinaryIO) -> ImportPreview:
+        """What importing the export `src` would add (validated whole, nothing written)."""
+        return await preview_import(ImportTarget(self._workspaces, self._embedder, self._writer), src)
+
+    async def import_source(self, request: ImportSourceRequest, progress: ProgressFn | None = None) -> SourceImport:
+        """Import the files of another tool (`IMPORT_FORMATS`): read whole first, then written as an export's lines are;
+        with `dry_run`, only read and counted against the store."""
+        workspace = self._workspaces.resolve(request.workspace)
+        path = Path(request.path)
+        embedder = EmbedderInfo(self._embedder.name, self._embedder.dimension)
+        with tempfile.TemporaryFile(prefix="zapomni-import-") as lines:
+            writer = LineWriter(
+                lines, format=request.format, workspace=workspace, embedder=embedder, pieces=self._writer.chunker.split
+            )
+            await asyncio.to_thread(IMPORT_FORMATS[request.format].read, path, writer)
+            conversion = writer.finish()
+            lines.seek(0)
+            if request.dry_run:
+                preview = await self.preview_from(lines)
+                return SourceImport(str(path), workspace, conversion, preview=preview)
+            report = await self.import_from(lines, progress)
+        return SourceImport(str(path), workspace, conversion, report=report)
 
 
 def _size_of(src: BinaryIO) -> int:

@@ -20,7 +20,22 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, BinaryIO
 
-from zapomni_core import ExportReport, ImportReport, Progress, Settings, TransferError, open_core
+from pydantic import ValidationError
+
+from zapomni_core import (
+    IMPORT_FORMATS,
+    ExportReport,
+    ImportPreview,
+    ImportReport,
+    ImportSourceRequest,
+    Progress,
+    Settings,
+    SourceImport,
+    TransferError,
+    open_core,
+)
+
+ZAPOMNI_FORMAT = "zapomni"
 
 # Failures of the output file itself, reported as such (others keep their traceback).
 _WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EISDIR, errno.EACCES, errno.EROFS}
@@ -47,12 +62,24 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     imports = commands.add_parser(
         "import",
-        help="add the memories of a `zapomni export` file",
-        description="Validate the whole file first (a truncated or malformed file changes nothing), then add "
-        "the memories the store lacks; ids already present are skipped, so running it again is safe. "
-        "Embeddings in the file are used when they come from the configured embedder, else recomputed.",
+        help="add the memories of a `zapomni export` file, or of another tool's files (--from)",
+        description="Read the whole file first (a truncated or malformed file changes nothing), then add "
+        "the memories the store lacks; what is already there is skipped, so running it again is safe. "
+        "Embeddings in an export are used when they come from the configured embedder, else recomputed. "
+        "With --from, FILE is another tool's: "
+        + "; ".join(f"{f.name}: {f.reads}" for f in IMPORT_FORMATS.values())
+        + ". Each memory imported so is tagged imported:FORMAT and keeps its original id and time.",
     )
-    imports.add_argument("file", metavar="FILE", help="the export to read; '-' reads stdin")
+    imports.add_argument("file", metavar="FILE", help="what to read; '-' reads an export from stdin")
+    imports.add_argument(
+        "--from",
+        dest="source_format",
+        choices=[ZAPOMNI_FORMAT, *IMPORT_FORMATS],
+        default=ZAPOMNI_FORMAT,
+        help=f"what FILE is (default: {ZAPOMNI_FORMAT}, an export of this tool)",
+    )
+    imports.add_argument("--workspace", "-w", help="where another tool's memories go (default: the default one)")
+    imports.add_argument("--dry-run", action="store_true", help="only read FILE and say what would be added")
     imports.add_argument("--json", action="store_true", help="print the counts as JSON")
     imports.set_defaults(run=run_import)
 
@@ -108,6 +135,10 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_import(args: argparse.Namespace, settings: Settings) -> int:
+    if args.source_format != ZAPOMNI_FORMAT:
+        return _run_source_import(args, settings)
+    if args.workspace is not None:
+        raise TransferError("--workspace goes with --from: an export names the workspace of each memory")
     with ExitStack() as stack:
         if args.file == "-":
             src: BinaryIO = sys.stdin.buffer
@@ -116,11 +147,30 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
                 src = stack.enter_context(open(args.file, "rb"))
             except OSError as exc:
                 raise TransferError(f"cannot read {args.file}: {exc.strerror}") from None
+        if args.dry_run:
+            preview = asyncio.run(_preview(settings, src))
+            print(json.dumps(asdict(preview), indent=2) if args.json else _describe_preview(preview))
+            return 0
         report = asyncio.run(_import(settings, src))
     if args.json:
         print(json.dumps(asdict(report), indent=2))
     else:
         print(_describe_import(report))
+    return 0
+
+
+def _run_source_import(args: argparse.Namespace, settings: Settings) -> int:
+    given = {"format": args.source_format, "path": args.file, "workspace": args.workspace, "dry_run": args.dry_run}
+    try:
+        request = ImportSourceRequest.model_validate(given)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        field = {"workspace": "--workspace", "path": "FILE"}.get(str(error["loc"][0]), str(error["loc"][0]))
+        raise TransferError(f"{field}: {error['msg'].removeprefix('Value error, ')}") from None
+    if args.file == "-" or not Path(args.file).exists():
+        raise TransferError(f"cannot read {args.file}: no such file or folder")
+    done = asyncio.run(_import_source(settings, request))
+    print(json.dumps(asdict(done), indent=2, default=str) if args.json else _describe_source_import(done))
     return 0
 
 
@@ -132,6 +182,49 @@ async def _export(settings: Settings, out: IO[str]) -> ExportReport:
 async def _import(settings: Settings, src: BinaryIO) -> ImportReport:
     async with open_core(settings, background_jobs=False) as (core, _info):
         return await core.transfer.import_from(src, _Progress("import"))
+
+
+async def _preview(settings: Settings, src: BinaryIO) -> ImportPreview:
+    async with open_core(settings, background_jobs=False) as (core, _info):
+        return await core.transfer.preview_from(src)
+
+
+async def _import_source(settings: Settings, request: ImportSourceRequest) -> SourceImport:
+    async with open_core(settings, background_jobs=False) as (core, _info):
+        return await core.transfer.import_source(request, _Progress("import"))
+
+
+def _describe_preview(preview: ImportPreview) -> str:
+    return (
+        f"dry run, nothing written: the file holds {preview.memories_in_file} memories ({preview.chunks_in_file} "
+        f"chunks), {preview.entities_in_file} entities and {preview.relations_in_file} relations; "
+        f"{preview.already_stored} of the memories are already in the store"
+    )
+
+
+def _describe_source_import(done: SourceImport) -> str:
+    conversion = done.conversion
+    lines = [f"read {conversion.items} memories from {done.path} ({conversion.format}), for {done.workspace!r}"]
+    if done.preview is not None:
+        lines.append(
+            f"dry run, nothing written: would add {done.preview.memories_in_file - done.preview.already_stored} "
+            f"(already there: {done.preview.already_stored}), with {done.preview.entities_in_file} entities and "
+            f"{done.preview.relations_in_file} relations"
+        )
+        lines += ["sample:"] + [f"  {json.dumps(item, ensure_ascii=False)}" for item in conversion.sample]
+    elif done.report is not None:
+        report = done.report
+        lines.append(
+            f"added {report.imported} memories ({report.chunks_written} chunks), {report.entities_imported} entities "
+            f"and {report.relations_imported} relations; already there: {report.skipped}"
+        )
+    lines += [f"skipped {count}: {reason}" for reason, count in _by_count(conversion.skipped)]
+    lines += [f"note ({count}): {note}" for note, count in _by_count(conversion.notes)]
+    return "\n".join(lines)
+
+
+def _by_count(counts: dict[str, int]) -> list[tuple[str, int]]:
+    return sorted(counts.items(), key=lambda item: -item[1])
 
 
 def _describe_import(report: ImportReport) -> str:

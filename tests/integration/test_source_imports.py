@@ -1,0 +1,101 @@
+"""Imports from other tools (`zapomni import --from FORMAT`), on files those tools wrote (tests/fixtures/imports,
+made by its produce.py with the real tools) or that follow their published schemas: what each knows arrives
+(speakers, dates, threads, entities and relations), a second run adds nothing, bad files change nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli_in_process import run_cli
+from tests.helpers import local_session
+from tests.processes import call
+from zapomni_core import Settings
+
+pytestmark = pytest.mark.anyio
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "imports"
+REFERENCE = FIXTURES / "reference-memory"
+
+
+def cli_env(settings: Settings) -> dict[str, str]:
+    return {
+        "ZAPOMNI_DATA_DIR": str(settings.data_dir),
+        "GRAPH_NAME": settings.graph_name,
+        "ZAPOMNI_GRAPH_AUTO": "false",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
+def imported(settings: Settings, *args: str) -> dict[str, Any]:
+    """`zapomni import ARGS --json`, which must succeed: its report."""
+    done = run_cli(["import", *args, "--json"], cli_env(settings))
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def refused(settings: Settings, *args: str) -> str:
+    """`zapomni import ARGS`, which must fail: its message."""
+    done = run_cli(["import", *args], cli_env(settings))
+    assert done.returncode == 1, done.stdout
+    return str(done.stderr)
+
+
+async def test_the_reference_memory_servers_graph_arrives_and_answers_as_the_server_did(settings: Settings) -> None:
+    first = imported(settings, "--from", "mcp-memory", str(REFERENCE / "memory.jsonl"))
+    original = json.loads((REFERENCE / "read_graph.json").read_text())
+    observations = sum(len(e["observations"]) for e in original["entities"])
+    # An observation or a relation is a memory; an entity with neither gets one of its own.
+    bare = [e for e in original["entities"] if not e["observations"] and not _in_relations(e["name"], original)]
+    assert first["report"]["imported"] == observations + len(original["relations"]) + len(bare)
+    assert first["report"]["relations_imported"] == len(original["relations"])
+
+    again = imported(settings, "--from", "mcp-memory", str(REFERENCE / "memory.jsonl"))
+    assert again["report"]["imported"] == 0 and again["report"]["skipped"] == first["report"]["imported"]
+
+    async with local_session(settings, background_jobs=False) as session:
+        for entity in original["entities"]:
+            related = await call(session, "get_related", {"entity": entity["name"], "depth": 1})
+            found = {item["entity"]["name"] for item in related["related"]}
+            expected = {r["to"] for r in original["relations"] if r["from"] == entity["name"]} | {
+                r["from"] for r in original["relations"] if r["to"] == entity["name"]
+            }
+            assert found == expected, entity["name"]
+        hits = await call(session, "search_memory", {"query": "Who moved to Lisbon?", "limit": 3})
+        assert "Moved from Berlin to Lisbon" in hits["results"][0]["text"]
+        listed = await call(session, "list_memories", {"filters": {"tags": ["imported:mcp-memory"]}, "limit": 100})
+        assert len(listed["memories"]) == first["report"]["imported"]
+        memory = await call(session, "get_memory", {"memory_id": hits["results"][0]["memory_id"]})
+        assert memory["metadata"]["imported_from"] == "mcp-memory"
+        assert memory["metadata"]["original_id"].startswith("entity:Maria Keller:observation:")
+
+
+def _in_relations(name: str, graph: dict[str, Any]) -> bool:
+    return any(name in (r["from"], r["to"]) for r in graph["relations"])
+
+
+async def test_a_dry_run_counts_and_writes_nothing(settings: Settings) -> None:
+    dry = imported(settings, "--from", "mcp-memory", "--dry-run", str(REFERENCE / "memory.jsonl"))
+    assert dry["report"] is None and dry["preview"]["already_stored"] == 0
+    assert dry["preview"]["memories_in_file"] == dry["conversion"]["items"] > 0
+    assert len(dry["conversion"]["sample"]) == 3
+    async with local_session(settings, background_jobs=False) as session:
+        assert (await call(session, "get_stats", {}))["total_memories"] == 0
+
+
+async def test_a_bad_file_is_named_with_its_line_and_changes_nothing(settings: Settings, tmp_path: Path) -> None:
+    lines = (REFERENCE / "memory.jsonl").read_text().splitlines()
+    broken = tmp_path / "memory.jsonl"
+    broken.write_text("\n".join([*lines[:3], '{"type":"entity","name":"Half', *lines[3:]]))
+    assert f"{broken}: line 4: not valid JSON" in refused(settings, "--from", "mcp-memory", str(broken))
+    broken.write_text("\n".join([*lines[:2], '{"type":"entity","name":"X","entityType":"t","observations":"no"}']))
+    assert "line 3: observations: must be a list of strings" in refused(settings, "--from", "mcp-memory", str(broken))
+    assert "no such file" in refused(settings, "--from", "mcp-memory", str(tmp_path / "absent.jsonl"))
+    assert "--workspace: String should match pattern" in refused(
+        settings, "--from", "mcp-memory", "--workspace", "Not A Name", str(REFERENCE / "memory.jsonl")
+    )
+    async with local_session(settings, background_jobs=False) as session:
+        assert (await call(session, "get_stats", {}))["total_memories"] == 0
