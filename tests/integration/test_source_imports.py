@@ -5,6 +5,7 @@ made by its produce.py with the real tools) or that follow their published schem
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -97,5 +98,76 @@ async def test_a_bad_file_is_named_with_its_line_and_changes_nothing(settings: S
     assert "--workspace: String should match pattern" in refused(
         settings, "--from", "mcp-memory", "--workspace", "Not A Name", str(REFERENCE / "memory.jsonl")
     )
+    async with local_session(settings, background_jobs=False) as session:
+        assert (await call(session, "get_stats", {}))["total_memories"] == 0
+
+
+async def test_a_chatgpt_export_arrives_as_its_conversations_on_the_branch_they_show(
+    settings: Settings, tmp_path: Path
+) -> None:
+    export = tmp_path / "chatgpt-export.zip"  # as downloaded: the file inside a folder of the zip
+    with zipfile.ZipFile(export, "w") as archive:
+        archive.write(FIXTURES / "chatgpt" / "conversations.json", "export-2024-06/conversations.json")
+    first = imported(settings, "--from", "chatgpt", "--user-name", "Maria", str(export))
+    assert first["report"]["imported"] == 6
+    assert first["conversion"]["skipped"] == {
+        "messages on a branch the conversation left (edited or regenerated)": 2,
+        "messages with no text (an image or a file alone, or empty)": 2,
+        "hidden messages (instructions and context ChatGPT does not show)": 1,
+        "the assistant's tool calls and their output (code, browsing)": 1,
+        "tool messages": 1,
+    }
+    assert imported(settings, "--from", "chatgpt", "--user-name", "Maria", str(export))["report"]["imported"] == 0
+
+    async with local_session(settings, background_jobs=False) as session:
+        thread = await call(session, "list_memories", {"filters": {"thread": "chatgpt:c0ffee00-0001"}, "limit": 10})
+        turns = sorted(thread["memories"], key=lambda m: m["date"])
+        assert [t["speaker"] for t in turns] == ["Maria", "assistant", "Maria", "assistant"]
+        assert turns[0]["date"] == "2024-06-03T07:33:20+00:00" and turns[0]["source"] == "ChatGPT: Moving to Lisbon"
+        assert "1,400" not in " ".join(t["preview"] for t in turns)  # the answer to the edited-away question
+        hits = await call(session, "search_memory", {"query": "What does a flat in Alfama cost?", "limit": 2})
+        assert "1,650 euros" in hits["results"][0]["text"]
+        japanese = await call(session, "search_memory", {"query": "Mochi", "mode": "keyword", "limit": 5})
+        assert {h["speaker"] for h in japanese["results"]} == {"Maria", "assistant"}
+
+
+async def test_a_claude_export_keeps_the_accounts_name_and_the_text_of_attachments(settings: Settings) -> None:
+    first = imported(settings, "--from", "claude", str(FIXTURES / "claude"))
+    assert first["report"]["imported"] == 6 and first["conversion"]["skipped"] == {
+        "messages with no text (a file alone, or empty)": 2,
+        "message parts of type 'tool_use' (tool calls and results, thinking)": 1,
+        "message parts of type 'tool_result' (tool calls and results, thinking)": 1,
+    }
+    async with local_session(settings, background_jobs=False) as session:
+        mine = await call(session, "list_memories", {"filters": {"speaker": "Maria Keller"}, "limit": 10})
+        assert len(mine["memories"]) == 4  # users.json names the account
+        hits = await call(session, "search_memory", {"query": "Who does Jonas shadow on call in week 2?", "limit": 1})
+        found = hits["results"][0]
+        assert found["text"].startswith("Onboarding plan for Jonas Weber")
+        assert found["source"] == "Claude: Co-working in Lisbon — onboarding-plan.txt"
+        russian = await call(session, "list_memories", {"filters": {"date_to": "2023-12-31"}, "limit": 5})
+        assert {m["preview"] for m in russian["memories"]} == {
+            "Как будет по-английски «Моя сестра живёт в Казани»?",
+            '"My sister lives in Kazan."',
+        }
+
+
+async def test_a_truncated_wrong_or_huge_chat_export_is_named_and_changes_nothing(
+    settings: Settings, tmp_path: Path
+) -> None:
+    whole = (FIXTURES / "chatgpt" / "conversations.json").read_bytes()
+    cut = tmp_path / "conversations.json"
+    cut.write_bytes(whole[: len(whole) * 3 // 4])
+    message = refused(settings, "--from", "chatgpt", str(cut))
+    assert f"{cut}: the file ends inside conversation 2" in message and "truncated" in message
+    huge = tmp_path / "huge" / "conversations.json"
+    huge.parent.mkdir()
+    with huge.open("wb") as sparse:  # 2 GB that take no disk: the importer reads until the first bad byte
+        sparse.truncate(2 * 1024**3)
+    assert f"{huge}: not valid JSON after conversation 0" in refused(settings, "--from", "claude", str(huge.parent))
+    assert "conversation 1: id, mapping: missing" in refused(
+        settings, "--from", "chatgpt", str(FIXTURES / "claude" / "conversations.json")
+    )
+    assert "no conversations.json in it" in refused(settings, "--from", "claude", str(REFERENCE))
     async with local_session(settings, background_jobs=False) as session:
         assert (await call(session, "get_stats", {}))["total_memories"] == 0

@@ -13,6 +13,12 @@ class ImportSourceRequest(ScopedRequest):
         description="What PATH holds: " + "; ".join(f"{f.name}: {f.reads}" for f in IMPORT_FORMATS.values())
     )
     path: str = Field(min_length=1, max_length=4096, description="The file (or folder) to import.")
+    user_name: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Chat exports: the speaker of your own messages (default: the name in the export, else 'user').",
+    )
     dry_run: bool = Field(False, description="Only read PATH and report what would be added; nothing is written.")
 
     @field_validator("format")

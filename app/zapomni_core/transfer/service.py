@@ -20,7 +20,7 @@ from zapomni_core.transfer.export import ExportReport, ExportSource, export_memo
 from zapomni_core.transfer.format import EmbedderInfo
 from zapomni_core.transfer.importer import ImportPreview, ImportReport, ImportTarget, import_memories, preview_import
 from zapomni_core.transfer.requests import ImportSourceRequest
-from zapomni_core.transfer.sources import IMPORT_FORMATS, Conversion, LineWriter
+from zapomni_core.transfer.sources import IMPORT_FORMATS, Conversion, LineWriter, ReadOptions
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ class TransferService:
             writer = LineWriter(
                 lines, format=request.format, workspace=workspace, embedder=embedder, pieces=self._writer.chunker.split
             )
-            await asyncio.to_thread(IMPORT_FORMATS[request.format].read, path, writer)
+            options = ReadOptions(user_name=request.user_name)
+            await asyncio.to_thread(IMPORT_FORMATS[request.format].read, path, writer, options)
             conversion = writer.finish()
             lines.seek(0)
             if request.dry_run:

@@ -79,6 +79,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"what FILE is (default: {ZAPOMNI_FORMAT}, an export of this tool)",
     )
     imports.add_argument("--workspace", "-w", help="where another tool's memories go (default: the default one)")
+    imports.add_argument(
+        "--user-name", help="chat exports: who you are in them (default: the export's name, else user)"
+    )
     imports.add_argument("--dry-run", action="store_true", help="only read FILE and say what would be added")
     imports.add_argument("--json", action="store_true", help="print the counts as JSON")
     imports.set_defaults(run=run_import)
@@ -137,8 +140,8 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
 def run_import(args: argparse.Namespace, settings: Settings) -> int:
     if args.source_format != ZAPOMNI_FORMAT:
         return _run_source_import(args, settings)
-    if args.workspace is not None:
-        raise TransferError("--workspace goes with --from: an export names the workspace of each memory")
+    if args.workspace is not None or args.user_name is not None:
+        raise TransferError("--workspace and --user-name go with --from: an export names who and where")
     with ExitStack() as stack:
         if args.file == "-":
             src: BinaryIO = sys.stdin.buffer
@@ -160,12 +163,16 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _run_source_import(args: argparse.Namespace, settings: Settings) -> int:
-    given = {"format": args.source_format, "path": args.file, "workspace": args.workspace, "dry_run": args.dry_run}
+    given = {
+        "format": args.source_format, "path": args.file, "workspace": args.workspace, "dry_run": args.dry_run,
+        "user_name": args.user_name,
+    }  # fmt: skip
     try:
         request = ImportSourceRequest.model_validate(given)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        field = {"workspace": "--workspace", "path": "FILE"}.get(str(error["loc"][0]), str(error["loc"][0]))
+        flags = {"workspace": "--workspace", "path": "FILE", "user_name": "--user-name"}
+        field = flags.get(str(error["loc"][0]), str(error["loc"][0]))
         raise TransferError(f"{field}: {error['msg'].removeprefix('Value error, ')}") from None
     if args.file == "-" or not Path(args.file).exists():
         raise TransferError(f"cannot read {args.file}: no such file or folder")

@@ -11,22 +11,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from zapomni_core.transfer.sources import reference_memory
-from zapomni_core.transfer.sources.lines import IMPORT_TAG, Conversion, LineWriter
+from zapomni_core.transfer.sources import chatgpt, claude_export, reference_memory
+from zapomni_core.transfer.sources.lines import IMPORT_TAG, Conversion, LineWriter, ReadOptions
 
 
 @dataclass(frozen=True)
 class SourceFormat:
     name: str
     reads: str  # what PATH is, for the command's help
-    read: Callable[[Path, LineWriter], None]
+    read: Callable[[Path, LineWriter, ReadOptions], None]
 
 
+_EXPORT_FILES = "its zip, folder or conversations.json"
 IMPORT_FORMATS: dict[str, SourceFormat] = {
     f.name: f
     for f in (
         SourceFormat(reference_memory.NAME, "the reference MCP memory server's memory.jsonl", reference_memory.read),
+        SourceFormat(chatgpt.NAME, "a ChatGPT data export (its zip, folder or conversations.json)", chatgpt.read),
+        SourceFormat(
+            claude_export.NAME, "a Claude data export (its zip, folder or conversations.json)", claude_export.read
+        ),
     )
 }
 
-__all__ = ["IMPORT_FORMATS", "IMPORT_TAG", "Conversion", "LineWriter", "SourceFormat"]
+__all__ = ["IMPORT_FORMATS", "IMPORT_TAG", "Conversion", "LineWriter", "ReadOptions", "SourceFormat"]

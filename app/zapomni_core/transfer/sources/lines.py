@@ -44,6 +44,13 @@ def stable_id(*parts: str) -> str:
 
 
 @dataclass(frozen=True)
+class ReadOptions:
+    """What a person tells an import that the files do not say."""
+
+    user_name: str | None = None  # who "user"/"human" is in a chat export
+
+
+@dataclass(frozen=True)
 class Placed:
     """A memory written to the lines: its id and its chunks' ids (what entity mentions and relations name)."""
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from zapomni_core.graph.vocabulary import entity_type_of, relation_type_of
 from zapomni_core.transfer.format import TransferError
-from zapomni_core.transfer.sources.lines import LineWriter, Placed
+from zapomni_core.transfer.sources.lines import LineWriter, Placed, ReadOptions
 
 NAME = "mcp-memory"
 _ENTITY_FIELDS = frozenset({"type", "name", "entityType", "observations"})
@@ -43,7 +43,7 @@ class _Relation:
     target: str
 
 
-def read(path: Path, out: LineWriter) -> None:
+def read(path: Path, out: LineWriter, _options: ReadOptions) -> None:
     entities, relations = _parse(path, out)
     source = str(path)
     for entity in entities.values():
