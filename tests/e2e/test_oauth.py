@@ -286,8 +286,10 @@ async def test_the_sdk_client_signs_in_through_the_console_and_works_with_its_gr
 
 
 @pytest.fixture(scope="module")
-def flow(server: HttpServer) -> Flow:
-    return Flow(server)
+def flow(server: HttpServer) -> Iterator[Flow]:
+    flow = Flow(server)
+    with flow.http:  # its kept-alive connections closed before the server stops (it would wait for them)
+        yield flow
 
 
 @pytest.fixture(scope="module")
