@@ -293,7 +293,10 @@ def _job(result: JobInfo, out: Console) -> None:
 
 
 # A job's kind in a list, short enough to leave the note room in 80 columns (--json and job_status say it whole).
-JOB_KINDS = {"index_memory": "index", "build_graph": "graph", "ingest_path": "files", "index_codebase": "code"}
+JOB_KINDS = {
+    "index_memory": "index", "build_graph": "graph", "ingest_path": "files", "index_codebase": "code",
+    "import_source": "import",
+}  # fmt: skip
 
 
 def jobs(result: JobList, out: Console, state: str | None = None) -> None:

@@ -181,13 +181,16 @@ if TYPE_CHECKING:
         ImportReport,
         TransferError,
     )
+    from zapomni_core.transfer.import_job import (
+        ImportQueued,
+    )
     from zapomni_core.transfer.importer import (
         ImportPreview,
     )
     from zapomni_core.transfer.requests import (
         ImportSourceRequest,
     )
-    from zapomni_core.transfer.service import (
+    from zapomni_core.transfer.source_import import (
         SourceImport,
     )
     from zapomni_core.transfer.sources import (
@@ -331,7 +334,8 @@ _HOMES = {
     "TransferError": "zapomni_core.transfer",
     "ImportSourceRequest": "zapomni_core.transfer.requests",
     "ImportPreview": "zapomni_core.transfer.importer",
-    "SourceImport": "zapomni_core.transfer.service",
+    "ImportQueued": "zapomni_core.transfer.import_job",
+    "SourceImport": "zapomni_core.transfer.source_import",
     "IMPORT_FORMATS": "zapomni_core.transfer.sources",
     "UUID_PATTERN": "zapomni_core.validation",
     "WORKSPACE_RULE": "zapomni_core.validation",
@@ -410,6 +414,7 @@ __all__ = [
     "Growth",
     "HealthChecker",
     "ImportPreview",
+    "ImportQueued",
     "ImportReport",
     "ImportSourceRequest",
     "IndexCodebaseRequest",

@@ -41,6 +41,7 @@ from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetrieve
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.keyword_index import KeywordIndex, KeywordIndexDirs
 from zapomni_core.settings import Settings
+from zapomni_core.transfer.import_job import ImportSource
 from zapomni_core.transfer.service import TransferService
 from zapomni_core.workspaces.service import WorkspaceService
 from zapomni_db import (
@@ -166,7 +167,18 @@ async def open_core(
         document_walk = FileWalk(DocumentReader(writer.chunker), writer, disk, limits)
         # Files are read where jobs run; the CLI runs its own ingest jobs (`JobRunner.run_now`).
         supersession = UpdateLinker(enabled=settings.update_detection)
+        transfer = TransferService(
+            workspaces=workspaces,
+            embedder=embedder,
+            writer=writer,
+            graph=graph,
+            disk=disk,
+            graph_name=settings.graph_name,
+            roots=limits.roots,
+            wake_jobs=lambda: runner.wake(),
+        )
         handlers: dict[str, JobHandler[Workspace]] = {
+            ImportSource.kind: ImportSource(transfer.import_source, limits.roots),
             IndexMemory.kind: IndexMemory(writer, disk, on_indexed=graph.queue_new_memories),
             FindUpdates.kind: FindUpdates(supersession),
             IngestPath.kind: IngestPath(document_walk, on_changed=graph.queue_new_memories),
@@ -210,14 +222,7 @@ async def open_core(
             code=code,
             files=FileService(workspaces, document_walk, wake_jobs=runner.wake),
             jobs=jobs,
-            transfer=TransferService(
-                workspaces=workspaces,
-                embedder=embedder,
-                writer=writer,
-                graph=graph,
-                disk=disk,
-                graph_name=settings.graph_name,
-            ),
+            transfer=transfer,
             access=AccessService(AccessStore(database.connection, settings.graph_name)),
             oauth=OAuthService(
                 OAuthStore(database.connection, settings.graph_name),

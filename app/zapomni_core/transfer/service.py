@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, BinaryIO
+
+import structlog
 
 from zapomni_core.disk import DiskGuard
 from zapomni_core.embedders import CachedEmbedder
@@ -18,20 +20,13 @@ from zapomni_core.kernel.writing import WritePipeline
 from zapomni_core.progress import ProgressFn
 from zapomni_core.transfer.export import ExportReport, ExportSource, export_memories
 from zapomni_core.transfer.format import EmbedderInfo
+from zapomni_core.transfer.import_job import ImportQueued, checked_path, import_job
 from zapomni_core.transfer.importer import ImportPreview, ImportReport, ImportTarget, import_memories, preview_import
 from zapomni_core.transfer.requests import ImportSourceRequest
-from zapomni_core.transfer.sources import IMPORT_FORMATS, Conversion, LineWriter, ReadOptions
+from zapomni_core.transfer.source_import import SourceImport
+from zapomni_core.transfer.sources import IMPORT_FORMATS, LineWriter, ReadOptions
 
-
-@dataclass(frozen=True)
-class SourceImport:
-    """An import from another tool: what was read of it, and what the import did (or, dry, would do)."""
-
-    path: str
-    workspace: str
-    conversion: Conversion
-    report: ImportReport | None = None  # None for a dry run
-    preview: ImportPreview | None = None  # a dry run's
+log = structlog.get_logger(__name__)
 
 
 @storage_boundary
@@ -45,6 +40,8 @@ class TransferService:
         graph: GraphService,
         disk: DiskGuard,
         graph_name: str,
+        roots: Sequence[Path] = (),
+        wake_jobs: Callable[[], None] = lambda: None,
     ) -> None:
         self._workspaces = workspaces
         self._embedder = embedder
@@ -52,6 +49,8 @@ class TransferService:
         self._graph = graph
         self._disk = disk
         self._graph_name = graph_name
+        self._roots = roots  # where the import tool may read (the CLI reads anywhere its user can)
+        self._wake_jobs = wake_jobs
         self.writes_committed = 0
 
     async def export_to(
@@ -76,6 +75,17 @@ class TransferService:
             if workspace is not None and await workspace.stores.graph.count_pending():
                 await self._graph.queue_new_memories(workspace)
         return report
+
+    async def queue_import(self, request: ImportSourceRequest) -> ImportQueued:
+        """The import tool: the path checked now (inside the allowed roots), the import run by a job."""
+        path = checked_path(request, self._roots)
+        workspace = await self._workspaces.get(request.workspace, create=True)
+        assert workspace is not None
+        job = import_job(request, path)
+        await workspace.stores.jobs.create(job)
+        self._wake_jobs()
+        log.info("transfer.import_queued", workspace=workspace.name, job_id=job.id, format=request.format)
+        return ImportQueued(job_id=job.id, workspace=workspace.name, format=request.format, path=str(path))
 
     async def preview_from(self, src: BinaryIO) -> ImportPreview:
         """What importing the export `src` would add (validated whole, nothing written)."""

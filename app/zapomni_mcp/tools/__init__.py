@@ -10,6 +10,7 @@ from zapomni_mcp.tools.find_updates import FindUpdatesTool
 from zapomni_mcp.tools.get_memory import GetMemoryTool
 from zapomni_mcp.tools.get_stats import GetStatsTool
 from zapomni_mcp.tools.graph import BuildGraphTool, GetRelatedTool, GraphStatusTool
+from zapomni_mcp.tools.imports import ImportMemoriesTool
 from zapomni_mcp.tools.jobs import CancelJobTool, JobStatusTool, ListJobsTool
 from zapomni_mcp.tools.list_memories import ListMemoriesTool
 from zapomni_mcp.tools.search_memory import SearchMemoryTool
@@ -35,6 +36,7 @@ TOOLS = (
     GetRelatedTool,
     IngestPathTool,
     IndexCodebaseTool,
+    ImportMemoriesTool,
     FindSymbolTool,
     GetCallersTool,
     GetCalleesTool,
