@@ -5,6 +5,7 @@ made by its produce.py with the real tools) or that follow their published schem
 from __future__ import annotations
 
 import json
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -169,5 +170,39 @@ async def test_a_truncated_wrong_or_huge_chat_export_is_named_and_changes_nothin
         settings, "--from", "chatgpt", str(FIXTURES / "claude" / "conversations.json")
     )
     assert "no conversations.json in it" in refused(settings, "--from", "claude", str(REFERENCE))
+    async with local_session(settings, background_jobs=False) as session:
+        assert (await call(session, "get_stats", {}))["total_memories"] == 0
+
+
+async def test_an_obsidian_vault_arrives_as_notes_linked_in_the_graph(settings: Settings) -> None:
+    vault = FIXTURES / "obsidian-vault"
+    first = imported(settings, "--from", "markdown", str(vault))
+    notes = [p for p in vault.rglob("*.md") if ".obsidian" not in p.parts]
+    assert first["report"]["imported"] == len(notes) == 5  # .obsidian/ is the app's, not notes
+    links = {  # (from, to) of every [[link]] in the vault
+        ("Maria Keller", "Falcon"), ("Maria Keller", "Lisbon"), ("Maria Keller", "Ana Costa"),
+        ("Falcon", "FalkorDB"), ("Falcon", "Maria Keller"), ("2024-06-03", "Jonas Weber"), ("Einkauf", "Lisbon"),
+    }  # fmt: skip
+    assert first["report"]["relations_imported"] == len(links)
+    assert imported(settings, "--from", "markdown", str(vault))["report"]["imported"] == 0
+
+    async with local_session(settings, background_jobs=False) as session:
+        for name in ("Maria Keller", "Falcon", "Lisbon"):
+            related = await call(session, "get_related", {"entity": name, "depth": 1})
+            expected = {b for a, b in links if a == name} | {a for a, b in links if b == name}
+            assert {item["entity"]["name"] for item in related["related"]} == expected, name
+        falcon = await call(session, "search_memory", {"query": "launch review moved to Thursdays", "limit": 1})
+        hit = falcon["results"][0]
+        assert hit["source"] == str(vault / "Projects" / "Falcon.md") and hit["date"] == "2024-01-15T00:00:00+00:00"
+        assert sorted(hit["tags"]) == ["imported:markdown", "project"]
+        daily = await call(session, "list_memories", {"filters": {"date_from": "2024-06-03", "date_to": "2024-06-03"}})
+        assert [m["source"] for m in daily["memories"]] == [str(vault / "Daily" / "2024-06-03.md")]
+
+
+async def test_a_note_with_broken_front_matter_is_named_with_its_line(settings: Settings, tmp_path: Path) -> None:
+    vault = shutil.copytree(FIXTURES / "obsidian-vault", tmp_path / "vault")
+    (vault / "Broken.md").write_text("---\ntitle: Broken\ntags: [a, b\n---\nText.\n")
+    message = refused(settings, "--from", "markdown", str(vault))
+    assert f"{vault / 'Broken.md'}: line 3: front matter is not valid YAML" in message, message
     async with local_session(settings, background_jobs=False) as session:
         assert (await call(session, "get_stats", {}))["total_memories"] == 0

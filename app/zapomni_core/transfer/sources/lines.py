@@ -56,6 +56,12 @@ class Placed:
 
     memory_id: str
     chunk_ids: list[str]
+    pieces: list[str]  # the chunks' texts
+
+    def chunk_with(self, needle: str) -> str:
+        """The id of the first chunk whose text holds `needle`, else of the first chunk."""
+        return next((cid for piece, cid in zip(self.pieces, self.chunk_ids, strict=True) if needle in piece),
+                    self.chunk_ids[0])  # fmt: skip
 
 
 @dataclass
@@ -160,7 +166,7 @@ class LineWriter:
         if len(self.conversion.sample) < SAMPLE_SIZE:
             shown = {"text": text[:_SAMPLE_CHARS], "source": source or "", "date": line.date or ""}
             self.conversion.sample.append(shown | ({"speaker": speaker} if speaker else {}))
-        return Placed(memory_id, chunk_ids)
+        return Placed(memory_id, chunk_ids, pieces)
 
     def entity(
         self, name: str, entity_type: str, mentions: Sequence[str], *, description: str | None = None
@@ -186,16 +192,33 @@ class LineWriter:
                 mentions=[MentionLine(chunk_id=c, count=1, confidence=1.0) for c in dict.fromkeys(mentions)],
             )
             return key
-        seen = {m.chunk_id for m in known.mentions}
-        known.mentions.extend(MentionLine(chunk_id=c, count=1, confidence=1.0) for c in mentions if c not in seen)
+        self._mention(known, mentions)
         if name != known.name and name not in known.aliases:
             known.aliases.append(name)
         return key
 
+    def mention(self, key: str, chunk_id: str) -> None:
+        """Entity `key` is mentioned by this chunk too (a relation's chunk must mention both its ends)."""
+        self._mention(self._entities[key], [chunk_id])
+
+    @staticmethod
+    def _mention(entity: EntityLine, chunk_ids: Sequence[str]) -> None:
+        seen = {m.chunk_id for m in entity.mentions}
+        fresh = dict.fromkeys(c for c in chunk_ids if c not in seen)
+        entity.mentions.extend(MentionLine(chunk_id=c, count=1, confidence=1.0) for c in fresh)
+
     def relation(
-        self, subject: str, relation_type: str, predicate: str, target: str, evidence: Placed, text: str
+        self,
+        subject: str,
+        relation_type: str,
+        predicate: str,
+        target: str,
+        evidence: Placed,
+        text: str,
+        *,
+        chunk_id: str | None = None,
     ) -> None:
-        """A relation between two entity keys, with the memory that states it as its evidence."""
+        """A relation between two entity keys, with the memory (and its chunk) that states it as its evidence."""
         self._relations.append(
             RelationLine(
                 type="relation",
@@ -209,7 +232,7 @@ class LineWriter:
                 evidence=text[:500],
                 method="imported",
                 memory_id=evidence.memory_id,
-                chunk_id=evidence.chunk_ids[0],
+                chunk_id=chunk_id or evidence.chunk_ids[0],
             )
         )
 
