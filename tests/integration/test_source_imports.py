@@ -206,3 +206,24 @@ async def test_a_note_with_broken_front_matter_is_named_with_its_line(settings: 
     assert f"{vault / 'Broken.md'}: line 3: front matter is not valid YAML" in message, message
     async with local_session(settings, background_jobs=False) as session:
         assert (await call(session, "get_stats", {}))["total_memories"] == 0
+
+
+async def test_basic_memorys_notes_arrive_with_their_typed_relations(settings: Settings) -> None:
+    notes = FIXTURES / "basic-memory"  # written by Basic Memory's own CLI (produce.py)
+    first = imported(settings, "--from", "markdown", str(notes))
+    assert first["report"]["imported"] == 4 and first["report"]["relations_imported"] == 6
+    async with local_session(settings, background_jobs=False) as session:
+        maria = await call(session, "get_related", {"entity": "Maria Keller", "depth": 1})
+        assert {(r["entity"]["name"], r["relation"]["type"]) for r in maria["related"]} == {
+            ("Northwind Labs", "WORKS_FOR"),
+            ("Lisbon", "LIVES_IN"),
+        }
+        brewing = await call(session, "get_related", {"entity": "Coffee Brewing Methods", "depth": 1})
+        # Each pair is linked both ways (relates_to / part_of, requires / used_by): the strongest is shown.
+        assert {r["entity"]["name"] for r in brewing["related"]} == {"Coffee Bean Origins", "Proper Grinding Technique"}
+        assert {r["relation"]["type"] for r in brewing["related"]} <= {"OTHER", "PART_OF", "DEPENDS_ON"}
+        hits = await call(session, "search_memory", {"query": "Which coffee tastes of jasmine?", "limit": 1})
+        found = hits["results"][0]
+        assert "Yirgacheffe" in found["text"] and found["source"].endswith("coffee/Coffee Bean Origins.md")
+        memory = await call(session, "get_memory", {"memory_id": found["memory_id"]})
+        assert memory["metadata"]["original_id"] == "main/coffee/coffee-bean-origins"  # Basic Memory's permalink
