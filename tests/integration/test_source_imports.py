@@ -4,6 +4,7 @@ made by its produce.py with the real tools) or that follow their published schem
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import zipfile
@@ -227,3 +228,28 @@ async def test_basic_memorys_notes_arrive_with_their_typed_relations(settings: S
         assert "Yirgacheffe" in found["text"] and found["source"].endswith("coffee/Coffee Bean Origins.md")
         memory = await call(session, "get_memory", {"memory_id": found["memory_id"]})
         assert memory["metadata"]["original_id"] == "main/coffee/coffee-bean-origins"  # Basic Memory's permalink
+
+
+async def test_mcp_memory_services_database_is_read_without_a_change_and_its_deletions_stay_deleted(
+    settings: Settings, tmp_path: Path
+) -> None:
+    database = FIXTURES / "memory-service" / "sqlite_vec.db"  # written by mcp-memory-service 12.4.0 (produce.py)
+    before = hashlib.sha256(database.read_bytes()).hexdigest()
+    first = imported(settings, "--from", "mcp-memory-service", str(database))
+    assert first["report"]["imported"] == 3
+    assert first["conversion"]["skipped"] == {"memories deleted in mcp-memory-service (its tombstones)": 1}
+    assert hashlib.sha256(database.read_bytes()).hexdigest() == before
+    assert imported(settings, "--from", "mcp-memory-service", str(database))["report"]["imported"] == 0
+
+    async with local_session(settings, background_jobs=False) as session:
+        hits = await call(session, "search_memory", {"query": "why does the importer keep source ids", "limit": 1})
+        found = hits["results"][0]
+        assert found["text"].startswith("Decision: the falcon importer") and "decision" in found["tags"]
+        memory = await call(session, "get_memory", {"memory_id": found["memory_id"]})
+        assert memory["metadata"]["memory_type"] == "decision" and memory["metadata"]["service_ticket"] == "FAL-42"
+        gone = await call(session, "search_memory", {"query": "staging VPN password", "mode": "keyword"})
+        assert gone["results"] == []
+
+    not_sqlite = tmp_path / "sqlite_vec.db"
+    not_sqlite.write_text("this is not a database\n" * 100)
+    assert "not a SQLite database" in refused(settings, "--from", "mcp-memory-service", str(not_sqlite))

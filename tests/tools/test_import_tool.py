@@ -52,7 +52,10 @@ async def test_a_bad_import_is_refused_at_once_or_fails_its_job_with_the_reason(
         outside = await session.call_tool("import_memories", {"format": "chatgpt", "path": str(FIXTURES / "chatgpt")})
         assert outside.is_error and "outside the allowed roots" in text_of(outside)
         unknown = await session.call_tool("import_memories", {"format": "evernote", "path": str(broken)})
-        assert unknown.is_error and "format: must be one of mcp-memory, chatgpt, claude" in text_of(unknown)
+        assert (
+            unknown.is_error
+            and "format: must be one of mcp-memory, mcp-memory-service, markdown, chatgpt, claude" in text_of(unknown)
+        )
 
         queued = await call(session, "import_memories", {"format": "chatgpt", "path": str(broken)})
         job = await call(session, "job_status", {"job_id": queued["job_id"], "wait_s": 30})

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from zapomni_core.transfer.sources import chatgpt, claude_export, markdown_vault, reference_memory
+from zapomni_core.transfer.sources import chatgpt, claude_export, markdown_vault, memory_service, reference_memory
 from zapomni_core.transfer.sources.lines import IMPORT_TAG, Conversion, LineWriter, ReadOptions
 
 
@@ -22,18 +22,16 @@ class SourceFormat:
     read: Callable[[Path, LineWriter, ReadOptions], None]
 
 
-_EXPORT_FILES = "its zip, folder or conversations.json"
+_EXPORT = "its zip, folder or conversations.json"
+# In the order `zapomni import --help` lists them.
 IMPORT_FORMATS: dict[str, SourceFormat] = {
     f.name: f
     for f in (
         SourceFormat(reference_memory.NAME, "the reference MCP memory server's memory.jsonl", reference_memory.read),
-        SourceFormat(
-            markdown_vault.NAME, "a folder of Markdown notes (Basic Memory, Obsidian) or one note", markdown_vault.read
-        ),
-        SourceFormat(chatgpt.NAME, "a ChatGPT data export (its zip, folder or conversations.json)", chatgpt.read),
-        SourceFormat(
-            claude_export.NAME, "a Claude data export (its zip, folder or conversations.json)", claude_export.read
-        ),
+        SourceFormat(memory_service.NAME, "mcp-memory-service's SQLite database (sqlite_vec.db)", memory_service.read),
+        SourceFormat(markdown_vault.NAME, "a folder of Markdown notes (Basic Memory, Obsidian)", markdown_vault.read),
+        SourceFormat(chatgpt.NAME, f"a ChatGPT data export ({_EXPORT})", chatgpt.read),
+        SourceFormat(claude_export.NAME, f"a Claude data export ({_EXPORT})", claude_export.read),
     )
 }
 

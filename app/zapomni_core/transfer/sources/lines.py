@@ -8,13 +8,15 @@ export: nothing is written until the whole of it has been read, and a memory alr
 
 from __future__ import annotations
 
+import json
+import math
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO
 
-from zapomni_core.content.metadata import MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_BYTES
+from zapomni_core.content.metadata import MAX_METADATA_BYTES, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_BYTES
 from zapomni_core.graph.merge import entity_key
 from zapomni_core.transfer.format import (
     FORMAT_VERSION,
@@ -36,6 +38,7 @@ _NAMESPACE = uuid.UUID("5f0c6f4e-9d2a-4e61-8f3b-2b7c1f0a9e55")
 # removed (delete_memory) with that filter.
 IMPORT_TAG = "imported:{}"
 SAMPLE_SIZE = 3
+MetadataExtra = dict[str, str | int | float | bool]
 _SAMPLE_CHARS = 200
 
 
@@ -128,6 +131,7 @@ class LineWriter:
         tags: Sequence[str] = (),
         speaker: str | None = None,
         thread: str | None = None,
+        extra: MetadataExtra | None = None,
     ) -> Placed | None:
         """A memory with the provenance every import keeps: the source system, its id there, its time there; None
         (counted as skipped) for a text with nothing in it or too long for a memory."""
@@ -143,7 +147,12 @@ class LineWriter:
         memory_id = stable_id(self.conversion.format, self._workspace, original_id)
         pieces = list(self._pieces(text)) or [text]
         chunk_ids = [stable_id(memory_id, str(index)) for index in range(len(pieces))]
-        metadata: dict[str, str] = {"imported_from": self.conversion.format, "original_id": original_id[:500]}
+        metadata: MetadataExtra = {"imported_from": self.conversion.format, "original_id": original_id[:500]}
+        kept_extra = {k: v for k, v in (extra or {}).items() if not (isinstance(v, float) and not math.isfinite(v))}
+        if len(json.dumps(kept_extra)) > MAX_METADATA_BYTES // 2:
+            self.note("metadata over 5 KB left out")
+            kept_extra = {}
+        metadata = kept_extra | metadata
         if speaker:
             metadata["speaker"] = speaker[:200]
         if thread:
