@@ -234,11 +234,11 @@ async def test_mcp_memory_services_database_is_read_without_a_change_and_its_del
     settings: Settings, tmp_path: Path
 ) -> None:
     database = FIXTURES / "memory-service" / "sqlite_vec.db"  # written by mcp-memory-service 12.4.0 (produce.py)
-    before = hashlib.sha256(database.read_bytes()).hexdigest()
+    before = hashlib.sha256(database.read_bytes()).hexdigest(), sorted(database.parent.iterdir())
     first = imported(settings, "--from", "mcp-memory-service", str(database))
     assert first["report"]["imported"] == 3
     assert first["conversion"]["skipped"] == {"memories deleted in mcp-memory-service (its tombstones)": 1}
-    assert hashlib.sha256(database.read_bytes()).hexdigest() == before
+    assert (hashlib.sha256(database.read_bytes()).hexdigest(), sorted(database.parent.iterdir())) == before
     assert imported(settings, "--from", "mcp-memory-service", str(database))["report"]["imported"] == 0
 
     async with local_session(settings, background_jobs=False) as session:
