@@ -181,6 +181,9 @@ if TYPE_CHECKING:
         ImportReport,
         TransferError,
     )
+    from zapomni_core.transfer.format import (
+        IMPORTING,
+    )
     from zapomni_core.transfer.import_job import (
         ImportQueued,
     )
@@ -334,6 +337,7 @@ _HOMES = {
     "TransferError": "zapomni_core.transfer",
     "ImportSourceRequest": "zapomni_core.transfer.requests",
     "ImportPreview": "zapomni_core.transfer.importer",
+    "IMPORTING": "zapomni_core.transfer.format",
     "ImportQueued": "zapomni_core.transfer.import_job",
     "SourceImport": "zapomni_core.transfer.source_import",
     "IMPORT_FORMATS": "zapomni_core.transfer.sources",
@@ -364,6 +368,7 @@ __all__ = [
     "ACTIVE_STATES",
     "DEFAULT_BATCH_SIZE",
     "EXPIRY_RULE",
+    "IMPORTING",
     "IMPORT_FORMATS",
     "MAX_DELETE_IDS",
     "MAX_JOBS",

@@ -103,11 +103,28 @@ class _Tracked(_TrackedBase):
         finally:
             self._handshaking = False
 
+    # redis-py writes a command with asyncio.wait_for, which on Python 3.11 loses a cancellation that arrives once
+    # the write has completed (CPython gh-86296): the task went on as if never cancelled (a Ctrl-C'd import ran to
+    # its end). Two cases, both closed here: a cancellation requested while the task ran is thrown at its next
+    # suspension, wait_for's; the write then waits one turn of the loop, so it has not completed (nor begun) when
+    # the cancellation arrives and wait_for delivers it. One requested while the write was in flight shows as a
+    # new request on the task: delivered after the write, the connection dropped as redis-py drops one cancelled
+    # mid-command (its reply is never read).
+
+    async def _send_packed_command(self, command: Iterable[bytes]) -> None:
+        await asyncio.sleep(0)
+        await super()._send_packed_command(command)
+
     async def send_packed_command(self, command: bytes | str | Iterable[bytes], check_health: bool = True) -> None:
+        task = asyncio.current_task()
+        requested = task.cancelling() if task is not None else 0
         await super().send_packed_command(command, check_health)
         attempt = _ATTEMPT.get()
         if attempt is not None and not self._handshaking:
             attempt.sent = True
+        if task is not None and task.cancelling() > requested:
+            await self.disconnect(nowait=True)
+            raise asyncio.CancelledError
 
 
 class _TrackedConnection(_Tracked, aioredis.Connection):

@@ -15,7 +15,8 @@ import os
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -24,6 +25,7 @@ from pydantic import ValidationError
 
 from zapomni_core import (
     IMPORT_FORMATS,
+    IMPORTING,
     ExportReport,
     ImportPreview,
     ImportReport,
@@ -32,6 +34,7 @@ from zapomni_core import (
     Settings,
     SourceImport,
     TransferError,
+    ZapomniError,
     open_core,
 )
 
@@ -188,7 +191,8 @@ async def _export(settings: Settings, out: IO[str]) -> ExportReport:
 
 async def _import(settings: Settings, src: BinaryIO) -> ImportReport:
     async with open_core(settings, background_jobs=False) as (core, _info):
-        return await core.transfer.import_from(src, _Progress("import"))
+        with _said_if_stopped() as progress:
+            return await core.transfer.import_from(src, progress)
 
 
 async def _preview(settings: Settings, src: BinaryIO) -> ImportPreview:
@@ -198,7 +202,27 @@ async def _preview(settings: Settings, src: BinaryIO) -> ImportPreview:
 
 async def _import_source(settings: Settings, request: ImportSourceRequest) -> SourceImport:
     async with open_core(settings, background_jobs=False) as (core, _info):
-        return await core.transfer.import_source(request, _Progress("import"))
+        with _said_if_stopped() as progress:
+            return await core.transfer.import_source(request, progress)
+
+
+@contextmanager
+def _said_if_stopped() -> Iterator[_Progress]:
+    """An import stopped while writing (interrupted, the database gone) says how far it got and how to finish:
+    every memory is written whole, and a second run skips those already stored."""
+    progress = _Progress("import")
+    try:
+        yield progress
+    except (ZapomniError, KeyboardInterrupt, asyncio.CancelledError):
+        if progress.writing is not None:
+            done, total = progress.writing.done, progress.writing.total
+            print(
+                f"zapomni import: stopped with {done} of {total} memories written; run the same command again to "
+                "write the rest (those already written are skipped)",
+                file=sys.stderr,
+                flush=True,
+            )
+        raise
 
 
 def _describe_preview(preview: ImportPreview) -> str:
@@ -260,8 +284,11 @@ class _Progress:
     def __init__(self, command: str) -> None:
         self._command = command
         self._last = time.monotonic()
+        self.writing: Progress | None = None  # the last progress of an import's writing pass
 
     def __call__(self, progress: Progress) -> None:
+        if progress.message == IMPORTING:
+            self.writing = progress
         now = time.monotonic()
         if now - self._last < PROGRESS_EVERY_S:
             return
