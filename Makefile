@@ -141,6 +141,7 @@ bench: $(BENCH_STAMP)  ## run the benchmarks (~110 min on 2 cores), results in b
 	$(BIN)/python -m bench.http_load
 	$(BIN)/python -m bench.primary_writes
 	$(BIN)/python -m bench.console
+	$(BIN)/python -m bench.chat_import
 
 # The scale curves to a million chunks (bench/results/scale.md): `make bench` stops at 300K; this adds 1M (24 GB
 # of RAM is plenty; the growth to 1M without the model and two database loads of 1M vectors take the time).

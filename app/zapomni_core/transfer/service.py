@@ -95,7 +95,7 @@ class TransferService:
         """Import the files of another tool (`IMPORT_FORMATS`): read whole first, then written as an export's lines are;
         with `dry_run`, only read and counted against the store."""
         workspace = self._workspaces.resolve(request.workspace)
-        path = Path(request.path)
+        path = Path(request.path).expanduser().resolve()  # the provenance names the file wherever it ran
         embedder = EmbedderInfo(self._embedder.name, self._embedder.dimension)
         with tempfile.TemporaryFile(prefix="zapomni-import-") as lines:
             writer = LineWriter(

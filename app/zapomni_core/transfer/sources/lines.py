@@ -96,6 +96,7 @@ class LineWriter:
         self._pieces = pieces
         self.conversion = Conversion(format)
         self._chunks = 0
+        self._written: set[str] = set()  # memory ids: one line each (the import refuses an id twice)
         self._entities: dict[str, EntityLine] = {}
         self._relations: list[RelationLine] = []
         header = HeaderLine.model_validate(
@@ -145,6 +146,10 @@ class LineWriter:
         if len(kept) < len(tags):
             self.note(f"tags longer than {MAX_TAG_CHARS} characters left out")
         memory_id = stable_id(self.conversion.format, self._workspace, original_id)
+        if memory_id in self._written:
+            self.skip("items the source holds twice (same id)")
+            return None
+        self._written.add(memory_id)
         pieces = list(self._pieces(text)) or [text]
         chunk_ids = [stable_id(memory_id, str(index)) for index in range(len(pieces))]
         metadata: MetadataExtra = {"imported_from": self.conversion.format, "original_id": original_id[:500]}
