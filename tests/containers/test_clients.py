@@ -18,7 +18,7 @@ TOOLS = {
     "add_memory", "search_memory", "get_memory", "list_memories", "update_memory", "delete_memory",
     "get_stats", "list_workspaces", "delete_workspace", "job_status", "list_jobs", "cancel_job",
     "build_graph", "graph_status", "get_related", "ingest_path", "index_codebase", "find_symbol",
-    "get_callers", "get_callees", "find_updates",
+    "get_callers", "get_callees", "find_updates", "import_memories",
 }  # fmt: skip
 
 

@@ -74,7 +74,7 @@ async def test_a_dead_database_gets_a_clear_retriable_answer_and_the_server_keep
                 assert text.startswith("The database is not answering right now") and "Retry" in text
                 assert str(data_dir) not in text and "Traceback" not in text and "sock" not in text
                 # Still serving: the protocol answers, tools answer (with the same clear error).
-                assert len((await session.list_tools()).tools) == 21
+                assert len((await session.list_tools()).tools) == 22
                 assert (await session.call_tool("get_stats", {})).is_error
             finally:
                 os.kill(keeper, signal.SIGCONT)  # it restarts its server, and stops it once the session ends

@@ -84,6 +84,7 @@ def arguments(tool: str, ids: dict[str, str], store: Path) -> dict[str, Any]:
         "find_symbol": {"name": "main"},
         "get_callers": {"symbol": "main"},
         "get_callees": {"symbol": "main"},
+        "import_memories": {"format": "claude", "path": str(store)},
     }
     return by_tool[tool]
 

@@ -143,7 +143,7 @@ def test_initialize_answers_a_version_it_speaks_and_only_once(raw_server: Any) -
         assert "already initialized" in again["error"]["message"]
     still_serving(server, 4)
     tools = server.request(5, "tools/list")
-    assert len(tools["result"]["tools"]) == 21
+    assert len(tools["result"]["tools"]) == 22
 
 
 def test_stdout_carries_only_json_rpc_after_the_edge_cases(raw_server: Any) -> None:

@@ -128,6 +128,11 @@ TOOL_CALLS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
     "find_symbol": args({"name": hostile}),
     "get_callers": args({"symbol": hostile}),
     "get_callees": args({"symbol": hostile}),
+    "import_memories": args(
+        {"format": st.one_of(st.sampled_from(["chatgpt", "markdown"]), hostile), "path": hostile},
+        user_name=hostile,
+        dry_run=st.booleans(),
+    ),
 }
 
 
