@@ -9,8 +9,8 @@ Measured, in one process, on a fresh store with the product defaults (appendfsyn
 (b) the bare embedder: `OnnxMiniLMEmbedder.embed_sync` on exactly the texts the import embedded (the speaker
     and date it indexes with each message), before and after (a); the ceiling.
 Reported: messages per second of each, the import's share of the bare rate (issue 42 asks for at least 85 %),
-and where the import's time went: reading the export (parsing and chunking), embedding, and the rest
-(validation and the database).
+and where the import's time went: reading the export (parsing and chunking), embedding (the database writes a
+batch while the next is embedded), and the rest (validation, the last batch's writes).
 
 Run: `.venv/bin/python -m bench.chat_import` (about 3 minutes on 2 cores); `--messages 400` for a smoke run.
 """
@@ -161,8 +161,8 @@ Where the import's {r["import_s"]} s went:
 | part | s | share |
 |---|---:|---:|
 | reading the export (parsing, chunking) | {r["reading_s"]} | {r["reading_s"] / r["import_s"]:.1%} |
-| embedding | {r["embedding_s"]} | {r["embedding_s"] / r["import_s"]:.1%} |
-| the rest (validation, database writes) | {r["rest_s"]} | {r["rest_s"] / r["import_s"]:.1%} |
+| embedding (a batch is written meanwhile) | {r["embedding_s"]} | {r["embedding_s"] / r["import_s"]:.1%} |
+| the rest (validation, the last batch's writes) | {r["rest_s"]} | {r["rest_s"] / r["import_s"]:.1%} |
 """
 
 

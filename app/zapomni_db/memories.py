@@ -35,6 +35,17 @@ _INSERT_WHOLE = (
     f"{_IF_NEW}{NEXT_SEQ}CREATE (m:Memory {_MEMORY_PROPERTIES}) WITH m UNWIND $chunks AS c "
     f"CREATE (m)-[:HAS_CHUNK]->(:Chunk {CHUNK_PROPERTIES}) WITH m, count(*) AS n RETURN m.id"
 )
+# Many small memories in one write, each stored unless its text is (an import's batch, its own duplicates removed
+# by the caller): the ids of those stored. One write and one fsync for a batch instead of one per memory.
+_INSERT_NEW_MANY = (
+    "UNWIND $memories AS mem OPTIONAL MATCH (dup:Memory {content_hash: mem.content_hash}) "
+    "WITH mem, count(dup) AS dups WHERE dups = 0 WITH mem ORDER BY mem.position WITH collect(mem) AS fresh "
+    "MERGE (q:Sequence {id: 'chunks'}) SET q.value = coalesce(q.value, 0) + size(fresh) "
+    "WITH fresh, q.value - size(fresh) AS base UNWIND range(0, size(fresh) - 1) AS i "
+    f"WITH base + i + 1 AS seq, fresh[i] AS mem CREATE (m:Memory {_MEMORY_PROPERTIES.replace('$', 'mem.')}) "
+    f"WITH m, mem UNWIND mem.chunks AS c CREATE (m)-[:HAS_CHUNK]->(:Chunk {CHUNK_PROPERTIES.replace('$', 'mem.')}) "
+    "RETURN DISTINCT m.id"
+)
 # A large add: the memory is stored (durable, listed, not yet searchable) with the job that indexes it.
 _INSERT_PENDING = (
     f"{_IF_NEW}{NEXT_SEQ}CREATE (m:Memory {_MEMORY_PROPERTIES}) SET m.status = 'indexing', m.job_id = $job_id "
@@ -139,6 +150,22 @@ class MemoryWrites:
             return 0
         found = await self._client.query(_INSERT_MANY, {"memories": rows})
         return int(found[0][0]) if found else 0
+
+    async def insert_new(self, memories: Sequence[tuple[MemoryRecord, Sequence[ChunkRow]]]) -> set[str]:
+        """Store small memories (each within one write batch, texts distinct among them) in one query, each
+        unless its content hash is stored already; the ids of those stored."""
+        # `position`: stored in the order given (sequence numbers are the order lists and exports read).
+        rows = [
+            {**_memory_params(memory, len(chunks)), "chunks": _chunk_params(memory, chunks), "position": position}
+            for position, (memory, chunks) in enumerate(memories)
+        ]
+        if not rows:
+            return set()
+        return {row[0] for row in await self._client.query(_INSERT_NEW_MANY, {"memories": rows})}
+
+    def fits_one_write(self, chunks: Sequence[ChunkRow]) -> bool:
+        """Whether a memory of these chunks is written in one query (`insert_new` takes only those)."""
+        return len(chunks) <= WRITE_BATCH
 
     async def insert_pending(self, memory: MemoryRecord, job: JobRecord) -> bool:
         """Store a memory ahead of its chunks, with the job that will index it; False when its content

@@ -230,6 +230,7 @@ async def test_export_and_import_report_progress(
     # Small pages and id batches, so each pass reports several times.
     monkeypatch.setattr(export, "EXPORT_SEQ_WINDOW", 64)
     monkeypatch.setattr(importer, "CHECK_BATCH_IDS", 100)
+    monkeypatch.setattr(importer, "IMPORT_BATCH_MEMORIES", 100)
     imported: list[Progress] = []
     await core.transfer.import_from(io.BytesIO(source.export), imported.append)
     validating = [p for p in imported if p.message == VALIDATING]

@@ -124,18 +124,21 @@ class WritePipeline:
     async def split_async(self, text: str, context: str | None = None) -> Split:
         return await off_loop(self.split, text, context)
 
-    async def embed(self, pieces: Sequence[str], ctx: RequestContext = NO_CONTEXT) -> list[list[float]]:
-        """Vectors for `pieces`, a slice at a time; raises ShuttingDown past the shutdown deadline."""
+    async def embed(
+        self, pieces: Sequence[str], ctx: RequestContext = NO_CONTEXT, *, slice_size: int = EMBED_SLICE
+    ) -> list[list[float]]:
+        """Vectors for `pieces`, `slice_size` at a time; raises ShuttingDown past the shutdown deadline. A bulk
+        load passes its whole batch: the embedder groups texts of like length, which many texts do better."""
         vectors: list[list[float]] = []
-        for start in range(0, len(pieces), EMBED_SLICE):
+        for start in range(0, len(pieces), slice_size):
             ctx.check_cancelled()
             if self._shutdown.expired():
                 log.warning("memory.add_abandoned", reason="shutdown grace period over", chunks=len(pieces))
                 raise ShuttingDown("the server shut down before this memory was embedded; nothing was stored")
             vectors.extend(
-                await self._embedder.embed_documents(pieces[start : start + EMBED_SLICE], background=ctx.background)
+                await self._embedder.embed_documents(pieces[start : start + slice_size], background=ctx.background)
             )
-            if len(pieces) > EMBED_SLICE:
+            if len(pieces) > slice_size:
                 await ctx.progress(Progress(len(vectors), len(pieces), "chunks", "embedding"))
         return vectors
 

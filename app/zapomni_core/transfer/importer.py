@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
@@ -42,14 +43,18 @@ from zapomni_core.transfer.format import (
     UpdateLine,
 )
 from zapomni_core.validation import parse_iso8601
-from zapomni_db import ChunkPlace, EntityRow, LinkRow, MentionRow, RelationRow
+from zapomni_db import ChunkPlace, ChunkRow, EntityRow, LinkRow, MemoryRecord, MentionRow, RelationRow
 
 log = structlog.get_logger(__name__)
 
 # Import: a batch is written once it holds this many memories, chunks or bytes of JSON.
-IMPORT_BATCH_MEMORIES = 100
-IMPORT_BATCH_CHUNKS = 512
+# Larger batches embed better (texts of like length are grouped, decision 0047), and one batch is embedded while
+# the one before it is written.
+IMPORT_BATCH_MEMORIES = 400
+IMPORT_BATCH_CHUNKS = 1024
 IMPORT_BATCH_BYTES = 8 * 1024 * 1024
+# Small memories written per query.
+IMPORT_WRITE_GROUP = 100
 # First pass: ids looked up in the store per round trip.
 CHECK_BATCH_IDS = 2000
 # Knowledge graph: entity lines, mentions and relation lines written per query; memories marked done per query.
@@ -146,6 +151,7 @@ async def import_memories(target: ImportTarget, src: BinaryIO, progress: Progres
     """
     started = time.perf_counter()
     source = _Source(src)
+    writer: _Writer | None = None
     try:
         try:
             scan = await _validate(source, target.workspaces, progress)
@@ -185,8 +191,13 @@ async def import_memories(target: ImportTarget, src: BinaryIO, progress: Progres
                 await writer.write(batch)
                 batch = []
         await writer.write(batch)
+        await writer.settle()
         await writer.finish_graph()
         await writer.finish_updates()
+    except BaseException:
+        if writer is not None:
+            await writer.abandon()
+        raise
     finally:
         source.close()
     duration = time.perf_counter() - started
@@ -552,8 +563,10 @@ class _Writer:
         self._buffered_rows = 0
         self._updates: dict[str, list[LinkRow]] = {}  # per workspace, linked once every memory is written
         self.updates_imported = 0
+        self._inserting: asyncio.Future[None] | None = None  # the batch being written (see `write`)
 
     async def update_line(self, line: UpdateLine) -> None:
+        await self.settle()  # the memories it names are written
         # An update line is the stored row's fields, with where it goes.
         fields = line.model_dump(exclude={"type", "workspace"})
         self._updates.setdefault(line.workspace, []).append(LinkRow(**fields | {"cues": tuple(line.cues)}))
@@ -567,6 +580,7 @@ class _Writer:
                 self.updates_imported += await workspace.stores.updates.link(links[start : start + IMPORT_GRAPH_ROWS])
 
     async def graph_line(self, line: EntityLine | RelationLine) -> None:
+        await self.settle()  # the chunks it names are written
         if self._buffer and (type(self._buffer[0]) is not type(line) or self._buffer[0].workspace != line.workspace):
             await self._flush_graph()
         self._buffer.append(line)
@@ -639,45 +653,100 @@ class _Writer:
         self.relations_imported += await workspace.stores.graph.import_relations(relations)
 
     async def write(self, batch: list[_Parsed]) -> None:
+        """Embed `batch` while the batch before it is written: the database's writes (an fsync each, with
+        appendfsync always) overlap the embedder's work instead of following it. Written in order: a batch's
+        inserts begin once the previous batch's have ended (`settle`)."""
         if not batch:
             return
         for name in dict.fromkeys(p.memory.workspace for p in batch):
             workspace = await self._target.workspaces.get(name, create=True)
             assert workspace is not None
-            await self._write_to(workspace, [p for p in batch if p.memory.workspace == name])
-        if self._progress:
-            done = self.imported + self.skipped
-            self._progress(Progress(done, self._total, UNIT, IMPORTING))
+            planned = await self._prepare(workspace, [p for p in batch if p.memory.workspace == name])
+            await self.settle()
+            self._inserting = asyncio.ensure_future(self._insert(workspace, planned))
 
-    async def _write_to(self, workspace: Workspace, batch: list[_Parsed]) -> None:
+    async def settle(self) -> None:
+        """Wait for the batch being written (its failure is raised here)."""
+        inserting, self._inserting = self._inserting, None
+        if inserting is not None:
+            await inserting
+
+    async def abandon(self) -> None:
+        """Stop the batch being written (the import failed or was cancelled); each memory is written whole."""
+        inserting, self._inserting = self._inserting, None
+        if inserting is not None and not inserting.done():
+            inserting.cancel()
+        if inserting is not None:
+            with contextlib.suppress(BaseException):
+                await inserting
+
+    async def _prepare(self, workspace: Workspace, batch: list[_Parsed]) -> list[_Planned]:
         # Checked again here: another process may have stored some of them since the first pass.
         present = await workspace.stores.reads.existing_ids([p.memory.id for p in batch])
         todo = [p for p in batch if p.memory.id not in present]
         self.skipped += len(batch) - len(todo)
         planned = await asyncio.to_thread(self._plan, todo)
         await self._embed_missing(planned)
+        return planned
+
+    async def _insert(self, workspace: Workspace, planned: list[_Planned]) -> None:
+        """Write the batch in order: memories that fit one write go many to a query (`insert_new`: an fsync per
+        group, not per memory), a large one on its own."""
+        writes = workspace.stores.writes
+        group: list[tuple[_Planned, MemoryRecord, list[ChunkRow]]] = []
         for plan in planned:
-            memory = plan.parsed.memory
-            created_at = parse_iso8601(memory.created_at).timestamp()
-            metadata = plan.parsed.request.metadata
-            # A file holds what the agent sent; a speaker read from a `Name:` lead is read again, as `add` reads it
-            # (an import has no client, so no thread is inferred: decision 0023).
-            inferred = inferred_speaker(memory.text, metadata)
-            record = memory_record(memory.id, memory.text, metadata, created_at=created_at, inferred=inferred)
-            record = replace(record, kind=memory.kind, file_hash=memory.file_hash)
-            vectors = [v for v in plan.vectors if v is not None]
-            rows = chunk_rows(plan.split, vectors, plan.ids)
-            if plan.ids is not None:  # the file's own chunks: they keep their place in their file
-                rows = [replace(row, place=_place(c)) for row, c in zip(rows, memory.chunks, strict=True)]
-            if await workspace.stores.writes.insert(record, rows):
-                self.imported += 1
-                self.chunks_written += len(plan.split.pieces)
-                if plan.ids is not None:  # the file's chunks, and ids, were kept: its graph fits
-                    chunks = self._graph_chunks.setdefault(workspace.name, {})
-                    chunks.update((c.id, memory.id) for c in memory.chunks if c.id is not None)
-                    self._graph_memories.setdefault(workspace.name, {})[memory.id] = memory.graph_state == "done"
-            else:  # the same text is already stored in this workspace under another id
-                self.skipped += 1
+            record, rows = self._rows(plan)
+            if writes.fits_one_write(rows):
+                group.append((plan, record, rows))
+                if len(group) >= IMPORT_WRITE_GROUP:
+                    await self._insert_group(workspace, group)
+                    group = []
+                continue
+            await self._insert_group(workspace, group)
+            group = []
+            self._stored(workspace, plan, await writes.insert(record, rows))
+        await self._insert_group(workspace, group)
+        if self._progress:
+            self._progress(Progress(self.imported + self.skipped, self._total, UNIT, IMPORTING))
+
+    async def _insert_group(
+        self, workspace: Workspace, group: list[tuple[_Planned, MemoryRecord, list[ChunkRow]]]
+    ) -> None:
+        first: dict[str, str] = {}  # content hash -> the id of the group's first memory with it
+        for _plan, record, _rows in group:
+            first.setdefault(record.content_hash, record.id)
+        stored = await workspace.stores.writes.insert_new(
+            [(record, rows) for _plan, record, rows in group if first[record.content_hash] == record.id]
+        )
+        for plan, record, _rows in group:
+            self._stored(workspace, plan, record.id in stored)
+
+    def _rows(self, plan: _Planned) -> tuple[MemoryRecord, list[ChunkRow]]:
+        memory = plan.parsed.memory
+        created_at = parse_iso8601(memory.created_at).timestamp()
+        metadata = plan.parsed.request.metadata
+        # A file holds what the agent sent; a speaker read from a `Name:` lead is read again, as `add` reads it
+        # (an import has no client, so no thread is inferred: decision 0023).
+        inferred = inferred_speaker(memory.text, metadata)
+        record = memory_record(memory.id, memory.text, metadata, created_at=created_at, inferred=inferred)
+        record = replace(record, kind=memory.kind, file_hash=memory.file_hash)
+        vectors = [v for v in plan.vectors if v is not None]
+        rows = chunk_rows(plan.split, vectors, plan.ids)
+        if plan.ids is not None:  # the file's own chunks: they keep their place in their file
+            rows = [replace(row, place=_place(c)) for row, c in zip(rows, memory.chunks, strict=True)]
+        return record, rows
+
+    def _stored(self, workspace: Workspace, plan: _Planned, stored: bool) -> None:
+        memory = plan.parsed.memory
+        if not stored:  # the same text is already stored in this workspace under another id
+            self.skipped += 1
+            return
+        self.imported += 1
+        self.chunks_written += len(plan.split.pieces)
+        if plan.ids is not None:  # the file's chunks, and ids, were kept: its graph fits
+            chunks = self._graph_chunks.setdefault(workspace.name, {})
+            chunks.update((c.id, memory.id) for c in memory.chunks if c.id is not None)
+            self._graph_memories.setdefault(workspace.name, {})[memory.id] = memory.graph_state == "done"
 
     def _plan(self, todo: list[_Parsed]) -> list[_Planned]:
         """Keyword statistics from the chunk texts; the file's chunks and vectors when they fit this store."""
@@ -700,7 +769,8 @@ class _Writer:
     async def _embed_missing(self, planned: list[_Planned]) -> None:
         missing = [(plan, i) for plan in planned for i, v in enumerate(plan.vectors) if v is None]
         self.chunks_from_file += sum(len(plan.vectors) for plan in planned) - len(missing)
-        vectors = await self._target.writer.embed([plan.split.indexed[i] for plan, i in missing])
+        texts = [plan.split.indexed[i] for plan, i in missing]
+        vectors = await self._target.writer.embed(texts, slice_size=max(len(texts), 1))
         for (plan, i), vector in zip(missing, vectors, strict=True):
             plan.vectors[i] = vector
         self.chunks_embedded += len(missing)
