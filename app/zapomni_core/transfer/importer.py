@@ -50,8 +50,8 @@ log = structlog.get_logger(__name__)
 # Import: a batch is written once it holds this many memories, chunks or bytes of JSON.
 # Larger batches embed better (texts of like length are grouped, decision 0047), and one batch is embedded while
 # the one before it is written.
-IMPORT_BATCH_MEMORIES = 400
-IMPORT_BATCH_CHUNKS = 1024
+IMPORT_BATCH_MEMORIES = 2000
+IMPORT_BATCH_CHUNKS = 4096
 IMPORT_BATCH_BYTES = 8 * 1024 * 1024
 # Small memories written per query.
 IMPORT_WRITE_GROUP = 100
@@ -705,13 +705,18 @@ class _Writer:
             await self._insert_group(workspace, group)
             group = []
             self._stored(workspace, plan, await writes.insert(record, rows))
+            self._report()
         await self._insert_group(workspace, group)
+
+    def _report(self) -> None:
         if self._progress:
             self._progress(Progress(self.imported + self.skipped, self._total, UNIT, IMPORTING))
 
     async def _insert_group(
         self, workspace: Workspace, group: list[tuple[_Planned, MemoryRecord, list[ChunkRow]]]
     ) -> None:
+        if not group:
+            return
         first: dict[str, str] = {}  # content hash -> the id of the group's first memory with it
         for _plan, record, _rows in group:
             first.setdefault(record.content_hash, record.id)
@@ -720,6 +725,7 @@ class _Writer:
         )
         for plan, record, _rows in group:
             self._stored(workspace, plan, record.id in stored)
+        self._report()
 
     def _rows(self, plan: _Planned) -> tuple[MemoryRecord, list[ChunkRow]]:
         memory = plan.parsed.memory
