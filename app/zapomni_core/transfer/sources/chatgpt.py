@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from zapomni_core.transfer.format import TransferError
-from zapomni_core.transfer.sources.conversations_file import conversations, text_field, timestamp
+from zapomni_core.transfer.sources.conversations_file import conversations, require, text_field, timestamp
 from zapomni_core.transfer.sources.lines import LineWriter, ReadOptions
 
 NAME = "chatgpt"
@@ -30,12 +29,8 @@ def read(path: Path, out: LineWriter, options: ReadOptions) -> None:
     for number, conversation in enumerate(conversations(path), start=1):
         conversation_id = text_field(conversation, "conversation_id") or text_field(conversation, "id")
         mapping = conversation.get("mapping")
-        missing = [f for f, ok in (("id", conversation_id), ("mapping", isinstance(mapping, dict))) if not ok]
-        if missing or not isinstance(mapping, dict):
-            raise TransferError(
-                f"{path}: conversation {number}: {', '.join(missing)}: missing, so not a ChatGPT export's "
-                "conversation; nothing was imported"
-            )
+        require(path, number, "ChatGPT", {"id": bool(conversation_id), "mapping": isinstance(mapping, dict)})
+        assert isinstance(mapping, dict)
         title = text_field(conversation, "title").strip() or "untitled"
         started = timestamp(conversation.get("create_time"))
         shown = set(_branch(mapping, conversation.get("current_node")))

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from zapomni_core.transfer.format import TransferError
-from zapomni_core.transfer.sources.conversations_file import conversations, export_member, text_field, timestamp
+from zapomni_core.transfer.sources.conversations_file import (
+    conversations,
+    export_member,
+    require,
+    text_field,
+    timestamp,
+)
 from zapomni_core.transfer.sources.lines import LineWriter, ReadOptions
 
 NAME = "claude"
@@ -28,12 +34,8 @@ def read(path: Path, out: LineWriter, options: ReadOptions) -> None:
     for number, conversation in enumerate(conversations(path), start=1):
         conversation_id = text_field(conversation, "uuid")
         messages = conversation.get("chat_messages")
-        missing = [f for f, ok in (("uuid", conversation_id), ("chat_messages", isinstance(messages, list))) if not ok]
-        if missing or not isinstance(messages, list):
-            raise TransferError(
-                f"{path}: conversation {number}: {', '.join(missing)}: missing, so not a Claude export's "
-                "conversation; nothing was imported"
-            )
+        require(path, number, "Claude", {"uuid": bool(conversation_id), "chat_messages": isinstance(messages, list)})
+        assert isinstance(messages, list)
         title = text_field(conversation, "name").strip() or "untitled"
         started = timestamp(conversation.get("created_at"))
         for position, message in enumerate(messages):

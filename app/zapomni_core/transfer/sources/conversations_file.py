@@ -77,6 +77,16 @@ def conversations(path: Path) -> Iterator[dict[str, Any]]:
             raise TransferError(f"{name}: no conversations (an export's file is a JSON array of them)")
 
 
+def require(path: Path, number: int, system: str, present: dict[str, bool]) -> None:
+    """Refuse conversation `number` of the export unless every field named in `present` is there."""
+    missing = [name for name, there in present.items() if not there]
+    if missing:
+        raise TransferError(
+            f"{path}: conversation {number}: {', '.join(missing)}: missing, so not a {system} export's conversation; "
+            "nothing was imported"
+        )
+
+
 def timestamp(value: Any) -> datetime | None:
     """A time as the exports write them (seconds since 1970, or ISO 8601), None when absent or unreadable."""
     if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1e11:
