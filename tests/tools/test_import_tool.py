@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.chat_export import write_chatgpt_export
 from tests.helpers import configured, local_session, text_of
 from tests.processes import call
 from zapomni_core import Settings
@@ -61,3 +62,17 @@ async def test_a_bad_import_is_refused_at_once_or_fails_its_job_with_the_reason(
         job = await call(session, "job_status", {"job_id": queued["job_id"], "wait_s": 30})
         assert job["state"] == "failed" and "ends inside conversation 2: it is truncated" in job["error"], job
         assert (await call(session, "get_stats", {}))["total_memories"] == 0
+
+
+async def test_a_cancelled_import_job_stops_and_keeps_only_whole_memories(settings: Settings, tmp_path: Path) -> None:
+    texts = [f"Note {i}: the harbour logged {i % 13} ferries and wind {i % 7} knots." for i in range(1500)]
+    export = write_chatgpt_export(tmp_path / "export", texts)
+    async with local_session(configured(settings, ZAPOMNI_ALLOWED_ROOTS=str(tmp_path))) as session:
+        queued = await call(session, "import_memories", {"format": "chatgpt", "path": str(export)})
+        await call(session, "cancel_job", {"job_id": queued["job_id"]})
+        job = await call(session, "job_status", {"job_id": queued["job_id"], "wait_s": 30})
+        assert job["state"] == "cancelled", job
+        stored = (await call(session, "get_stats", {}))["total_memories"]
+        assert stored < len(texts)
+        listed = await call(session, "list_memories", {"limit": 100})
+        assert all(m["status"] == "indexed" for m in listed["memories"])  # whole, searchable, or not there

@@ -8,6 +8,7 @@ with the importer's message (file, line or conversation, what is wrong), having 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -77,7 +78,9 @@ class ImportSource:
                 await asyncio.wait({task}, timeout=max(run.settings.lease_s / 3, 0.5))
                 await run.report(latest[-1])  # renews the lease; raises JobLost when the job was taken or cancelled
         except BaseException:
-            task.cancel()
+            task.cancel()  # the import stops between two writes, each memory written whole
+            with contextlib.suppress(BaseException):
+                await task
             raise
         try:
             done = task.result()
