@@ -7,6 +7,7 @@ import io
 import json
 from datetime import UTC, datetime
 
+from zapomni_core import ImportQueued, for_remote
 from zapomni_core.transfer.format import BODY_LINE, EmbedderInfo, EndLine, EntityLine, MemoryLine, RelationLine
 from zapomni_core.transfer.sources import LineWriter
 
@@ -74,3 +75,9 @@ def test_the_same_item_in_two_workspaces_has_two_ids() -> None:
         assert placed is not None
         ids.add(placed.memory_id)
     assert len(ids) == 2
+
+
+def test_a_queued_import_names_the_path_as_asked_to_a_client_on_another_machine() -> None:
+    queued = ImportQueued(job_id="j", workspace="default", format="chatgpt", path="/home/maria/exports/chat.zip")
+    remote = for_remote(queued.asked_as("~/exports/chat.zip"))
+    assert remote.path == "~/exports/chat.zip" and queued.path == "/home/maria/exports/chat.zip"

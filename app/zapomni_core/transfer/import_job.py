@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from zapomni_core.errors import ZapomniError
 from zapomni_core.files.walker import OutsideRoots, PathRefused, plan_walk
@@ -38,7 +38,18 @@ class ImportQueued(BaseModel):
     job_id: str = Field(description="Follow it with job_status(job_id) (wait_s waits for the end).")
     workspace: str
     format: str
-    path: str = Field(description="The file or folder the job reads, resolved on the server.")
+    path: str = Field(
+        description="The file or folder the job reads, resolved on the server (for a client on another machine: "
+        "the path as it was given)."
+    )
+    _asked: str | None = PrivateAttr(default=None)
+
+    def asked_as(self, path: str) -> ImportQueued:
+        self._asked = path
+        return self
+
+    def for_remote(self) -> ImportQueued:
+        return self if self._asked is None else self.model_copy(update={"path": self._asked})
 
 
 def import_job(request: ImportSourceRequest, path: Path) -> JobRecord:

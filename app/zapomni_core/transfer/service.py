@@ -85,7 +85,8 @@ class TransferService:
         await workspace.stores.jobs.create(job)
         self._wake_jobs()
         log.info("transfer.import_queued", workspace=workspace.name, job_id=job.id, format=request.format)
-        return ImportQueued(job_id=job.id, workspace=workspace.name, format=request.format, path=str(path))
+        queued = ImportQueued(job_id=job.id, workspace=workspace.name, format=request.format, path=str(path))
+        return queued.asked_as(request.path)
 
     async def preview_from(self, src: BinaryIO) -> ImportPreview:
         """What importing the export `src` would add (validated whole, nothing written)."""
