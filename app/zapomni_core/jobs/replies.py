@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, TypeVar
+from typing import Literal, Self, TypeVar
 
 from pydantic import BaseModel, Field, PrivateAttr
 
@@ -69,6 +69,21 @@ class JobInfo(BaseModel):
                 "failures": [without_server_details(line, paths, hosts) for line in self.failures],
             }
         )
+
+
+class AskedPath(BaseModel):
+    """A reply naming a `path` the server resolved (a link's target, its working directory): a client on another
+    machine is shown the path as it gave it (`for_remote`)."""
+
+    path: str
+    _asked: str | None = PrivateAttr(default=None)
+
+    def asked_as(self, path: str) -> Self:
+        self._asked = path
+        return self
+
+    def for_remote(self) -> Self:
+        return self if self._asked is None else self.model_copy(update={"path": self._asked})
 
 
 def for_remote(result: Model) -> Model:

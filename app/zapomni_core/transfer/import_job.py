@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import Field
 
 from zapomni_core.errors import ZapomniError
 from zapomni_core.files.walker import OutsideRoots, PathRefused, plan_walk
+from zapomni_core.jobs.replies import AskedPath
 from zapomni_core.kernel.registry import Workspace
 from zapomni_core.kernel.runner import JobOutcome, JobRun
 from zapomni_core.kernel.writing import new_id
@@ -34,7 +35,7 @@ KIND = "import_source"
 RunImport = Callable[[ImportSourceRequest, ProgressFn], Coroutine[Any, Any, SourceImport]]
 
 
-class ImportQueued(BaseModel):
+class ImportQueued(AskedPath):
     job_id: str = Field(description="Follow it with job_status(job_id) (wait_s waits for the end).")
     workspace: str
     format: str
@@ -42,14 +43,6 @@ class ImportQueued(BaseModel):
         description="The file or folder the job reads, resolved on the server (for a client on another machine: "
         "the path as it was given)."
     )
-    _asked: str | None = PrivateAttr(default=None)
-
-    def asked_as(self, path: str) -> ImportQueued:
-        self._asked = path
-        return self
-
-    def for_remote(self) -> ImportQueued:
-        return self if self._asked is None else self.model_copy(update={"path": self._asked})
 
 
 def import_job(request: ImportSourceRequest, path: Path) -> JobRecord:
