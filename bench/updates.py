@@ -427,7 +427,7 @@ def report(results: dict[str, Any]) -> str:
         "",
         f"- date: {results['date']}; commit {results['commit']}; produced by `python -m bench.updates`.",
         "- through ZapomniCore in process, embedded defaults, graph extraction off; sets and provenance in "
-        "bench/data/updates/README.md.",
+        "bench/data/README.md (Updates).",
     ]
     if results.get("quality"):
         lines += [

@@ -46,6 +46,13 @@ _FETCH_BY_NODE = f"{at_numbers('node', 'Chunk')} {_FETCHED}"
 # id: 7x slower at 30K chunks, decision 0036).
 _FETCH_BY_ID = f"MATCH (node:Chunk) WHERE node.id IN $ids {_FETCHED}"
 _AT_NODES = f"{at_numbers('node', 'Chunk')} RETURN found_id"
+# A memory's first chunk: a memory that replaced a hit is shown by it (the memories linked as updates are short:
+# one chunk, decision 0043).
+_FIRST_CHUNKS = (
+    "MATCH (m:Memory) WHERE m.id IN $memory_ids MATCH (m)-[:HAS_CHUNK]->(node:Chunk) "
+    f"WHERE node.idx = 0 AND {FILTER} "
+    f"WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
+)
 # What the keyword index counts of a chunk `c` of a memory `m`, and the chunk's place in its memory's thread. The
 # terms are counted in process (`KeywordIndex`), not stored: term arrays were a sixth of the database's
 # memory (decision 0031).
@@ -109,6 +116,17 @@ class SearchReads:
             rows = await self._client.ro_query(_FETCH_BY_ID, {**params, "ids": missing})
             by_id.update((hit.chunk_id, hit) for hit in map(_hit, rows))
         return [by_id[i] for i in ids if i in by_id]
+
+    async def first_chunks(
+        self, memory_ids: Sequence[str], vector: list[float], *, filters: SearchFilter
+    ) -> list[ChunkHit]:
+        """The first chunk of each of `memory_ids` that passes `filters` (with its distance to `vector`), in the
+        order of `memory_ids`."""
+        rows = await self._client.ro_query(
+            _FIRST_CHUNKS, {"memory_ids": list(memory_ids), "vector": vector, **filters.as_params()}
+        )
+        by_memory = {hit.memory.id: hit for hit in map(_hit, rows)}
+        return [by_memory[i] for i in memory_ids if i in by_memory]
 
     async def indexed_chunks(self) -> int:
         """Chunk nodes in the vector index, linked or not: the ceiling for a vector query's k."""

@@ -101,6 +101,30 @@ async def test_a_memory_dated_earlier_is_the_one_replaced_whatever_the_order_of_
         assert hits[0]["memory_id"] == newer["memory_id"]
 
 
+async def test_the_replacement_of_a_hit_comes_with_it_even_when_the_query_does_not_match_it(
+    settings: Settings,
+) -> None:
+    async with local_session(settings) as session:
+        oat = await add(session, "Usual coffee order: oat flat white, extra hot.", "2024-02-22")
+        cortado = await add(session, "Actually I've gone off oat milk. These days it's just a cortado.", "2024-06-18")
+        assert [o["memory_id"] for o in cortado["supersedes"]] == [oat["memory_id"]]
+
+        # The question shares words only with the old order; the current one comes first, saying why it is there.
+        hits = await search(session, "What's my usual coffee order?")
+        assert [hit["memory_id"] for hit in hits] == [cortado["memory_id"], oat["memory_id"]]
+        assert hits[0]["matched_by"] == ["update"] and hits[0]["supersedes"][0]["memory_id"] == oat["memory_id"]
+        reply = await session.call_tool("search_memory", {"query": "What's my usual coffee order?"})
+        assert "update) Actually I've gone off oat milk" in text_of(reply)
+
+        # The past keeps the order of relevance, and the filters hold for what is brought along.
+        past = await search(session, "What was my usual coffee order before?")
+        assert past and all(hit["matched_by"] != ["update"] for hit in past)
+        january = await search(session, "What's my usual coffee order?", filters={"date_to": "2024-03-01"})
+        assert [hit["memory_id"] for hit in january] == [oat["memory_id"]]
+        one = await search(session, "What's my usual coffee order?", limit=1)
+        assert [hit["memory_id"] for hit in one] == [cortado["memory_id"]]
+
+
 async def test_a_user_undoes_a_wrong_link_for_good(settings: Settings) -> None:
     async with local_session(settings) as session:
         baker = await add(session, BAKER, "2026-01-10")

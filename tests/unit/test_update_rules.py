@@ -43,6 +43,10 @@ def links(
         ("Keanu is on the Search team.", "Keanu transferred to Ads Quality.", "team"),
         ("I drive a 2012 Honda Civic.", "Picked up the keys to a used Mazda today! Sold the Civic.", "vehicle"),
         ("Usual coffee order: oat flat white.", "Actually I've gone off oat milk.", "diet"),
+        # a record named in short, and read on another day, is the same record
+        ("Cholesterol at last check: 5.9 mmol/L.", "Cholesterol at today's checkup: 4.8 mmol/L.", "measure"),
+        ("The wifi password at the farm is tractor77.", "Farm wifi pw: Barley!2026", "same topic"),
+        ("I'm running the onboarding workshops.", "Handed the onboarding workshops over to Malik.", "same topic"),
     ],
 )
 def test_a_new_value_of_the_same_thing_replaces_the_old(older: str, newer: str, attribute: str) -> None:
@@ -71,10 +75,22 @@ def test_a_new_value_of_the_same_thing_replaces_the_old(older: str, newer: str, 
             (None, None),
         ),  # events of a log, not values
         ("Thanks, Sam! I love my new job.", "Sorry about your job, Sam, but a new start sounds great!", ("Kai", "Kai")),
+        # another's record, another record, another place's
+        ("Blood pressure at last check: 142/91.", "Mum's BP at today's checkup: 128/82.", (None, None)),
+        ("Studio door code: 4471.", "Garage door code: 9902.", (None, None)),
+        ("The wifi password at the cabin is pinecone42.", "Office wifi pw: Lakeside!2025", (None, None)),
+        ("I handed the keys over to the landlord.", "Handed the report over to Jana.", (None, None)),
     ],
 )
 def test_near_misses_are_not_updates(older: str, newer: str, speakers: tuple[str | None, str | None]) -> None:
     assert links(older, newer, 0.7, speakers) == []
+
+
+def test_being_put_on_another_shift_is_a_change_between_two_turns() -> None:
+    # the same hours turned around bring no new number: only the words of change can say it
+    older, newer = "My shift at the depot is 6am to 6pm.", "Got put on nights, 6pm to 6am."
+    [link] = links(older, newer, 0.5, ("Ines", "Ines"))
+    assert link.attribute == "schedule" and "got put on" in link.cues
 
 
 def test_a_chat_turn_may_name_its_new_value_in_the_next_sentence() -> None:

@@ -130,13 +130,15 @@ _ENDING = re.compile(
     r"died|closed|shut down|former|formerly|ex-\w+|moved out|moved away|cancell?ed|dropped|not with|deleted|"
     r"uninstalled|gone off|went off|stopped|(?:take|took|taking) a break from|on hold|paused|"
     # the end of a state in progress: "working on my book" is over once it is finished
-    r"finished|completed|got it done|passed (?:the|my)|opened (?:my|our|the)|launched)\b"
+    r"finished|completed|got it done|passed (?:the|my)|opened (?:my|our|the)|launched|"
+    # "Handed billing off to Rashida": the work is someone else's now
+    r"hand(?:ed|ing) (?:\w+ ){0,3}?(?:off|over))\b"
 )
 _CHANGE = re.compile(
     r"\b(?:moved|moving to|move to|changed|instead(?! of \w+ing)|switched|switching|update|updated|"
     r"correction|corrected|replaced|transferred|relocated|rescheduled|postponed|"
     r"pushed (?:back|to)|brought forward|renamed|became an?|promoted|not \w+ but|(?:was|had it|got it) wrong|"
-    r"bumped|"
+    r"bumped|(?:got|been|was|were|am|is) put on|"
     r"raised|lowered|increased|decreased|settling in(?:to)?|got (?:engaged|married|divorced))\b"
 )
 _CURRENT = re.compile(r"\b(?:now|these days|nowadays|currently|as of)\b")
@@ -479,7 +481,9 @@ def _score(
             # an older event ("ran out of disk space") is no value a later one replaces: it states one
             and (
                 (strong_cue and similarity >= 0.45 and _states(old))
-                or (swapped and similarity >= 0.6 and _states(old, new))
+                # a record its name says is the same one ("Cabin wifi pw: ..." for "The wifi password at the
+                # cabin is ...") needs no closeness to say its new value
+                or (swapped and (similarity >= 0.6 or _same_record(relation, subject)) and _states(old, new))
             )
         )
     if not stated:
@@ -494,6 +498,10 @@ def _score(
     score += 0.1 if relation == SAME else -0.1
     attribute = _pick(shared) if shared else "same topic"
     return _link(older, newer, new, score, attribute, subject, (*ending, *new.change, *new.news))
+
+
+def _same_record(relation: str, subject: str | None) -> bool:
+    return relation == SAME and subject is not None and _KEYED.match(subject) is not None
 
 
 def _closeness(similarity: float) -> float:
@@ -625,7 +633,9 @@ def related(a: str | None, b: str | None) -> str:
 def _related_things(a: str, b: str) -> str:
     """Two things named by their words ("the billing service", "Kill drill 0:"): other when their numbers differ
     (drill 0 and drill 1 are two records), the same when the words of one are all words of the other."""
-    words_a, words_b = ({w.removesuffix("'s") for w in _WORD.findall(_KEYED.sub("", x))} - _STOP for x in (a, b))
+    words_a, words_b = (_thing_words(x) for x in (a, b))
+    if (_owners(a) - words_b) or (_owners(b) - words_a):
+        return OTHER  # "Mum's blood pressure" is not the speaker's "Blood pressure"
     numbers_a, numbers_b = ({w for w in words if any(c.isdigit() for c in w)} for words in (words_a, words_b))
     if numbers_a and numbers_b and numbers_a != numbers_b:
         return OTHER
@@ -637,6 +647,21 @@ def _related_things(a: str, b: str) -> str:
 
 # A thing named by the words before a colon ("Kill drill 0: ...") or after an article ("the billing service").
 _KEYED = re.compile(r"^(?:key:|the )")
+# A record's name in short ("Cabin wifi pw", "BP at today's checkup"), and the words that say when it was read,
+# not which record it is ("at last check", "today's").
+_SHORT_FOR = {"pw": "password", "pwd": "password", "passwd": "password", "bp": "blood pressure", "tel": "phone"}
+_OCCASION = frozenset("today yesterday last latest current recent check checkup check-up reading".split())
+
+
+def _owners(thing: str) -> frozenset[str]:
+    """Whose a record is, where its name says it ("Mum's blood pressure"): not when it was read ("today's")."""
+    words = _WORD.findall(_KEYED.sub("", thing.replace("’", "'")))
+    return frozenset(w[:-2] for w in words if w.endswith("'s")) - _OCCASION
+
+
+def _thing_words(thing: str) -> frozenset[str]:
+    words = (w.removesuffix("'s").removesuffix("’s") for w in _WORD.findall(_KEYED.sub("", thing)))
+    return frozenset(part for w in words for part in _SHORT_FOR.get(w, w).split()) - _STOP - _OCCASION
 
 
 def _memory_subject(sentences: Sequence[_Sentence], speaker: str | None) -> str | None:

@@ -221,8 +221,9 @@ class SearchHit(MemoryFields):
     )
     line_start: int | None = Field(None, description="A code chunk: its first line in the file (source).")
     line_end: int | None = Field(None, description="A code chunk: its last line.")
-    matched_by: list[Literal["vector", "keyword", "graph"]] = Field(
-        description="Which retrieval legs found this chunk (graph: linked by shared entities, when expansion is on)."
+    matched_by: list[Literal["vector", "keyword", "graph", "update"]] = Field(
+        description="Which retrieval legs found this chunk (graph: linked by shared entities, when expansion is on; "
+        "update: none, it is the newer memory of a hit it replaced, shown with it)."
     )
     entities: list[HitEntity] | None = Field(
         None, description="With graph_context: the entities this chunk mentions and their strongest relations."

@@ -423,7 +423,11 @@ class MemoryService:
         )
         found = [replies.hit(r, name) for r in ranked]
         nodes = [r.candidate.hit.memory.node for r in ranked]
-        hits = order_current_first(await self._supersession.annotate(workspace.stores, found, nodes), request.query)
+        annotated = await self._supersession.annotate(workspace.stores, found, nodes)
+        annotated = await self._supersession.bring_replacements(
+            workspace.stores, annotated, query, min_score=request.min_score
+        )
+        hits = order_current_first(annotated, request.query)[: request.limit]
         if request.graph_context and hits:
             context = await self._graph_context(workspace.stores, [hit.chunk_id for hit in hits])
             hits = [hit.model_copy(update={"entities": context.get(hit.chunk_id, [])}) for hit in hits]

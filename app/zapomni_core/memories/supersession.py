@@ -17,8 +17,8 @@ import structlog
 from zapomni_core.content.updates import Said, find_updates, linkable_text
 from zapomni_core.kernel.registry import Workspace
 from zapomni_core.memories import replies
-from zapomni_core.memories.replies import Linked, LinkedMemory
-from zapomni_core.search.types import RetrievalQuery
+from zapomni_core.memories.replies import Linked, LinkedMemory, SearchHit
+from zapomni_core.search.types import Candidate, Ranked, RetrievalQuery
 from zapomni_core.validation import iso, parse_iso8601
 from zapomni_db import ChunkHit, GraphStores, LinkRow, MemoryRecord, SearchFilter, StoredLink
 
@@ -102,6 +102,33 @@ class UpdateLinker:
         links = await stores.updates.of([r.memory_id for r in results], nodes)
         return [_with_links(r, links) for r in results]
 
+    async def bring_replacements(
+        self, stores: GraphStores, hits: Sequence[SearchHit], query: RetrievalQuery, *, min_score: float | None = None
+    ) -> list[SearchHit]:
+        """`hits` and, for each replaced hit whose latest replacement the search did not return, that replacement
+        (`matched_by` ["update"], the replaced hit's rank score), unless the query asks about the past.
+
+        "What's my usual coffee order?" matches "Usual coffee order: oat flat white" better than "Actually I've gone
+        off oat milk. These days it's just a cortado": the current fact must come with it, not only be named."""
+        if not hits or asks_about_the_past(query.text):
+            return list(hits)
+        present = {hit.memory_id for hit in hits}
+        wanted: dict[str, SearchHit] = {}
+        for hit in hits:
+            if hit.superseded_by and hit.superseded_by[0].memory_id not in present:
+                wanted.setdefault(hit.superseded_by[0].memory_id, hit)
+        if not wanted:
+            return list(hits)
+        found = await stores.search.first_chunks(list(wanted), query.vector, filters=query.filters)
+        brought = []
+        for chunk in found:
+            candidate = Candidate.from_hit(chunk)
+            if min_score is not None and candidate.similarity < min_score:
+                continue
+            ranked = Ranked(candidate, rank_score=wanted[chunk.memory.id].rank_score)
+            brought.append(replies.hit(ranked, hits[0].workspace).model_copy(update={"matched_by": ["update"]}))
+        return [*hits, *await self.annotate(stores, brought)]
+
 
 async def _keyword_hits(workspace: Workspace, topic: str, vector: Sequence[float]) -> list[ChunkHit]:
     keyword = next((leg for leg in workspace.search.retrievers if leg.name == "keyword"), None)
@@ -111,10 +138,14 @@ async def _keyword_hits(workspace: Workspace, topic: str, vector: Sequence[float
     return [candidate.hit for candidate in await keyword.retrieve(query, KEYWORD_CANDIDATES + 1)]
 
 
+def asks_about_the_past(query: str) -> bool:
+    return _ASKS_ABOUT_THE_PAST.search(query) is not None
+
+
 def order_current_first(hits: Sequence[F], query: str) -> list[F]:
     """`hits` (in rank order) with each replaced memory moved just below the latest of the hits that replaced it,
     unless the query asks about the past. Nothing is dropped."""
-    if _ASKS_ABOUT_THE_PAST.search(query):
+    if asks_about_the_past(query):
         return list(hits)
     position: dict[str, float] = {}
     for i, hit in enumerate(hits):
