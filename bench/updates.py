@@ -169,11 +169,13 @@ async def newer_ids(core: ZapomniCore, workspace: str, memory_id: str) -> dict[s
 
 
 async def ranks(core: ZapomniCore, workspace: str, query: str) -> tuple[list[str], list[str]]:
-    """The memory ids a search returns (the links ordering them), and the same hits in the order of relevance alone
-    (their rank scores: the order before links existed)."""
-    result = await core.memories.search(SearchRequest(workspace=workspace, query=query, limit=10))
-    by_relevance = sorted(result.results, key=lambda hit: -hit.rank_score)  # stable: ties keep their order
-    return [hit.memory_id for hit in result.results], [hit.memory_id for hit in by_relevance]
+    """The memory ids a search returns (the links ordering them and bringing replacements along), and those it
+    returns with the links hidden: the order of relevance alone, what search returned before links existed."""
+    request = SearchRequest(workspace=workspace, query=query, limit=10)
+    ordered = await core.memories.search(request)
+    with links_hidden():
+        plain = await core.memories.search(request)
+    return [hit.memory_id for hit in ordered.results], [hit.memory_id for hit in plain.results]
 
 
 class links_hidden:  # a context manager read as a phrase

@@ -425,9 +425,9 @@ class MemoryService:
         nodes = [r.candidate.hit.memory.node for r in ranked]
         annotated = await self._supersession.annotate(workspace.stores, found, nodes)
         annotated = await self._supersession.bring_replacements(
-            workspace.stores, annotated, query, min_score=request.min_score
+            workspace.stores, annotated, query, limit=request.limit, min_score=request.min_score
         )
-        hits = order_current_first(annotated, request.query)[: request.limit]
+        hits = order_current_first(annotated, request.query)
         if request.graph_context and hits:
             context = await self._graph_context(workspace.stores, [hit.chunk_id for hit in hits])
             hits = [hit.model_copy(update={"entities": context.get(hit.chunk_id, [])}) for hit in hits]
