@@ -30,7 +30,7 @@ class KeywordRetriever:
         # Every indexed chunk is fetchable, so only filters can make the database drop candidates.
         fetch = k * _OVERFETCH if query.filters.narrows else k
         while True:
-            ranked = await self._index.search(terms, fetch)
+            ranked = await self._index.search(terms, fetch, stale_ok_s=query.stale_ok_s)
             scores = {hit.chunk_id: hit.score for hit in ranked}
             hits = await self._reads.fetch_chunks(
                 list(scores), query.vector, filters=query.filters, nodes=[hit.node for hit in ranked]

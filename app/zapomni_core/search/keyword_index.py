@@ -27,6 +27,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import os
 import shutil
 import time
@@ -150,6 +151,7 @@ class KeywordIndex:
         self._index: tantivy.Index | None = None
         self._searcher: tantivy.Searcher | None = None
         self._seq = 0  # every change up to this number is in the index
+        self._synced_at = -math.inf  # when the index was last brought up to date (time.monotonic())
         self._lock = asyncio.Lock()
         self._building: asyncio.Task[None] | None = None  # a long catch-up searches do not wait for
         self._progress = (0, 0)  # changes read, of how many, by the catch-up going on
@@ -193,19 +195,21 @@ class KeywordIndex:
             return
         log.info("keyword_index.built", chunks=len(self), duration_ms=round((time.perf_counter() - started) * 1000, 1))
 
-    async def search(self, terms: list[str], k: int) -> list[KeywordHit]:
+    async def search(self, terms: list[str], k: int, *, stale_ok_s: float = 0.0) -> list[KeywordHit]:
         """The `k` best chunks for `terms` by BM25, best first, with their scores; chunks matching none left out.
 
+        `stale_ok_s`: the index may be that many seconds behind the store (no catch-up if it caught up since).
         LegUnavailable while the index is being made in the background, or when it cannot be written."""
         if self.building:
             done, total = self._progress
             raise LegUnavailable(f"its index is being made from the store ({done:,} of {total:,} changes read)")
         async with self._lock:
-            try:
-                await self._sync()
-            except (OSError, ValueError) as exc:  # a full disk, a damaged file: tantivy's errors are ValueErrors
-                log.warning("keyword_index.catch_up_failed", error=str(exc))
-                raise LegUnavailable(f"its index could not be brought up to date ({exc})") from exc
+            if self._searcher is None or time.monotonic() - self._synced_at >= stale_ok_s:
+                try:
+                    await self._sync()
+                except (OSError, ValueError) as exc:  # a full disk, a damaged file: tantivy's errors are ValueErrors
+                    log.warning("keyword_index.catch_up_failed", error=str(exc))
+                    raise LegUnavailable(f"its index could not be brought up to date ({exc})") from exc
         unique = list(dict.fromkeys(terms))
         if not unique or k <= 0 or self._searcher is None:
             return []
@@ -229,6 +233,7 @@ class KeywordIndex:
             self._index = self._searcher = None
 
     async def _sync(self) -> int:
+        self._synced_at = time.monotonic()  # what was written before this is read now
         latest, pruned_upto = await self._reads.sequence()
         if self._index is not None and latest == self._seq:
             return 0

@@ -18,6 +18,8 @@ class RetrievalQuery:
     text: str
     vector: list[float]
     filters: SearchFilter
+    # How far behind the store (seconds) a leg's own index may answer from; a user's search sees every write.
+    stale_ok_s: float = 0.0
 
 
 @dataclass(frozen=True)
