@@ -12,15 +12,17 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TypeVar
 
+import numpy as np
 import structlog
 
 from zapomni_core.content.updates import Said, find_updates, linkable_text
 from zapomni_core.kernel.registry import Workspace
 from zapomni_core.memories import replies
 from zapomni_core.memories.replies import Linked, LinkedMemory, SearchHit
+from zapomni_core.search.keyword import KeywordRetriever
 from zapomni_core.search.types import Candidate, Ranked, RetrievalQuery
 from zapomni_core.validation import iso, parse_iso8601
-from zapomni_db import ChunkHit, GraphStores, LinkRow, MemoryRecord, SearchFilter, StoredLink
+from zapomni_db import ChunkHit, GraphStores, LinkRow, MemoryInfo, MemoryRecord, SearchFilter, StoredLink
 
 log = structlog.get_logger(__name__)
 
@@ -36,6 +38,9 @@ KEYWORD_CANDIDATES = 8
 # turns (−47 % with detection, 5,520 LoCoMo turns). Candidates from an index up to a second behind cost one
 # commit a second; the turns of the last second are still found by the vector query.
 KEYWORD_STALE_OK_S = 1.0
+# ... and the turns written since it last caught up that share a word with the new one (an interview and its
+# outcome told in two turns one after the other: the index had not read the first yet). At most this many.
+UNREAD_CANDIDATES = 64
 # Longer texts are documents, pages, abstracts and files, not facts that replace one another, and the rules compare
 # every sentence of one with every sentence of the other: a long text costs the square of its sentences. LoCoMo's
 # longest turn is 434 characters (more with a photo's caption), the development set's longest statement 208.
@@ -76,18 +81,18 @@ class UpdateLinker:
         hits = await stores.search.vector_search(
             list(vector), k=CANDIDATES + 1, limit=CANDIDATES + 1, filters=SearchFilter()
         )
-        if new.speaker is not None:  # a note's own vector finds its neighbours; a turn's is mostly its greeting
-            hits += await _keyword_hits(workspace, topic, vector)
+        keyword = next((leg for leg in workspace.search.retrievers if isinstance(leg, KeywordRetriever)), None)
+        if new.speaker is not None and keyword is not None:  # a turn's vector is mostly its greeting
+            hits += await _keyword_hits(keyword, topic, vector)
         hits = list({h.memory.id: h for h in reversed(hits)}.values())  # one per memory, the vector's kept
         older = [
             (said(h.memory.id, h.text, h.memory.speaker, h.memory.date, h.memory.created_at), 1.0 - h.distance)
             for h in hits
-            if h.memory.id != new.memory_id
-            and h.memory.kind in ("note", "turn")
-            and h.memory.chunk_count == 1  # a chunk of a long text is a piece of a document
-            and len(h.text) <= MAX_CHARS
-            and 1.0 - h.distance >= MIN_SIMILARITY
+            if h.memory.id != new.memory_id and _comparable(h.memory, h.text) and 1.0 - h.distance >= MIN_SIMILARITY
         ]
+        if new.speaker is not None and keyword is not None:
+            seen = {h.memory.id for h in hits} | {new.memory_id}
+            older += await _unread_turns(stores, keyword, topic, vector, seen)
         found = find_updates(new, older)
         if not found:
             return 0
@@ -144,10 +149,40 @@ class UpdateLinker:
         return [*hits, *await self.annotate(stores, brought)]
 
 
-async def _keyword_hits(workspace: Workspace, topic: str, vector: Sequence[float]) -> list[ChunkHit]:
-    keyword = next((leg for leg in workspace.search.retrievers if leg.name == "keyword"), None)
-    if keyword is None:
+def _comparable(memory: MemoryInfo, text: str) -> bool:
+    """A note or turn short enough to state one fact (a chunk of a long text is a piece of a document)."""
+    return memory.kind in ("note", "turn") and memory.chunk_count == 1 and len(text) <= MAX_CHARS
+
+
+async def _unread_turns(
+    stores: GraphStores, keyword: KeywordRetriever, topic: str, vector: Sequence[float], seen: set[str]
+) -> list[tuple[Said, float]]:
+    latest, _pruned = await stores.search.sequence()
+    since = max(keyword.caught_up_to, latest - UNREAD_CANDIDATES)
+    if latest <= since:
         return []
+    words = set(keyword.terms(topic))
+    recent = [
+        m
+        for m in await stores.reads.memories_between(since, latest)
+        if m.info.id not in seen and _comparable(m.info, m.text) and words & set(keyword.terms(m.text))
+    ]
+    if not recent:
+        return []
+    vectors = {c.memory_id: np.asarray(c.embedding) for c in await stores.reads.chunks_of([m.info.id for m in recent])}
+    new = np.asarray(vector)
+    found = []
+    for m in recent:
+        other = vectors.get(m.info.id)
+        if other is None:
+            continue
+        similarity = float(new @ other / ((np.linalg.norm(new) * np.linalg.norm(other)) or 1.0))
+        if similarity >= MIN_SIMILARITY:
+            found.append((said(m.info.id, m.text, m.info.speaker, m.info.date, m.info.created_at), similarity))
+    return found
+
+
+async def _keyword_hits(keyword: KeywordRetriever, topic: str, vector: Sequence[float]) -> list[ChunkHit]:
     query = RetrievalQuery(text=topic, vector=list(vector), filters=SearchFilter(), stale_ok_s=KEYWORD_STALE_OK_S)
     return [candidate.hit for candidate in await keyword.retrieve(query, KEYWORD_CANDIDATES + 1)]
 

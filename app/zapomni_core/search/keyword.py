@@ -23,6 +23,14 @@ class KeywordRetriever:
         self._index = index
         self._analyzer = analyzer
 
+    @property
+    def caught_up_to(self) -> int:
+        """The last change of the store its index has read: a query that allowed a lag finds nothing after it."""
+        return self._index.caught_up_to
+
+    def terms(self, text: str) -> list[str]:
+        return self._analyzer.query_terms(text)
+
     async def retrieve(self, query: RetrievalQuery, k: int) -> list[Candidate]:
         terms = self._analyzer.query_terms(query.text)
         if not terms:  # only stopwords or punctuation: nothing to match on

@@ -195,6 +195,11 @@ class KeywordIndex:
             return
         log.info("keyword_index.built", chunks=len(self), duration_ms=round((time.perf_counter() - started) * 1000, 1))
 
+    @property
+    def caught_up_to(self) -> int:
+        """The number of the last change the index has read (the store's changes after it are not in it yet)."""
+        return self._seq
+
     async def search(self, terms: list[str], k: int, *, stale_ok_s: float = 0.0) -> list[KeywordHit]:
         """The `k` best chunks for `terms` by BM25, best first, with their scores; chunks matching none left out.
 
