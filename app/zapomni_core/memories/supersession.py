@@ -39,8 +39,8 @@ KEYWORD_CANDIDATES = 8
 # commit a second; the turns of the last second are still found by the vector query.
 KEYWORD_STALE_OK_S = 1.0
 # ... and the turns written since it last caught up that share a word with the new one (an interview and its
-# outcome told in two turns one after the other: the index had not read the first yet). At most this many.
-UNREAD_CANDIDATES = 64
+# outcome told in two turns one after the other: the index had not read the first yet), among this many changes.
+UNREAD_CANDIDATES = 48
 # Longer texts are documents, pages, abstracts and files, not facts that replace one another, and the rules compare
 # every sentence of one with every sentence of the other: a long text costs the square of its sentences. LoCoMo's
 # longest turn is 434 characters (more with a photo's caption), the development set's longest statement 208.
@@ -179,7 +179,7 @@ async def _unread_turns(
         similarity = float(new @ other / ((np.linalg.norm(new) * np.linalg.norm(other)) or 1.0))
         if similarity >= MIN_SIMILARITY:
             found.append((said(m.info.id, m.text, m.info.speaker, m.info.date, m.info.created_at), similarity))
-    return found
+    return sorted(found, key=lambda pair: -pair[1])[:KEYWORD_CANDIDATES]  # the rules read as many as the index gives
 
 
 async def _keyword_hits(keyword: KeywordRetriever, topic: str, vector: Sequence[float]) -> list[ChunkHit]:
