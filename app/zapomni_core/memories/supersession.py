@@ -161,21 +161,15 @@ async def _unread_turns(
     since = max(keyword.caught_up_to, latest - UNREAD_CANDIDATES)
     if latest <= since:
         return []
-    words = set(keyword.terms(topic))
-    recent = [
-        m
-        for m in await stores.reads.memories_between(since, latest)
-        if m.info.id not in seen and _comparable(m.info, m.text) and words & set(keyword.terms(m.text))
-    ]
-    if not recent:
-        return []
-    vectors = {c.memory_id: np.asarray(c.embedding) for c in await stores.reads.chunks_of([m.info.id for m in recent])}
+    words = keyword.terms(topic)
     new = np.asarray(vector)
     found = []
-    for m in recent:
-        other = vectors.get(m.info.id)
-        if other is None:
+    for m, embedding in await stores.reads.short_between(since, latest):
+        if m.info.id in seen or not embedding or not _comparable(m.info, m.text):
             continue
+        if not words & keyword.terms(m.text):
+            continue
+        other = np.asarray(embedding)
         similarity = float(new @ other / ((np.linalg.norm(new) * np.linalg.norm(other)) or 1.0))
         if similarity >= MIN_SIMILARITY:
             found.append((said(m.info.id, m.text, m.info.speaker, m.info.date, m.info.created_at), similarity))

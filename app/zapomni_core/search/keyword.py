@@ -6,6 +6,8 @@ derived from the database and caught up before every search (`keyword_index.py`,
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.keyword_index import KeywordIndex
 from zapomni_core.search.types import Candidate, LegName, RetrievalQuery
@@ -22,14 +24,16 @@ class KeywordRetriever:
         self._reads = reads
         self._index = index
         self._analyzer = analyzer
+        self._terms = lru_cache(maxsize=256)(lambda text: frozenset(analyzer.query_terms(text)))
 
     @property
     def caught_up_to(self) -> int:
         """The last change of the store its index has read: a query that allowed a lag finds nothing after it."""
         return self._index.caught_up_to
 
-    def terms(self, text: str) -> list[str]:
-        return self._analyzer.query_terms(text)
+    def terms(self, text: str) -> frozenset[str]:
+        """The words of `text` as the index holds them (a stream's recent turns are read once per add after them)."""
+        return self._terms(text)
 
     async def retrieve(self, query: RetrievalQuery, k: int) -> list[Candidate]:
         terms = self._analyzer.query_terms(query.text)
