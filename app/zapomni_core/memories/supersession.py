@@ -35,11 +35,10 @@ MIN_SIMILARITY = 0.25
 # that spoke of the same internship or agency (decision 0043). A note's vector is its content: no keyword query.
 KEYWORD_CANDIDATES = 8
 # Bringing the keyword index up to date commits it: once per add, that halved the adds per second of a stream of
-# turns (−47 % with detection, 5,520 LoCoMo turns). Candidates from an index up to a second behind cost one
-# commit a second; the turns of the last second are still found by the vector query.
+# turns (−47 % with detection, 5,520 LoCoMo turns). Candidates come from an index up to a second behind (one
+# commit a second) and from the turns written since it last caught up that share a word with the new one (an
+# interview and its outcome told one turn after the other), among the last this many changes.
 KEYWORD_STALE_OK_S = 1.0
-# ... and the turns written since it last caught up that share a word with the new one (an interview and its
-# outcome told in two turns one after the other: the index had not read the first yet), among this many changes.
 UNREAD_CANDIDATES = 48
 # Longer texts are documents, pages, abstracts and files, not facts that replace one another, and the rules compare
 # every sentence of one with every sentence of the other: a long text costs the square of its sentences. LoCoMo's
