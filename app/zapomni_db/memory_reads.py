@@ -357,15 +357,6 @@ class MemoryReads:
         )
         return [_stored(row) for row in rows]
 
-    async def short_between(self, after: int, upto: int) -> list[tuple[StoredMemory, list[float]]]:
-        """The one-chunk memories with `after < seq <= upto`, each with its chunk's vector, in `seq` order."""
-        rows = await self._client.ro_query(
-            "MATCH (m:Memory) WHERE m.seq > $after AND m.seq <= $upto AND m.chunk_count = 1 "
-            f"MATCH (m)-[:HAS_CHUNK]->(c:Chunk) RETURN {_STORED}, c.embedding ORDER BY m.seq",
-            {"after": after, "upto": upto},
-        )
-        return [(_stored(row), list(row[-1] or [])) for row in rows]
-
     async def chunks_of(self, memory_ids: Sequence[str]) -> list[StoredChunk]:
         """Every chunk of `memory_ids` (with its vector), by memory id then idx."""
         rows = await self._client.ro_query(

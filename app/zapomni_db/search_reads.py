@@ -46,6 +46,13 @@ _FETCH_BY_NODE = f"{at_numbers('node', 'Chunk')} {_FETCHED}"
 # id: 7x slower at 30K chunks, decision 0036).
 _FETCH_BY_ID = f"MATCH (node:Chunk) WHERE node.id IN $ids {_FETCHED}"
 _AT_NODES = f"{at_numbers('node', 'Chunk')} RETURN found_id"
+# The one-chunk memories made visible between two changes, with their distance to a vector: what a keyword index
+# that has not caught up yet cannot find (update detection, decision 0043).
+_WRITTEN_BETWEEN = (
+    "MATCH (m:Memory) WHERE m.seq > $after AND m.seq <= $upto AND m.chunk_count = 1 "
+    "MATCH (m)-[:HAS_CHUNK]->(node:Chunk) "
+    f"WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
+)
 # A memory's first chunk: a memory that replaced a hit is shown by it (the memories linked as updates are short:
 # one chunk, decision 0043).
 _FIRST_CHUNKS = (
@@ -127,6 +134,12 @@ class SearchReads:
         )
         by_memory = {hit.memory.id: hit for hit in map(_hit, rows)}
         return [by_memory[i] for i in memory_ids if i in by_memory]
+
+    async def written_between(self, after: int, upto: int, vector: list[float]) -> list[ChunkHit]:
+        """The chunks of the one-chunk memories whose change number is in (`after`, `upto`], with their distance to
+        `vector`."""
+        rows = await self._client.ro_query(_WRITTEN_BETWEEN, {"after": after, "upto": upto, "vector": vector})
+        return [_hit(row) for row in rows]
 
     async def indexed_chunks(self) -> int:
         """Chunk nodes in the vector index, linked or not: the ceiling for a vector query's k."""

@@ -13,7 +13,8 @@ import pytest
 from tests.helpers import all_chunk_ids, graph_client, open_core
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
-from zapomni_core.search.types import SearchMode
+from zapomni_core.search.types import RetrievalQuery, SearchMode
+from zapomni_db import SearchFilter
 
 pytestmark = pytest.mark.anyio
 
@@ -176,3 +177,27 @@ async def test_unrelated_memories_do_not_pad_the_results(core: ZapomniCore) -> N
         assert {r.memory_id for r in padded[1:]} == {allergy, insurance}, mode
     keyword = SearchRequest.model_validate({"query": "database", "mode": "keyword", "filters": {"tags": ["work"]}})
     assert (await core.memories.search(keyword)).results == []
+
+
+async def test_a_query_that_allows_it_answers_from_a_keyword_index_a_moment_behind(core: ZapomniCore) -> None:
+    # Update detection asks the keyword leg after every add: a catch-up (a commit) each time halved a stream's adds.
+    async def add(text: str) -> str:
+        return (await core.memories.add(AddMemoryRequest(workspace="lag", text=text))).memory_id
+
+    async def keyword_ids(query: str) -> list[str]:
+        found = await core.memories.search(SearchRequest(workspace="lag", query=query, mode="keyword"))
+        return [hit.memory_id for hit in found.results]
+
+    await add("The proxy restarts every connection after error E1047 in the payment service.")
+    assert await keyword_ids("payment proxy error")  # caught up now
+    pottery = await add("Caroline's pottery workshop downtown opens on Saturdays at nine.")
+    workspace = await core.workspaces.registry.get("lag", create=False)
+    assert workspace is not None
+    [keyword] = [leg for leg in workspace.search.retrievers if leg.name == "keyword"]
+
+    def asked(stale_ok_s: float) -> RetrievalQuery:
+        return RetrievalQuery("pottery workshop", [0.05] * 384, SearchFilter(), stale_ok_s=stale_ok_s)
+
+    assert await keyword.retrieve(asked(600.0), 5) == []  # the index caught up a moment ago: not again
+    assert [c.memory_id for c in await keyword.retrieve(asked(0.0), 5)] == [pottery]
+    assert await keyword_ids("pottery workshop") == [pottery]  # a user's search sees every write

@@ -19,9 +19,7 @@ from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, SearchRequest, UpdateMemoryRequest
 from zapomni_core.search import keyword_index
 from zapomni_core.search.keyword_index import KeywordIndex
-from zapomni_core.search.types import RetrievalQuery
 from zapomni_core.workspaces.requests import DeleteWorkspaceRequest
-from zapomni_db import SearchFilter
 from zapomni_db.maintenance import keyword_stamp_key
 
 pytestmark = [pytest.mark.anyio, pytest.mark.own_database]  # the keyword index's files beside the embedded database
@@ -208,21 +206,3 @@ async def test_the_file_the_index_was_saved_in_before_tantivy_is_removed(setting
     async with open_core(settings) as (core, _):
         assert await keyword_ids(core, "payment proxy error") == ids
     assert not saved.exists() and record(settings)[1]["seq"] == 1
-
-
-async def test_a_query_that_allows_it_answers_from_an_index_a_moment_behind(settings: Settings) -> None:
-    # Update detection asks the keyword leg after every add: a catch-up (a commit) each time halved a stream's adds.
-    async with open_core(settings) as (core, _):
-        await add_all(core, TEXTS[:1])
-        assert await keyword_ids(core, "payment proxy error")  # caught up now
-        [pottery] = await add_all(core, TEXTS[1:2])
-        workspace = await core.workspaces.registry.get("default", create=False)
-        assert workspace is not None
-        [keyword] = [leg for leg in workspace.search.retrievers if leg.name == "keyword"]
-
-        def asked(stale_ok_s: float) -> RetrievalQuery:
-            return RetrievalQuery("pottery workshop", [0.05] * 384, SearchFilter(), stale_ok_s=stale_ok_s)
-
-        assert await keyword.retrieve(asked(600.0), 5) == []  # the index caught up a moment ago: not again
-        assert [c.memory_id for c in await keyword.retrieve(asked(0.0), 5)] == [pottery]
-        assert await keyword_ids(core, "pottery workshop") == [pottery]  # a user's search sees every write

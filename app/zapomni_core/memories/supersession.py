@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TypeVar
 
-import numpy as np
 import structlog
 
 from zapomni_core.content.updates import Said, find_updates, linkable_text
@@ -83,15 +82,13 @@ class UpdateLinker:
         keyword = next((leg for leg in workspace.search.retrievers if isinstance(leg, KeywordRetriever)), None)
         if new.speaker is not None and keyword is not None:  # a turn's vector is mostly its greeting
             hits += await _keyword_hits(keyword, topic, vector)
+            hits += await _unread_hits(stores, keyword, topic, vector, {h.memory.id for h in hits} | {new.memory_id})
         hits = list({h.memory.id: h for h in reversed(hits)}.values())  # one per memory, the vector's kept
         older = [
             (said(h.memory.id, h.text, h.memory.speaker, h.memory.date, h.memory.created_at), 1.0 - h.distance)
             for h in hits
             if h.memory.id != new.memory_id and _comparable(h.memory, h.text) and 1.0 - h.distance >= MIN_SIMILARITY
         ]
-        if new.speaker is not None and keyword is not None:
-            seen = {h.memory.id for h in hits} | {new.memory_id}
-            older += await _unread_turns(stores, keyword, topic, vector, seen)
         found = find_updates(new, older)
         if not found:
             return 0
@@ -153,26 +150,22 @@ def _comparable(memory: MemoryInfo, text: str) -> bool:
     return memory.kind in ("note", "turn") and memory.chunk_count == 1 and len(text) <= MAX_CHARS
 
 
-async def _unread_turns(
+async def _unread_hits(
     stores: GraphStores, keyword: KeywordRetriever, topic: str, vector: Sequence[float], seen: set[str]
-) -> list[tuple[Said, float]]:
+) -> list[ChunkHit]:
+    """The nearest memories not `seen` written since the keyword index last caught up that share an index word
+    with `topic`: as many as the index gives (it answers a second behind, KEYWORD_STALE_OK_S)."""
     latest, _pruned = await stores.search.sequence()
     since = max(keyword.caught_up_to, latest - UNREAD_CANDIDATES)
     if latest <= since:
         return []
     words = keyword.terms(topic)
-    new = np.asarray(vector)
-    found = []
-    for m, embedding in await stores.reads.short_between(since, latest):
-        if m.info.id in seen or not embedding or not _comparable(m.info, m.text):
-            continue
-        if not words & keyword.terms(m.text):
-            continue
-        other = np.asarray(embedding)
-        similarity = float(new @ other / ((np.linalg.norm(new) * np.linalg.norm(other)) or 1.0))
-        if similarity >= MIN_SIMILARITY:
-            found.append((said(m.info.id, m.text, m.info.speaker, m.info.date, m.info.created_at), similarity))
-    return sorted(found, key=lambda pair: -pair[1])[:KEYWORD_CANDIDATES]  # the rules read as many as the index gives
+    hits = [
+        hit
+        for hit in await stores.search.written_between(since, latest, list(vector))
+        if hit.memory.id not in seen and _comparable(hit.memory, hit.text) and words & keyword.terms(hit.text)
+    ]
+    return sorted(hits, key=lambda hit: hit.distance)[:KEYWORD_CANDIDATES]
 
 
 async def _keyword_hits(keyword: KeywordRetriever, topic: str, vector: Sequence[float]) -> list[ChunkHit]:
