@@ -109,7 +109,9 @@ if TYPE_CHECKING:
     )
     from zapomni_db.records.oauth import GrantSecrets, IssuedCode, OAuthClientRow, PendingAuthorization
     from zapomni_db.records.search import (
+        Candidates,
         ChunkHit,
+        Comparable,
         IndexChanges,
         IndexedChunk,
     )
@@ -209,7 +211,9 @@ _HOMES = {
     "SearchFilter": "zapomni_db.records.memories",
     "StoredChunk": "zapomni_db.records.memories",
     "StoredMemory": "zapomni_db.records.memories",
+    "Candidates": "zapomni_db.records.search",
     "ChunkHit": "zapomni_db.records.search",
+    "Comparable": "zapomni_db.records.search",
     "IndexChanges": "zapomni_db.records.search",
     "IndexedChunk": "zapomni_db.records.search",
     "LinkRow": "zapomni_db.records.updates",
@@ -241,11 +245,13 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "DERIVED",
     "AccessStore",
+    "Candidates",
     "ChunkHit",
     "ChunkPlace",
     "ChunkRow",
     "CodeFileRow",
     "CodeStore",
+    "Comparable",
     "Connection",
     "Counts",
     "CredentialsRefused",

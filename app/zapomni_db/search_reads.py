@@ -11,7 +11,7 @@ from zapomni_db._cypher import FILTER, at_numbers
 from zapomni_db.client import GraphClient
 from zapomni_db.errors import QueryFailed, QueryTimedOut, VectorIndexBuilding
 from zapomni_db.records.memories import ChunkPlace, MemoryInfo, SearchFilter
-from zapomni_db.records.search import ChunkHit, IndexChanges, IndexedChunk
+from zapomni_db.records.search import Candidates, ChunkHit, Comparable, IndexChanges, IndexedChunk
 from zapomni_db.schema import IndexBuild, indexes_building
 
 log = structlog.get_logger(__name__)
@@ -33,12 +33,10 @@ _EXACT_SEARCH = (
 # The query was compared with stored vectors at 1.2 to 3.7 µs a vector on this machine (decision 0045): a store
 # that even 1 µs a vector could not compare within the caller's limit is not tried (the query would only be stopped).
 _FASTEST_EXACT_US = 1.0
+_DISTANCE = "vec.cosineDistance(node.embedding, vecf32($vector)) AS distance"
 # Keyword candidates come ranked from the keyword index; this applies the filters and brings the cosine distance
 # along so every hit has a similarity. Chunks deleted meanwhile (by this process or another) are simply not found.
-_FETCHED = (
-    f"WITH node MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WHERE {FILTER} "
-    f"WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
-)
+_FETCHED = f"WITH node MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WHERE {FILTER} WITH m, node, {_DISTANCE} RETURN {_HIT}"
 # By the nodes' own numbers, which the keyword index keeps (0.5 ms for 40 at a million chunks while the indexes
 # build, where a label scan takes 0.7 s); a chunk no longer at its number is looked for by id (`_FETCH_BY_ID`).
 _FETCH_BY_NODE = f"{at_numbers('node', 'Chunk')} {_FETCHED}"
@@ -46,12 +44,27 @@ _FETCH_BY_NODE = f"{at_numbers('node', 'Chunk')} {_FETCHED}"
 # id: 7x slower at 30K chunks, decision 0036).
 _FETCH_BY_ID = f"MATCH (node:Chunk) WHERE node.id IN $ids {_FETCHED}"
 _AT_NODES = f"{at_numbers('node', 'Chunk')} RETURN found_id"
-# The one-chunk memories made visible between two changes, with their distance to a vector: what a keyword index
-# that has not caught up yet cannot find (update detection, decision 0043).
-_WRITTEN_BETWEEN = (
-    "MATCH (m:Memory) WHERE m.seq > $after AND m.seq <= $upto AND m.chunk_count = 1 "
-    "MATCH (m)-[:HAS_CHUNK]->(node:Chunk) "
-    f"WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
+# What update detection compares a stored memory (`$memory_id`, by its first chunk's vector) with, read at once
+# (decision 0043): the nearest chunks in the vector index, the chunks the keyword index ranked (by their node
+# numbers), and the one-chunk memories made visible since that index last caught up (`$after`), among the last
+# `$within` changes: what an index a second behind cannot find yet. Only notes and turns of one short chunk, as
+# near as `$max_distance`, and only what the rules read of them: read one after the other, with every column of a
+# search hit and the vector sent as text each time, they took 3.7 ms an add.
+_PROBE = "MATCH (:Memory {id: $memory_id})-[:HAS_CHUNK]->(probe:Chunk) WHERE probe.idx = 0 "
+_PROBE_DISTANCE = "vec.cosineDistance(node.embedding, probe.embedding) AS distance"
+_CANDIDATES = {
+    "nearest": f"{_PROBE} CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, probe.embedding) YIELD node, score "
+    "MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WITH m, node, score AS distance",
+    "ranked": f"{at_numbers('node', 'Chunk')} WITH node {_PROBE} "
+    f"WITH probe, node MATCH (node)<-[:HAS_CHUNK]-(m:Memory) WITH m, node, {_PROBE_DISTANCE}",
+    "unread": f"{_PROBE} MATCH (q:Sequence {{id: 'chunks'}}) WITH probe, q.value AS latest "
+    "MATCH (m:Memory) WHERE m.seq > $after AND m.seq > latest - $within AND m.chunk_count = 1 "
+    f"MATCH (m)-[:HAS_CHUNK]->(node:Chunk) WITH m, node, {_PROBE_DISTANCE}",
+}
+_COMPARABLE = (
+    "WITH m, distance, coalesce(node.text, m.text) AS text "
+    "WHERE distance <= $max_distance AND m.kind IS NULL AND m.chunk_count = 1 AND size(text) <= $max_chars "
+    "RETURN m.id, text, m.speaker, m.date, m.created_at, distance"
 )
 # A memory's first chunk: a memory that replaced a hit is shown by it (the memories linked as updates are short:
 # one chunk, decision 0043).
@@ -135,11 +148,49 @@ class SearchReads:
         by_memory = {hit.memory.id: hit for hit in map(_hit, rows)}
         return [by_memory[i] for i in memory_ids if i in by_memory]
 
-    async def written_between(self, after: int, upto: int, vector: list[float]) -> list[ChunkHit]:
-        """The chunks of the one-chunk memories whose change number is in (`after`, `upto`], with their distance to
-        `vector`."""
-        rows = await self._client.ro_query(_WRITTEN_BETWEEN, {"after": after, "upto": upto, "vector": vector})
-        return [_hit(row) for row in rows]
+    async def update_candidates(
+        self,
+        memory_id: str,
+        *,
+        k: int,
+        ranked: Sequence[tuple[str, int]] = (),
+        unread_after: int | None = None,
+        unread_within: int = 0,
+        max_distance: float = 2.0,
+        max_chars: int,
+    ) -> Candidates:
+        """The notes and turns of one chunk of at most `max_chars` that the stored memory `memory_id` is compared
+        with: among the `k` chunks nearest to its first, the chunks `ranked` (id and node number, as the keyword index
+        knows them), and the one-chunk memories made visible after change `unread_after` among the last
+        `unread_within` changes; each with its distance to that first chunk, at most `max_distance`; itself among
+        them.
+
+        While the vector index is built after a load the nearest are not read (comparing every stored vector takes
+        seconds at a million chunks, on every add); that is logged."""
+        legs = ["nearest", *(["ranked"] if ranked else []), *(["unread"] if unread_after is not None else [])]
+        params = {
+            "memory_id": memory_id,
+            "k": k,
+            "ids": [chunk_id for chunk_id, _ in ranked],
+            "nodes": [node for _, node in ranked],
+            "after": unread_after,
+            "within": unread_within,
+            "max_distance": max_distance,
+            "max_chars": max_chars,
+        }
+        try:
+            rows = await self._client.ro_query(_candidates_query(legs), params)
+        except QueryFailed:
+            building = [build for build in await indexes_building(self._client) if build.label == "Chunk"]
+            if not building:
+                raise
+            log.warning("search.update_candidates_without_nearest", index=str(building[0]))
+            legs.remove("nearest")
+            rows = await self._client.ro_query(_candidates_query(legs), params) if legs else []
+        found: dict[str, list[Comparable]] = {leg: [] for leg in _CANDIDATES}
+        for found_id, text, speaker, date, created_at, distance, leg in rows:
+            found[leg].append(Comparable(found_id, text or "", speaker, date, float(created_at), float(distance)))
+        return Candidates(**found)
 
     async def indexed_chunks(self) -> int:
         """Chunk nodes in the vector index, linked or not: the ceiling for a vector query's k."""
@@ -180,6 +231,10 @@ class SearchReads:
             added=[_indexed(row) for row in (*new_memories, *updated)],
             removed=[cid for _, removed in changes for cid in (removed or [])],
         )
+
+
+def _candidates_query(legs: Sequence[str]) -> str:
+    return " UNION ALL ".join(f"{_CANDIDATES[leg]} {_COMPARABLE}, '{leg}' AS leg" for leg in legs)
 
 
 def _indexed(row: list[Any]) -> IndexedChunk:

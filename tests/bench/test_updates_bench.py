@@ -16,7 +16,8 @@ def test_updates_bench_scores_the_cases_and_measures_the_cost(tmp_path: Path) ->
     out, raw = tmp_path / "updates.md", tmp_path / "updates.json"
     run = run_bench(
         "bench.updates",
-        *("--sets", "cases", "--cases", "8", "--cost", "--cost-adds", "12", "--store", "300", "--searches", "6"),
+        *("--sets", "cases", "--cases", "8", "--cost", "--cost-adds", "12", "--cost-rounds", "2"),
+        *("--store", "300", "--searches", "6"),
         *("--output", str(out), "--json", str(raw)),
     )
     assert run.returncode == 0, run.stderr
@@ -27,6 +28,7 @@ def test_updates_bench_scores_the_cases_and_measures_the_cost(tmp_path: Path) ->
     assert figures["questions"] == figures["updates"]
     adds = report["cost"]["adds"]
     assert adds["on"]["adds"] == adds["off"]["adds"] == 24 and adds["on"]["adds_per_s"] > 0
+    assert len(adds["changes"]) == 2 and min(adds["changes"]) <= adds["median_change"] <= max(adds["changes"])
     search = report["cost"]["search"]
     assert search["store"] == 300 and search["with links"]["p95"] >= search["with links"]["p50"] > 0
     assert "| cases | 8 |" in out.read_text()

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import all_chunk_ids, graph_client, open_core
+from tests.helpers import all_chunk_ids, graph_client, open_core, until
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
+from zapomni_core.search.keyword import KeywordRetriever
 from zapomni_core.search.types import RetrievalQuery, SearchMode
 from zapomni_db import SearchFilter
 
@@ -193,11 +194,17 @@ async def test_a_query_that_allows_it_answers_from_a_keyword_index_a_moment_behi
     pottery = await add("Caroline's pottery workshop downtown opens on Saturdays at nine.")
     workspace = await core.workspaces.registry.get("lag", create=False)
     assert workspace is not None
-    [keyword] = [leg for leg in workspace.search.retrievers if leg.name == "keyword"]
+    [keyword] = [leg for leg in workspace.search.retrievers if isinstance(leg, KeywordRetriever)]
 
-    def asked(stale_ok_s: float) -> RetrievalQuery:
-        return RetrievalQuery("pottery workshop", [0.05] * 384, SearchFilter(), stale_ok_s=stale_ok_s)
+    def asked(stale_ok_s: float, text: str = "pottery workshop") -> RetrievalQuery:
+        return RetrievalQuery(text, [0.05] * 384, SearchFilter(), stale_ok_s=stale_ok_s)
 
     assert await keyword.retrieve(asked(600.0), 5) == []  # the index caught up a moment ago: not again
     assert [c.memory_id for c in await keyword.retrieve(asked(0.0), 5)] == [pottery]
     assert await keyword_ids("pottery workshop") == [pottery]  # a user's search sees every write
+    # Further behind than it allows, such a query still answers at once, and the index catches up meanwhile.
+    before = keyword.caught_up_to
+    ferry = await add("The harbour ferry timetable changes on Sundays.")
+    assert await keyword.retrieve(asked(1e-9, "harbour ferry"), 5) == []
+    await until(lambda: keyword.caught_up_to > before, timeout_s=30, what="the catch-up that query started")
+    assert [c.memory_id for c in await keyword.retrieve(asked(600.0, "harbour ferry"), 5)] == [ferry]

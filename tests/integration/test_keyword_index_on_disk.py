@@ -16,7 +16,13 @@ from structlog.testing import capture_logs
 
 from tests.helpers import keyword_index_dirs, open_core, until
 from zapomni_core import Settings, ZapomniCore
-from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, SearchRequest, UpdateMemoryRequest
+from zapomni_core.memories.requests import (
+    AddMemoryRequest,
+    DeleteMemoryRequest,
+    MemoryMetadata,
+    SearchRequest,
+    UpdateMemoryRequest,
+)
 from zapomni_core.search import keyword_index
 from zapomni_core.search.keyword_index import KeywordIndex
 from zapomni_core.workspaces.requests import DeleteWorkspaceRequest
@@ -166,7 +172,7 @@ async def test_two_servers_on_one_data_directory_each_find_what_the_other_wrote(
         assert await keyword_ids(other, "pottery workshop") == []
 
 
-async def test_while_the_index_is_made_again_searches_answer_from_the_vector_leg_and_say_so(
+async def test_while_the_index_is_made_again_searches_answer_from_the_vector_leg_and_say_so_and_adds_still_link(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with open_core(settings) as (core, _):
@@ -189,6 +195,16 @@ async def test_while_the_index_is_made_again_searches_answer_from_the_vector_leg
         assert found.note is not None and "keyword leg did not answer" in found.note and "being made" in found.note
         keyword = await core.memories.search(SearchRequest(query="zebrafinch", mode="keyword"))
         assert keyword.results == [] and keyword.legs == [] and keyword.note
+        # A chat turn's update detection asks the keyword leg too: without it, the add stands and still links.
+        said = [
+            ("I work at Allegro as a backend engineer.", "2026-01-05"),
+            ("I left Allegro, I work at Revolut now.", "2026-03-01"),
+        ]
+        older, newer = [
+            await core.memories.add(AddMemoryRequest(text=text, metadata=MemoryMetadata(speaker="Ola", date=day)))
+            for text, day in said
+        ]
+        assert [replaced.memory_id for replaced in newer.supersedes] == [older.memory_id]
         release.set()
         await until(lambda: not index.building, timeout_s=30, what="the index made again")
         found = await core.memories.search(SearchRequest(query="zebrafinch sensor readings", limit=3))

@@ -46,7 +46,7 @@ from zapomni_core.memories.requests import (
     SearchRequest,
     UpdateMemoryRequest,
 )
-from zapomni_core.memories.supersession import UpdateLinker, order_current_first
+from zapomni_core.memories.supersession import Comparing, UpdateLinker, abandon, order_current_first
 from zapomni_core.memories.updates_job import KIND as FIND_UPDATES
 from zapomni_core.memories.updates_job import find_updates_job
 from zapomni_core.search import RetrievalQuery, SearchOptions
@@ -160,18 +160,24 @@ class MemoryService:
         if existing is not None:
             return await self._merge_duplicate(workspace, existing, request)
         inferred = self._infer(request, ctx, workspace.name)
-        chunks = await self._writer.rows(request.text, ctx, reading_context(request.metadata, inferred.speaker))
         record = memory_record(new_id(), request.text, request.metadata, created_at=time.time(), inferred=inferred)
-        ctx.check_cancelled()  # the last point where a cancelled add leaves nothing behind
-        if not await workspace.stores.writes.insert(record, chunks):
-            # Another caller stored the same text meanwhile: this add becomes a duplicate of it.
-            existing = await workspace.stores.reads.by_content_hash(record.content_hash)
-            if existing is None:
-                raise Conflict("the memory changed while it was being stored; retry")
-            return await self._merge_duplicate(workspace, existing, request)
+        # What update detection compares the memory by is read while the model embeds it (a third of its cost).
+        detection = self._supersession.start(workspace, record)
+        try:
+            chunks = await self._writer.rows(request.text, ctx, reading_context(request.metadata, inferred.speaker))
+            ctx.check_cancelled()  # the last point where a cancelled add leaves nothing behind
+            if not await workspace.stores.writes.insert(record, chunks):
+                # Another caller stored the same text meanwhile: this add becomes a duplicate of it.
+                existing = await workspace.stores.reads.by_content_hash(record.content_hash)
+                if existing is None:
+                    raise Conflict("the memory changed while it was being stored; retry")
+                return await self._merge_duplicate(workspace, existing, request)
+        except BaseException:
+            abandon(detection)
+            raise
         self.writes_committed += 1
         await self._queue_extraction(workspace)
-        linked = await self._detect_updates(workspace, record, chunks[0].embedding if chunks else None)
+        linked = await self._detect_updates(workspace, record, bool(chunks), detection)
         log.info(
             "memory.added",
             workspace=workspace.name,
@@ -188,14 +194,24 @@ class MemoryService:
         )
         return (await self._supersession.annotate(workspace.stores, [result]))[0] if linked else result
 
-    async def _detect_updates(self, workspace: Workspace, record: MemoryRecord, vector: list[float] | None) -> bool:
-        """Link `record`, already stored and embedded as `vector`, with the memories it replaces or that replace
-        it; whether any link was made. A failure here is logged and the write stands: links are found again at
-        the memory's next change."""
-        if vector is None:
+    async def _detect_updates(
+        self,
+        workspace: Workspace,
+        record: MemoryRecord,
+        embedded: bool,
+        started: asyncio.Task[Comparing | None] | None = None,
+    ) -> bool:
+        """Link `record`, already stored (`embedded` as one chunk), with the memories it replaces or that replace
+        it (its detection `started` already, or begun now); whether any link was made. A failure here is logged and
+        the write stands: links are found again at the memory's next change."""
+        if not embedded:
+            abandon(started)
+            return False
+        started = started or self._supersession.start(workspace, record)
+        if started is None:
             return False
         try:
-            return bool(await self._supersession.detect(workspace, record, vector))
+            return bool(await self._supersession.detect(workspace, record, started))
         except (DatabaseError, ZapomniError) as exc:
             log.warning("memory.update_detection_failed", workspace=workspace.name, memory_id=record.id, error=str(exc))
             return False
@@ -330,7 +346,7 @@ class MemoryService:
         if redetect:
             await stores.updates.forget(record.id)
             chunks = await stores.reads.chunks(record.id)
-            await self._detect_updates(workspace, record, chunks[0].embedding if len(chunks) == 1 else None)
+            await self._detect_updates(workspace, record, len(chunks) == 1)
         if unlink:
             self.writes_committed += 1
             log.info("memory.unlinked", workspace=workspace.name, memory_id=record.id, unlinked=result.unlinked)

@@ -7,6 +7,7 @@ memories by embedding), stores what they find, and reads it back for results.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -19,9 +20,10 @@ from zapomni_core.kernel.registry import Workspace
 from zapomni_core.memories import replies
 from zapomni_core.memories.replies import Linked, LinkedMemory, SearchHit
 from zapomni_core.search.keyword import KeywordRetriever
-from zapomni_core.search.types import Candidate, Ranked, RetrievalQuery
+from zapomni_core.search.keyword_index import KeywordHit
+from zapomni_core.search.types import Candidate, LegUnavailable, Ranked, RetrievalQuery
 from zapomni_core.validation import iso, parse_iso8601
-from zapomni_db import ChunkHit, GraphStores, LinkRow, MemoryInfo, MemoryRecord, SearchFilter, StoredLink
+from zapomni_db import Comparable, GraphStores, LinkRow, MemoryRecord, StoredLink
 
 log = structlog.get_logger(__name__)
 
@@ -34,11 +36,13 @@ MIN_SIMILARITY = 0.25
 # that spoke of the same internship or agency (decision 0043). A note's vector is its content: no keyword query.
 KEYWORD_CANDIDATES = 8
 # Bringing the keyword index up to date commits it: once per add, that halved the adds per second of a stream of
-# turns (−47 % with detection, 5,520 LoCoMo turns). Candidates come from an index up to a second behind (one
-# commit a second) and from the turns written since it last caught up that share a word with the new one (an
-# interview and its outcome told one turn after the other), among the last this many changes.
-KEYWORD_STALE_OK_S = 1.0
-UNREAD_CANDIDATES = 48
+# turns (−47 % with detection, 5,520 LoCoMo turns). Candidates come from the index as it is, caught up in the
+# background at most every 2 s, and from the turns written since it last caught up that share a word with the new
+# one (an interview and its outcome told one turn after the other). A catch-up costs 20 to 50 ms and reading a
+# turn not caught up ~12 µs (measured): at ~45 turns a second, every 2 s costs about a third less than every 1 s,
+# and every 3 s little less than every 2 s. UNREAD_CANDIDATES bounds that read while the index is made anew.
+KEYWORD_STALE_OK_S = 2.0
+UNREAD_CANDIDATES = 256
 # Longer texts are documents, pages, abstracts and files, not facts that replace one another, and the rules compare
 # every sentence of one with every sentence of the other: a long text costs the square of its sentences. LoCoMo's
 # longest turn is 434 characters (more with a photo's caption), the development set's longest statement 208.
@@ -54,46 +58,85 @@ F = TypeVar("F", bound=Linked)
 
 
 @dataclass(frozen=True)
+class Comparing:
+    """What a memory is compared by before its vector is known (`UpdateLinker.prepare`)."""
+
+    topic: str  # its sentences that could link it
+    keyword: KeywordRetriever | None  # the keyword leg, for a chat turn
+    ranked: list[KeywordHit]  # what that leg ranks for `topic`
+    unread_after: int | None  # the last change that leg had read: the unread memories are those after it
+
+
+@dataclass(frozen=True)
 class UpdateLinker:
     """Update detection at write time, and the links on results; `enabled` False: no detection (reads still
     show the links already stored)."""
 
     enabled: bool = True
 
-    async def detect(self, workspace: Workspace, record: MemoryRecord, vector: Sequence[float]) -> int:
-        """Link `record` (just stored, embedded as `vector`) with the stored memories it replaces or that replace
-        it; how many links were made."""
+    def start(self, workspace: Workspace, record: MemoryRecord) -> asyncio.Task[Comparing | None] | None:
+        """Begin update detection for `record` before it is embedded and stored: what it is compared by is read
+        while the model works (`prepare`); finished by `detect`. None when detection is off or `record` is no note."""
         if not self.enabled or record.kind != "note":
-            return 0
-        return await self.link(
-            workspace, said(record.id, record.text, record.speaker, record.date, record.created_at), vector
-        )
+            return None
+        return asyncio.ensure_future(self.prepare(workspace, _said(record)))
 
-    async def link(self, workspace: Workspace, new: Said, vector: Sequence[float]) -> int:
-        """Link the stored memory `new` (a note or turn, embedded as `vector`) with those it replaces or that replace
-        it, among its nearest; how many links were made (none that were there already)."""
+    async def detect(self, workspace: Workspace, record: MemoryRecord, started: asyncio.Task[Comparing | None]) -> int:
+        """Link `record` (now stored and embedded, its detection `started`) with the stored memories it replaces or
+        that replace it; how many links were made."""
+        prepared = await started
+        return await self.compare(workspace, _said(record), prepared) if prepared else 0
+
+    async def link(self, workspace: Workspace, new: Said) -> int:
+        """Link the stored memory `new` (a note or turn) with those it replaces or that replace it, among its
+        nearest; how many links were made (none that were there already)."""
+        prepared = await self.prepare(workspace, new)
+        return await self.compare(workspace, new, prepared) if prepared else 0
+
+    async def prepare(self, workspace: Workspace, new: Said) -> Comparing | None:
+        """What `new` is compared by, which needs no vector: the sentences that could link it, and (for a chat turn)
+        what the keyword index ranks for them. None when no sentence could link it."""
         topic = linkable_text(new)
         if len(new.text) > MAX_CHARS or not topic:
-            return 0
-        stores = workspace.stores
-        hits = await stores.search.vector_search(
-            list(vector), k=CANDIDATES + 1, limit=CANDIDATES + 1, filters=SearchFilter()
+            return None
+        # A turn's vector is mostly its greeting: its keywords are asked too. A note's vector is its content.
+        keyword = _keyword_leg(workspace) if new.speaker is not None else None
+        ranked: list[KeywordHit] = []
+        after = keyword.caught_up_to if keyword else None  # read first: a catch-up meanwhile leaves no gap
+        if keyword is not None:
+            try:
+                ranked = await keyword.ranked(topic, KEYWORD_CANDIDATES + 1, stale_ok_s=KEYWORD_STALE_OK_S)
+            except LegUnavailable as exc:  # its index is being made: the nearest and the unread turns still count
+                log.info("memory.update_keywords_unavailable", memory_id=new.memory_id, reason=str(exc))
+        return Comparing(topic, keyword, ranked, after)
+
+    async def compare(self, workspace: Workspace, new: Said, prepared: Comparing) -> int:
+        """Link the stored memory `new` with those found by its vector and its `prepared` that it replaces or that
+        replace it; how many links were made."""
+        keyword = prepared.keyword
+        found = await workspace.stores.search.update_candidates(
+            new.memory_id,
+            k=CANDIDATES + 1,
+            ranked=[(hit.chunk_id, hit.node) for hit in prepared.ranked],
+            unread_after=prepared.unread_after,
+            unread_within=UNREAD_CANDIDATES,
+            max_distance=1.0 - MIN_SIMILARITY,
+            max_chars=MAX_CHARS,
         )
-        keyword = next((leg for leg in workspace.search.retrievers if isinstance(leg, KeywordRetriever)), None)
-        if new.speaker is not None and keyword is not None:  # a turn's vector is mostly its greeting
-            hits += await _keyword_hits(keyword, topic, vector)
-            hits += await _unread_hits(stores, keyword, topic, vector, {h.memory.id for h in hits} | {new.memory_id})
-        hits = list({h.memory.id: h for h in reversed(hits)}.values())  # one per memory, the vector's kept
+        candidates = found.nearest + found.ranked
+        if keyword:
+            seen = {c.memory_id for c in candidates} | {new.memory_id}
+            candidates += _unread(keyword, prepared.topic, found.unread, seen)
         older = [
-            (said(h.memory.id, h.text, h.memory.speaker, h.memory.date, h.memory.created_at), 1.0 - h.distance)
-            for h in hits
-            if h.memory.id != new.memory_id and _comparable(h.memory, h.text) and 1.0 - h.distance >= MIN_SIMILARITY
+            (said(c.memory_id, c.text, c.speaker, c.date, c.created_at), 1.0 - c.distance)
+            for c in {c.memory_id: c for c in reversed(candidates)}.values()  # one per memory, the nearest leg's kept
+            if c.memory_id != new.memory_id
         ]
-        found = find_updates(new, older)
-        if not found:
+        updates = find_updates(new, older)
+        if not updates:
             return 0
         # A rule's link and the stored row carry the same fields by the same names (method: "rules", the default).
-        made = await stores.updates.link([LinkRow(**asdict(f)) for f in found])
+        made = await workspace.stores.updates.link([LinkRow(**asdict(u)) for u in updates])
         log.info("memory.updates_linked", memory_id=new.memory_id, links=made)
         return made
 
@@ -145,32 +188,23 @@ class UpdateLinker:
         return [*hits, *await self.annotate(stores, brought)]
 
 
-def _comparable(memory: MemoryInfo, text: str) -> bool:
-    """A note or turn short enough to state one fact (a chunk of a long text is a piece of a document)."""
-    return memory.kind in ("note", "turn") and memory.chunk_count == 1 and len(text) <= MAX_CHARS
+def abandon(started: asyncio.Task[Comparing | None] | None) -> None:
+    """Stop a detection `UpdateLinker.start`ed for a memory that was not stored (what it raised is not wanted)."""
+    if started is not None:
+        started.cancel()
+        started.add_done_callback(lambda task: task.cancelled() or task.exception())
 
 
-async def _unread_hits(
-    stores: GraphStores, keyword: KeywordRetriever, topic: str, vector: Sequence[float], seen: set[str]
-) -> list[ChunkHit]:
-    """The nearest memories not `seen` written since the keyword index last caught up that share an index word
-    with `topic`: as many as the index gives (it answers a second behind, KEYWORD_STALE_OK_S)."""
-    latest, _pruned = await stores.search.sequence()
-    since = max(keyword.caught_up_to, latest - UNREAD_CANDIDATES)
-    if latest <= since:
-        return []
+def _keyword_leg(workspace: Workspace) -> KeywordRetriever | None:
+    return next((leg for leg in workspace.search.retrievers if isinstance(leg, KeywordRetriever)), None)
+
+
+def _unread(keyword: KeywordRetriever, topic: str, unread: Sequence[Comparable], seen: set[str]) -> list[Comparable]:
+    """The nearest of the memories written since the keyword index last caught up (it answers a second behind,
+    KEYWORD_STALE_OK_S) that share an index word with `topic`, not `seen` already: as many as the index gives."""
     words = keyword.terms(topic)
-    hits = [
-        hit
-        for hit in await stores.search.written_between(since, latest, list(vector))
-        if hit.memory.id not in seen and _comparable(hit.memory, hit.text) and words & keyword.terms(hit.text)
-    ]
-    return sorted(hits, key=lambda hit: hit.distance)[:KEYWORD_CANDIDATES]
-
-
-async def _keyword_hits(keyword: KeywordRetriever, topic: str, vector: Sequence[float]) -> list[ChunkHit]:
-    query = RetrievalQuery(text=topic, vector=list(vector), filters=SearchFilter(), stale_ok_s=KEYWORD_STALE_OK_S)
-    return [candidate.hit for candidate in await keyword.retrieve(query, KEYWORD_CANDIDATES + 1)]
+    sharing = [c for c in unread if c.memory_id not in seen and words & keyword.terms(c.text)]
+    return sorted(sharing, key=lambda c: c.distance)[:KEYWORD_CANDIDATES]
 
 
 def asks_about_the_past(query: str) -> bool:
@@ -231,6 +265,10 @@ def _linked(stored: StoredLink, memory_id: str, date: str | None, created_at: fl
 
 def _when(date: str | None, created_at: float) -> float:
     return parse_iso8601(date).timestamp() if date else created_at
+
+
+def _said(record: MemoryRecord) -> Said:
+    return said(record.id, record.text, record.speaker, record.date, record.created_at)
 
 
 def said(memory_id: str, text: str, speaker: str | None, date: str | None, created_at: float) -> Said:

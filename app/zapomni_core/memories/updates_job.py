@@ -56,7 +56,7 @@ class FindUpdates:
                     counts["skipped"] += 1  # a file's or a large text's: not a fact that replaces another
                     continue
                 memory = said(info.id, chunks[0].text, info.speaker, info.date, info.created_at)
-                counts["links"] += await self._supersession.link(run.workspace, memory, chunks[0].embedding)
+                counts["links"] += await self._supersession.link(run.workspace, memory)
                 counts["memories"] += 1
             await run.report(Progress(done, max(total, done), "memories", "finding updates"))
         log.info("memory.updates_found", workspace=run.workspace.name, job_id=job.id, **counts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_core.search.keyword_index import KeywordIndex
+from zapomni_core.search.keyword_index import KeywordHit, KeywordIndex
 from zapomni_core.search.types import Candidate, LegName, RetrievalQuery
 from zapomni_db import SearchReads
 
@@ -34,6 +34,12 @@ class KeywordRetriever:
     def terms(self, text: str) -> frozenset[str]:
         """The words of `text` as the index holds them (a stream's recent turns are read once per add after them)."""
         return self._terms(text)
+
+    async def ranked(self, text: str, k: int, *, stale_ok_s: float = 0.0) -> list[KeywordHit]:
+        """The `k` chunks BM25 ranks best for `text`, not read from the database: for a caller that reads them with
+        other chunks in one query (update detection). `stale_ok_s` as in `RetrievalQuery`."""
+        terms = self._analyzer.query_terms(text)
+        return await self._index.search(terms, k, stale_ok_s=stale_ok_s) if terms else []
 
     async def retrieve(self, query: RetrievalQuery, k: int) -> list[Candidate]:
         terms = self._analyzer.query_terms(query.text)

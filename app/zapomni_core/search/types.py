@@ -18,7 +18,8 @@ class RetrievalQuery:
     text: str
     vector: list[float]
     filters: SearchFilter
-    # How far behind the store (seconds) a leg's own index may answer from; a user's search sees every write.
+    # How far behind the store (seconds) a leg's own index may be: such a query answers from what the index has and
+    # catches it up in the background when it is further behind. A user's search sees every write.
     stale_ok_s: float = 0.0
 
 

@@ -19,6 +19,27 @@ class ChunkHit:
 
 
 @dataclass(frozen=True)
+class Comparable:
+    """A short note or turn as update detection reads it, with its cosine distance to the memory compared."""
+
+    memory_id: str
+    text: str
+    speaker: str | None
+    date: str | None
+    created_at: float
+    distance: float
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The memories an added one is compared with for update detection, by how each was found."""
+
+    nearest: list[Comparable]  # by the vector index
+    ranked: list[Comparable]  # by the keyword index
+    unread: list[Comparable]  # made visible since the keyword index last caught up
+
+
+@dataclass(frozen=True)
 class IndexedChunk:
     """What the keyword index reads of a chunk: the text it counts terms in (with its context) and where it sits."""
 
