@@ -180,15 +180,18 @@ def fields(memory_id: str, *replaced_by: str) -> MemoryFields:
     )  # fmt: skip
 
 
-def test_a_replaced_hit_comes_right_after_what_replaced_it() -> None:
+def test_a_replacement_takes_the_place_of_what_it_replaced_which_comes_right_after_it() -> None:
     hits = [fields("old", "mid"), fields("other"), fields("mid", "new"), fields("new"), fields("last")]
     ordered = order_current_first(hits, "Where does she live?")
-    assert [h.memory_id for h in ordered] == ["other", "new", "mid", "old", "last"]
+    assert [h.memory_id for h in ordered] == ["new", "mid", "old", "other", "last"]
+    # Ranked above what it replaced already, a replacement keeps its place, and so does what it replaced.
+    above = [fields("new"), fields("other"), fields("old", "new")]
+    assert [h.memory_id for h in order_current_first(above, "Where does she live?")] == ["new", "other", "old"]
     # A question about the past keeps the order of relevance; nothing is ever dropped.
     assert [h.memory_id for h in order_current_first(hits, "Where did she live before?")] == [
         "old", "other", "mid", "new", "last",
     ]  # fmt: skip
     # "How old" asks for an age now, not for the past.
-    assert [h.memory_id for h in order_current_first(hits, "How old is Grandpa?")][:2] == ["other", "new"]
+    assert [h.memory_id for h in order_current_first(hits, "How old is Grandpa?")][:2] == ["new", "mid"]
     # A replacement that is not among the hits moves nothing.
     assert [h.memory_id for h in order_current_first([fields("a", "zzz"), fields("b")], "x")] == ["a", "b"]

@@ -212,8 +212,9 @@ def asks_about_the_past(query: str) -> bool:
 
 
 def order_current_first(hits: Sequence[F], query: str) -> list[F]:
-    """`hits` (in rank order) with each replaced memory moved just below the latest of the hits that replaced it,
-    unless the query asks about the past. Nothing is dropped."""
+    """`hits` (in rank order) with the latest replacement of each replaced memory in its place when that place is
+    better (the question the old fact answered best is the current one's), and each replaced memory just below the
+    hits that replaced it; unless the query asks about the past. Nothing is dropped."""
     if asks_about_the_past(query):
         return list(hits)
     position: dict[str, float] = {}
@@ -223,11 +224,16 @@ def order_current_first(hits: Sequence[F], query: str) -> list[F]:
     for _ in range(len(position)):  # a chain of replacements settles in as many rounds as it is long
         moved = False
         for memory_id, newer in newer_of.items():
-            if newer:
-                target = max(position[n] for n in newer) + 0.5
-                if target > position[memory_id]:
-                    position[memory_id] = target
-                    moved = True
+            if not newer:
+                continue
+            latest = newer[0]  # `superseded_by` lists the newest first
+            if position[memory_id] - 0.5 < position[latest]:
+                position[latest] = position[memory_id] - 0.5
+                moved = True
+            target = max(position[n] for n in newer) + 0.5
+            if target > position[memory_id]:
+                position[memory_id] = target
+                moved = True
         if not moved:
             break
     ranked = sorted(enumerate(hits), key=lambda pair: (position[pair[1].memory_id], pair[0]))
