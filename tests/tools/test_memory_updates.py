@@ -121,10 +121,14 @@ async def test_the_replacement_of_a_hit_comes_with_it_even_when_the_query_does_n
         assert past and all(hit["matched_by"] != ["update"] for hit in past)
         january = await search(session, "What's my usual coffee order?", filters={"date_to": "2024-03-01"})
         assert [hit["memory_id"] for hit in january] == [oat["memory_id"]]
-        # It never takes the place of a memory the query matched: that one names it.
+        # With one place, it never takes the matched memory's place: that one names it.
         one = await search(session, "What's my usual coffee order?", limit=1)
         assert [hit["memory_id"] for hit in one] == [oat["memory_id"]]
         assert one[0]["superseded_by"][0]["memory_id"] == cortado["memory_id"]
+        # With no room left, the first hit's replacement takes the last hit's place, and only the first hit's.
+        other = await add(session, "The usual coffee order at the office café comes with a free cookie.", "2024-03-01")
+        full = await search(session, "What's my usual coffee order?", limit=2)
+        assert [hit["memory_id"] for hit in full] == [cortado["memory_id"], oat["memory_id"]], other
 
 
 async def test_a_user_undoes_a_wrong_link_for_good(settings: Settings) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from zapomni_core.content.updates import Said, UpdateLink, find_updates, related, subject_of
+from zapomni_core.content.updates import Said, UpdateLink, activities, find_updates, linkable_text, related, subject_of
 from zapomni_core.memories.replies import LinkedMemory, MemoryFields
 from zapomni_core.memories.supersession import order_current_first
 
@@ -110,6 +110,11 @@ def test_a_chat_turn_may_name_its_new_value_in_the_next_sentence() -> None:
         ),
         ("Researching adoption agencies, it's been a dream.", "Guess what? I applied to adoption agencies!"),
         ("I failed the military aptitude test recently.", "Last week I retook the aptitude test with great results."),
+        # the aim named with a pronoun is what the turn named before it
+        (
+            "I read a book about castles in the UK. I dream of visiting them one day.",
+            "I went to a castle during my trip to the UK!",
+        ),
     ],
 )
 def test_how_a_step_of_a_story_turned_out_replaces_the_step(older: str, newer: str) -> None:
@@ -136,10 +141,57 @@ def test_how_a_step_of_a_story_turned_out_replaces_the_step(older: str, newer: s
          ("Gina", "Gina")),
         ("We went to a shelter to give out food.", "I just started helping out with a food drive.", ("Al", "Al")),
         ('"The Name of the Wind" is great.', 'I\'m currently reading "The Name of the Wind".', ("Tim", "Tim")),
+        # the castles were the aim, not a concert; getting into a bad spot is no admission
+        ("I read a book about castles in the UK. I dream of visiting them one day.",
+         "I went to a concert during my trip to the UK!", ("Tim", "Tim")),
+        ("I want to help people go through it.", "I went hiking and got into a bad spot with some people.",
+         ("Al", "Al")),
     ],
 )  # fmt: skip
 def test_what_is_not_a_story_or_a_change(older: str, newer: str, speakers: tuple[str, str]) -> None:
     assert links(older, newer, 0.6, speakers) == []
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "speakers"),
+    [
+        ("I haven't been able to volunteer much lately.",
+         "Since we last chatted, I'm volunteering as a mentor for a local school.", ("John", "John")),
+        # "he" in a note about Mateo is Mateo
+        ("Mateo doesn't eat gluten, his doctor suspects celiac.",
+         "Mateo's celiac test came back negative, so he's eating bread and pasta again.", (None, None)),
+        # and the other way round: doing, then not doing
+        ("I'm volunteering at a school on Fridays.", "I haven't been able to volunteer lately.", ("Gina", "Gina")),
+    ],
+)  # fmt: skip
+def test_doing_what_the_subject_did_not_do_or_no_longer_doing_it_is_a_change(
+    older: str, newer: str, speakers: tuple[str | None, str | None]
+) -> None:
+    [link] = links(older, newer, 0.5, speakers)
+    assert link.attribute == "activity" and link.cues[0] in {"volunteer", "eat"}
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "speakers"),
+    [
+        # a verb that names no activity
+        ("I don't think I'll go.", "I'm thinking about going.", ("Al", "Al")),
+        # one speaker's not doing, another's doing
+        ("I haven't been able to volunteer lately.", "I'm volunteering at a school.", ("Gina", "Jon")),
+        # the older tells its own news: it is no state to replace
+        ("I haven't had much time to read, but I finally picked up a book.", "I'm currently reading a great book.",
+         ("Al", "Al")),
+    ],
+)  # fmt: skip
+def test_what_is_no_change_of_an_activity(older: str, newer: str, speakers: tuple[str, str]) -> None:
+    assert links(older, newer, 0.6, speakers) == []
+
+
+def test_a_turn_is_looked_up_by_its_topic_not_its_greeting_or_its_opener() -> None:
+    turn = said("t", "Hi Maria, since we last talked, I'm volunteering at the food bank. It feels good.", 1, "John")
+    assert linkable_text(turn) == "I'm volunteering at the food bank."
+    assert activities(turn) == "volunteering"
+    assert activities(said("n", "I'm volunteering at the food bank.", 1)) == ""  # a note is asked with all its text
 
 
 def test_the_later_date_is_the_newer_side_whatever_arrives_first() -> None:

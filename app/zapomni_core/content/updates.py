@@ -195,7 +195,9 @@ _ATTEMPT = re.compile(
     r"planning)\b"
 )
 _OUTCOME = re.compile(
-    r"\b(?:got (?:accepted|in|into|hired|the job|the offer|the part)|(?:was|been|am|i'm) accepted|passed|"
+    # "got into a bad spot with some people" is no admission
+    r"\b(?:got (?:accepted|in(?:to)?\b(?! (?:a |an |some )?(?:bad|trouble|fight|argument|mess|accident|spot|shape)\b)|"
+    r"hired|the job|the offer|the part)|(?:was|been|am|i'm) accepted|passed|"
     r"appl(?:ied) (?:to|for)|finished|wrapped up|completed|got it done|went to|visited|signed|"
     r"started (?:a|an|my|the)|took the plunge|opened|launched|retook|adopted|bought|won|published|graduated)\b"
 )
@@ -204,6 +206,27 @@ _GOING = frozenset({"went to", "visited"})
 _AIMS = re.compile(r"dream|want|hop|thinking|planning|considering")
 # Below this two turns are not one story: every third turn of a chat says "finished" or "went to" something.
 OUTCOME_SIMILARITY = 0.4
+# An aim told of with a pronoun ("I read a book about castles in the UK. I dream of visiting them one day") is
+# about what the memory named before it.
+_REFERS = re.compile(r"\b(?:them|it|there|those|that place|one of them)\b")
+# Something the subject does not do (any more, or lately), and something the subject is doing: "Mateo doesn't eat
+# gluten", then "he's eating bread and pasta again"; "I haven't been able to volunteer lately", then "I'm
+# volunteering as a mentor". The verb is group 1 (or 2).
+_NOT_DOING = re.compile(
+    r"\b(?:(?:haven't|hasn't|hadn't|have not|has not) (?:been able to|had (?:much |the |any )?time to|been)|"
+    r"(?:doesn't|don't|does not|do not|can't|cannot|no longer|stopped|quit|gave up)) ([a-z]+)\b"
+)
+# Verbs that name no activity: "I don't think so", "don't worry", "I'm going to", "I'm feeling better".
+_DOING_NOTHING = (
+    "being having doing getting going making taking thinking knowing worrying minding remembering wanting needing "
+    "meaning feeling caring saying seeing telling looking hearing waiting trying letting seeming sounding believing "
+    "understanding expecting guessing liking loving hating using putting keeping coming giving finding hoping"
+).split()
+_DOING = re.compile(
+    r"\b(?:i'm|i am|we're|we are|he's|she's|they're|he is|she is|they are)\s+"
+    rf"(?:now\s+|back\s+|currently\s+|finally\s+|actually\s+)?(?!(?:{'|'.join(_DOING_NOTHING)})\b)([a-z]+ing)\b|"
+    r"\b(?:started|resumed|began|back to|taken up|took up) ([a-z]+)\b"
+)
 # Words of four letters or more that name no topic.
 _PLAIN = frozenset(
     "really great awesome amazing thanks thank glad hope think feel felt know want wanted make made time today "
@@ -230,6 +253,10 @@ _LEADERS = re.compile(
     r"\b[\s,:!?.\-—–]*)+",
     re.IGNORECASE,
 )
+# A chat turn's opening after its greeting ("Hi Maria, since we last chatted, I'm volunteering"): in dozens of
+# LoCoMo's turns, it would find those turns, not the ones about the same thing. Whom a turn greets is no topic either.
+_OPENER = re.compile(r"^(?:since (?:we|i) last (?:talked|spoke|chatted)|since our last (?:chat|talk)|"
+                     r"long time no (?:see|talk|chat))\b[\s,!.:]*", re.IGNORECASE)  # fmt: skip
 _GREETING = re.compile(r"^(?:hey|hi|hello|yo|dear)\s+[A-Z][\w'-]*[\s,!.:]*", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|im|me|my|mine|myself|we|we're|we've|we'd|we'll|us|our|ours)\b")
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|u)\b")
@@ -335,6 +362,9 @@ class _Sentence:
     attempted: frozenset[str] = frozenset()
     turned_out: frozenset[str] = frozenset()
     strong: frozenset[str] = frozenset()  # the values that are names and numbers
+    stopped: frozenset[str] = frozenset()  # what the subject does not do (its verbs): "doesn't eat gluten"
+    doing: frozenset[str] = frozenset()  # what the subject is doing (its verbs): "he's eating bread again"
+    refers: bool = False  # what it tried or aims at is named with a pronoun ("visiting them")
     next_values: frozenset[str] = frozenset()  # the next sentence's: "Caved and bought a car. A Renault Zoe."
     next_strong: frozenset[str] = frozenset()
 
@@ -383,14 +413,29 @@ def find_updates(new: Said, older: Sequence[tuple[Said, float]]) -> list[UpdateL
 
 def linkable_text(memory: Said) -> str:
     """What of `memory` the rules could link either way, to look for the memories it may update or be updated by:
-    a note's text; a chat turn's sentences that name an attribute or tell a step of a story ("" when none does:
-    between two turns only those link, so its neighbours need not be read)."""
+    a note's text; a chat turn's sentences that name an attribute or tell a step of a story, and the activities
+    its other sentences say are (not) done ("" when none does: between two turns only those link, so its
+    neighbours need not be read)."""
     if memory.speaker is None:
         return memory.text
     lower = memory.text.lower()
     if not (_COULD_LINK.search(lower) or _COULD_LINK.search(_QUOTED.sub(" ", lower))):
         return ""  # most turns (549 of LoCoMo's first 1,000): not read sentence by sentence, 0.5 to 0.9 ms a turn
-    return " ".join(s.text for s in _read(memory.text, memory.speaker) if s.attributes or s.attempt or s.outcome)
+    parts = []
+    for s in _read(memory.text, memory.speaker):
+        if s.attributes or s.attempt or s.outcome:
+            parts.append(_OPENER.sub("", _GREETING.sub("", s.text)))
+        else:  # "since we last chatted, I'm volunteering": the filler around an activity would find other turns
+            parts.extend(sorted(s.stopped | s.doing))
+    return " ".join(parts)
+
+
+def activities(memory: Said) -> str:
+    """The activities a chat turn says its speaker is doing or not doing, as written ("" for a note: all its text
+    is asked anyway)."""
+    if memory.speaker is None:
+        return ""
+    return " ".join(sorted({v for s in _read(memory.text, memory.speaker) for v in s.stopped | s.doing}))
 
 
 def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
@@ -420,6 +465,12 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
             link = _outcome(older, newer, old, new, similarity, new_subject) if tells and relation == SAME else None
             if link is None and replaces and not old.wish:  # "we should plan a session" was never a fact to replace
                 link = _score(older, newer, old, new, similarity, relation, new_subject)
+            if link is None and replaces and _flipped(old, new):
+                # "he's eating bread again" in a note about Mateo: "he" is the one the note names
+                named = (
+                    related(old_subject, new_default) if new.subject == UNRESOLVED and not newer.speaker else relation
+                )
+                link = _activity(older, newer, old, new, similarity, new_default) if named == SAME else None
             if link is not None and (best is None or link.confidence > best.confidence):
                 best = link
     return best
@@ -561,6 +612,18 @@ def _outcome(
     return _link(older, newer, new, score, "outcome", subject, outcome)
 
 
+def _activity(
+    older: Said, newer: Said, old: _Sentence, new: _Sentence, similarity: float, subject: str | None
+) -> UpdateLink | None:
+    """The link from a sentence saying the subject does not do something (`old`: "doesn't eat gluten", "haven't been
+    able to volunteer lately") to one saying the subject is doing it (`new`), or the other way round."""
+    if similarity < OUTCOME_SIMILARITY:
+        return None
+    verbs = _flipped(old, new)
+    score = _closeness(similarity) + 0.35 + (0.1 if new.cued else 0.0)
+    return _link(older, newer, new, score, "activity", subject, tuple(sorted(verbs)) + new.news + new.change)
+
+
 def _objects(cues: re.Pattern[str], lower: str) -> frozenset[str]:
     """The content words (stemmed) of what each cue is about: the words after it, up to a clause's end, at most
     six. "applied to adoption agencies" is about {adoption, agency}."""
@@ -571,6 +634,46 @@ def _objects(cues: re.Pattern[str], lower: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def _refers(lower: str) -> bool:
+    """Whether what a sentence tries or aims at is named with a pronoun: "I dream of visiting them one day"."""
+    return any(
+        _REFERS.search(_CLAUSE_END.split(lower[match.end() :], maxsplit=1)[0]) for match in _ATTEMPT.finditer(lower)
+    )
+
+
+def _activities(pattern: re.Pattern[str], lower: str) -> frozenset[str]:
+    """The verbs `pattern` finds done or not done, as written, less those that name no activity."""
+    verbs = (m.group(1) or m.group(2) for m in pattern.finditer(lower) if not _NEGATED.search(lower, 0, m.start()))
+    return frozenset(v for v in verbs if len(_verb(v)) >= 3 and _verb(v) not in _NOT_ACTIVITIES)
+
+
+def _flipped(old: _Sentence, new: _Sentence) -> frozenset[str]:
+    """The activities (stemmed) one sentence says its subject does not do and the other says its subject is doing,
+    the older first or the newer. The not doing must be a state: "I haven't had time to read, but I finally picked
+    up a book" tells its own news."""
+    resumed = frozenset() if old.news or old.change else _stems(old.stopped) & _stems(new.doing)
+    ended = frozenset() if new.news or new.change else _stems(old.doing) & _stems(new.stopped)
+    return resumed | ended
+
+
+def _stems(verbs: frozenset[str]) -> frozenset[str]:
+    return frozenset(_verb(v) for v in verbs)
+
+
+def _verb(word: str) -> str:
+    """A verb's stem, the same for "eat", "eats", "eating"; "volunteer", "volunteering"; "run", "running"."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+                word = word[:-1]  # "running", "stopped"
+            break
+    return word.removesuffix("e")  # "make", "making"
+
+
+_NOT_ACTIVITIES = frozenset(_verb(word) for word in _DOING_NOTHING)
+
+
 _CLAUSE_END = re.compile(r"[,.;:!?()\[\]—–]|\s-\s|\b(?:and|but|while|since|because|so|though|which|who|when)\b")
 
 
@@ -578,8 +681,9 @@ def _stem(word: str) -> str:
     """A crude English stem, enough to match "agencies" with "agency" and "castles" with "castle"."""
     for suffix, repl in (("ies", "y"), ("ing", ""), ("es", ""), ("ed", ""), ("s", "")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)] + repl
-    return word
+            word = word[: -len(suffix)] + repl
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 4 else word  # "castle" as "castl(es)"
 
 
 def _overlap(old: _Sentence, new: _Sentence) -> bool:
@@ -684,10 +788,21 @@ def _memory_subject(sentences: Sequence[_Sentence], speaker: str | None) -> str 
 
 @lru_cache(maxsize=4096)
 def _read(text: str, speaker: str | None) -> list[_Sentence]:
-    sentences = [_sentence(piece, speaker) for piece in _split(text)]
+    sentences = _resolved([_sentence(piece, speaker) for piece in _split(text)])
     return [
         replace(s, next_values=after.values, next_strong=after.strong) for s, after in pairwise(sentences)
     ] + sentences[-1:]
+
+
+def _resolved(sentences: list[_Sentence]) -> list[_Sentence]:
+    """The sentences, each whose aim is named with a pronoun about the content words of those before it too."""
+    earlier: frozenset[str] = frozenset()
+    read = []
+    for sentence in sentences:
+        read.append(replace(sentence, attempted=sentence.attempted | earlier) if sentence.refers else sentence)
+        if not _GREETING.fullmatch(sentence.text):  # "Hey John!" names whom the turn speaks to, no aim
+            earlier |= {_stem(w) for w in sentence.words if len(w) >= 4 and w not in _CUE_WORDS | _PLAIN}
+    return read
 
 
 def _split(text: str) -> list[str]:
@@ -734,12 +849,19 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
         outcome=_found(_OUTCOME, lower),
         attempted=_objects(_ATTEMPT, lower),
         turned_out=_objects(_OUTCOME, lower),
+        stopped=_activities(_NOT_DOING, lower),
+        doing=_activities(_DOING, lower),
+        refers=_refers(lower),
     )
 
 
 _QUOTED = re.compile(r"[\"“”][^\"“”]{1,80}[\"“”]")
-# Where none of these is found in a text, none of its sentences names an attribute or tells a step of a story.
-_COULD_LINK = re.compile(f"{_ANY_ATTRIBUTE.pattern}|(?:{_ATTEMPT.pattern})|(?:{_OUTCOME.pattern})")
+# Where none of these is found in a text, none of its sentences names an attribute, tells a step of a story or
+# says an activity is (not) done.
+_COULD_LINK = re.compile(
+    f"{_ANY_ATTRIBUTE.pattern}|(?:{_ATTEMPT.pattern})|(?:{_OUTCOME.pattern})|"
+    f"(?:{_NOT_DOING.pattern})|(?:{_DOING.pattern})"
+)
 
 
 def _attributes(lower: str) -> frozenset[str]:

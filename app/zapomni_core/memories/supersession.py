@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import structlog
 
-from zapomni_core.content.updates import Said, find_updates, linkable_text
+from zapomni_core.content.updates import Said, activities, find_updates, linkable_text
 from zapomni_core.kernel.registry import Workspace
 from zapomni_core.memories import replies
 from zapomni_core.memories.replies import Linked, LinkedMemory, SearchHit
@@ -106,6 +106,11 @@ class UpdateLinker:
         if keyword is not None:
             try:
                 ranked = await keyword.ranked(topic, KEYWORD_CANDIDATES + 1, stale_ok_s=KEYWORD_STALE_OK_S)
+                verbs = activities(new)
+                if verbs:  # "I'm volunteering as a mentor for a local school": its other words find school turns
+                    found = {hit.chunk_id for hit in ranked}
+                    more = await keyword.ranked(verbs, KEYWORD_CANDIDATES, stale_ok_s=KEYWORD_STALE_OK_S)
+                    ranked += [hit for hit in more if hit.chunk_id not in found]
             except LegUnavailable as exc:  # its index is being made: the nearest and the unread turns still count
                 log.info("memory.update_keywords_unavailable", memory_id=new.memory_id, reason=str(exc))
         return Comparing(topic, keyword, ranked, after)
@@ -161,20 +166,23 @@ class UpdateLinker:
     ) -> list[SearchHit]:
         """`hits` and, for each replaced hit whose latest replacement the search did not return, that replacement
         (`matched_by` ["update"], the replaced hit's rank score), while there is room under `limit` and unless the
-        query asks about the past.
+        query asks about the past. The first hit's replacement comes even when there is no room, in the last hit's
+        place (unless that is the first hit itself): the first hit is what an agent reads.
 
         "What's my usual coffee order?" matches "Usual coffee order: oat flat white" better than "Actually I've gone
-        off oat milk. These days it's just a cortado": the current fact must come with it, not only be named. It
-        never takes a matched hit's place: that cost LoCoMo's evidence recall@10 0.006, and the replaced hit names
-        its replacement anyway (decision 0043)."""
-        room = limit - len(hits)
-        if not hits or room <= 0 or asks_about_the_past(query.text):
+        off oat milk. These days it's just a cortado": the current fact must come with it, not only be named. Only
+        the first hit's replacement takes a matched hit's place: letting every replaced hit's do so lost LoCoMo's
+        evidence recall@10 0.006, and a replaced hit names its replacement anyway (decision 0043)."""
+        if not hits or asks_about_the_past(query.text):
             return list(hits)
         present = {hit.memory_id for hit in hits}
+        room = limit - len(hits)
+        replaced = hits if room > 0 else hits[:1] if limit > 1 else []  # full: the first hit's, in the last's place
         wanted: dict[str, SearchHit] = {}
-        for hit in hits:
-            if hit.superseded_by and hit.superseded_by[0].memory_id not in present and len(wanted) < room:
-                wanted.setdefault(hit.superseded_by[0].memory_id, hit)
+        for hit in replaced:
+            latest = hit.superseded_by[0].memory_id if hit.superseded_by else None
+            if latest is not None and latest not in present and len(wanted) < max(room, 1):
+                wanted.setdefault(latest, hit)
         if not wanted:
             return list(hits)
         found = await stores.search.first_chunks(list(wanted), query.vector, filters=query.filters)
@@ -185,7 +193,7 @@ class UpdateLinker:
                 continue
             ranked = Ranked(candidate, rank_score=wanted[chunk.memory.id].rank_score)
             brought.append(replies.hit(ranked, hits[0].workspace).model_copy(update={"matched_by": ["update"]}))
-        return [*hits, *await self.annotate(stores, brought)]
+        return [*hits[: limit - len(brought)], *await self.annotate(stores, brought)]
 
 
 def abandon(started: asyncio.Task[Comparing | None] | None) -> None:
