@@ -106,8 +106,9 @@ class UpdateLinker:
         if keyword is not None:
             try:
                 ranked = await keyword.ranked(topic, KEYWORD_CANDIDATES + 1, stale_ok_s=KEYWORD_STALE_OK_S)
+                # "I'm volunteering as a mentor for a local school": its other words find the turns about schools
                 verbs = activities(new)
-                if verbs:  # "I'm volunteering as a mentor for a local school": its other words find school turns
+                if verbs and verbs != topic:
                     found = {hit.chunk_id for hit in ranked}
                     more = await keyword.ranked(verbs, KEYWORD_CANDIDATES, stale_ok_s=KEYWORD_STALE_OK_S)
                     ranked += [hit for hit in more if hit.chunk_id not in found]
