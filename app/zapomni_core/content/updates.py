@@ -395,6 +395,8 @@ def find_updates(new: Said, older: Sequence[tuple[Said, float]]) -> list[UpdateL
     for other, similarity in older:
         if other.memory_id == new.memory_id:
             continue
+        if (new.speaker or other.speaker) and not linkable_text(other):
+            continue  # between a turn and another memory, only what `linkable_text` keeps can link: not read whole
         first, second = (other, new) if (other.when, other.added) <= (new.when, new.added) else (new, other)
         link = judge(first, second, similarity)
         if link is not None:
@@ -643,7 +645,7 @@ def _refers(lower: str) -> bool:
 
 def _activities(pattern: re.Pattern[str], lower: str) -> frozenset[str]:
     """The verbs `pattern` finds done or not done, as written, less those that name no activity."""
-    verbs = (m.group(1) or m.group(2) for m in pattern.finditer(lower) if not _NEGATED.search(lower, 0, m.start()))
+    verbs = (m.group(1) or m.group(2) for m in pattern.finditer(lower) if not _negated(lower, m.start()))
     return frozenset(v for v in verbs if len(_verb(v)) >= 3 and _verb(v) not in _NOT_ACTIVITIES)
 
 
@@ -889,7 +891,13 @@ _QUALIFIER = {
 
 def _found(pattern: re.Pattern[str], lower: str) -> tuple[str, ...]:
     """The cues `pattern` finds, less the negated ones: "I won't quit" ends nothing."""
-    return tuple(dict.fromkeys(m.group(0) for m in pattern.finditer(lower) if not _NEGATED.search(lower, 0, m.start())))
+    return tuple(dict.fromkeys(m.group(0) for m in pattern.finditer(lower) if not _negated(lower, m.start())))
+
+
+def _negated(lower: str, at: int) -> bool:
+    """Whether a negation (and at most one word) comes right before `at`: looked for in the 40 characters before it,
+    not from the start of the sentence (a search from the start cost a tenth of reading a sentence)."""
+    return _NEGATED.search(lower, max(0, at - 40), at) is not None
 
 
 _NEGATED = re.compile(
