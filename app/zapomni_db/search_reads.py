@@ -71,7 +71,7 @@ _COMPARABLE = (
 _FIRST_CHUNKS = (
     "MATCH (m:Memory) WHERE m.id IN $memory_ids MATCH (m)-[:HAS_CHUNK]->(node:Chunk) "
     f"WHERE node.idx = 0 AND {FILTER} "
-    f"WITH m, node, vec.cosineDistance(node.embedding, vecf32($vector)) AS distance RETURN {_HIT}"
+    f"WITH m, node, {_DISTANCE} RETURN {_HIT}"
 )
 # What the keyword index counts of a chunk `c` of a memory `m`, and the chunk's place in its memory's thread. The
 # terms are counted in process (`KeywordIndex`), not stored: term arrays were a sixth of the database's

@@ -418,13 +418,16 @@ def linkable_text(memory: Said) -> str:
     a note's text; a chat turn's sentences that name an attribute or tell a step of a story, and the activities
     its other sentences say are (not) done ("" when none does: between two turns only those link, so its
     neighbours need not be read)."""
-    if memory.speaker is None:
-        return memory.text
-    lower = memory.text.lower()
+    return memory.text if memory.speaker is None else _linkable(memory.text, memory.speaker)
+
+
+@lru_cache(maxsize=4096)  # asked again for a turn each time it is another add's candidate
+def _linkable(text: str, speaker: str) -> str:
+    lower = text.lower()
     if not (_COULD_LINK.search(lower) or _COULD_LINK.search(_QUOTED.sub(" ", lower))):
         return ""  # most turns (549 of LoCoMo's first 1,000): not read sentence by sentence, 0.5 to 0.9 ms a turn
     parts = []
-    for s in _read(memory.text, memory.speaker):
+    for s in _read(text, speaker):
         if s.attributes or s.attempt or s.outcome:
             parts.append(_OPENER.sub("", _GREETING.sub("", s.text)))
         else:  # "since we last chatted, I'm volunteering": the filler around an activity would find other turns

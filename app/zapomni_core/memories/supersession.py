@@ -209,8 +209,9 @@ def _keyword_leg(workspace: Workspace) -> KeywordRetriever | None:
 
 
 def _unread(keyword: KeywordRetriever, topic: str, unread: Sequence[Comparable], seen: set[str]) -> list[Comparable]:
-    """The nearest of the memories written since the keyword index last caught up (it answers a second behind,
-    KEYWORD_STALE_OK_S) that share an index word with `topic`, not `seen` already: as many as the index gives."""
+    """The nearest of the memories written since the keyword index last caught up (it answers up to
+    KEYWORD_STALE_OK_S behind) that share an index word with `topic`, not `seen` already: as many as the index
+    gives."""
     words = keyword.terms(topic)
     sharing = [c for c in unread if c.memory_id not in seen and words & keyword.terms(c.text)]
     return sorted(sharing, key=lambda c: c.distance)[:KEYWORD_CANDIDATES]

@@ -206,7 +206,7 @@ class KeywordIndex:
 
         `stale_ok_s`: the index may be that many seconds behind the store. Such a search answers at once from what
         is committed and, when the index last caught up longer ago, starts a catch-up without waiting for it: a
-        catch-up commits, 20 to 40 ms, most of it writing to disk (decision 0043).
+        catch-up commits, 25 to 49 ms measured, mostly CPU (decision 0043).
         LegUnavailable while the index is being made in the background, or when it cannot be written."""
         if self.building:
             done, total = self._progress
