@@ -27,6 +27,8 @@ from pathlib import Path
 # deadlocked. A loading server's main thread runs all the time; its background indexer (DELAY_INDEXING) may hold
 # the module lock for a while, but then the indexer runs; a server waiting on its disk has a thread in state D.
 STUCK_AFTER_S = 15.0
+# When a stalled server is first asked whether it answers (then at every look until it does or is stuck).
+ASK_AFTER_S = 2.0
 # Below this share of one core a process counts as not running: a deadlocked FalkorDB's timer threads wake
 # now and then; a loading or indexing one uses a core, or what it gets of one on a machine that is busy.
 RUNNING_SHARE = 0.02
@@ -87,11 +89,15 @@ class StartWatch:
 
     def stuck(self, answers: Callable[[], bool]) -> bool:
         """True once the server has not answered and none of its threads has run for `stuck_after_s`.
-        `answers` is asked only then: a probe of a loading server queues a connection, and an idle server that
-        serves sleeps too."""
-        if self.answered or self.stalled_s() < self._stuck_after_s:
+        `answers` is asked only once it has stalled for ASK_AFTER_S: a probe of a loading server queues a
+        connection, and an idle server that serves sleeps too. Asked that early, an idle server is seen serving
+        long before the verdict, which then never rests on one probe that a busy machine answered late."""
+        if self.answered:
+            return False
+        stalled = self.stalled_s()
+        if stalled < min(ASK_AFTER_S, self._stuck_after_s):
             return False
         if answers():
             self.answered = True
             return False
-        return True
+        return stalled >= self._stuck_after_s

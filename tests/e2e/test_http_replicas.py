@@ -103,19 +103,23 @@ async def test_a_replica_killed_mid_job_leaves_the_job_to_the_other_which_finish
     pair: tuple[HttpServer, HttpServer], writer: str
 ) -> None:
     first, second = pair
-    async with http_session(first, writer) as a:
+    async with http_session(first, writer) as a, http_session(second, writer) as watcher:
         kept = await call(a, "add_memory", {"text": "Acknowledged by the first replica before it died."})
-        # Batches of up to 64 chunks: about three are left at the kill, so a slow status call cannot let it finish.
-        added = await call(a, "add_memory", {"text": document("fjord", 60)})
+        added = await call(a, "add_memory", {"text": document("fjord", 60)})  # about 8 slices of 32 chunks
         assert added["job_id"], added
-        while (progress := await call(a, "job_status", {"job_id": added["job_id"]}))["progress"]["done"] < 16:
+        # Watched through the idle replica, whose answers a busy first one cannot delay, and frozen at once:
+        # the job's state at the kill is the one read after the freeze.
+        status = {"job_id": added["job_id"]}
+        while (progress := await call(watcher, "job_status", status))["progress"]["done"] == 0:
             assert progress["state"] in ("pending", "running"), progress
-            await anyio.sleep(0.2)
+            await anyio.sleep(0.1)
+        os.kill(first.pid, signal.SIGSTOP)
+        frozen = await call(watcher, "job_status", status)
         # Killed inside the session: closing it first gives the replica time to finish the job under load.
         # The session's closing DELETE then fails, which the SDK logs and tolerates.
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout_s=30)
-    assert progress["progress"]["done"] < progress["progress"]["total"], "the job finished before the kill"
+    assert frozen["state"] == "running" and frozen["progress"]["done"] < frozen["progress"]["total"], frozen
 
     async with http_session(second, writer) as b:
         final: dict[str, Any] = {}

@@ -52,6 +52,9 @@ async def test_concurrent_callers_get_their_own_vectors_from_shared_batches(embe
     before = (batcher.batches_run, batcher.texts_run)
     # The first call keeps the model thread busy, so the other six arrive together and share batches.
     blocker = asyncio.ensure_future(embedder.embed_documents(long_texts(8)))
+    await asyncio.sleep(0)  # the blocker is submitted...
+    while batcher._waiting:  # ...and taken by the model thread: the six must not join its round
+        await asyncio.sleep(0.001)
     together = await asyncio.gather(*(embedder.embed_documents(texts) for texts in calls))
     await blocker
     for got, expected in zip(together, alone, strict=True):
