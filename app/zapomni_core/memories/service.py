@@ -46,7 +46,7 @@ from zapomni_core.memories.requests import (
     SearchRequest,
     UpdateMemoryRequest,
 )
-from zapomni_core.memories.supersession import Comparing, UpdateLinker, abandon, order_current_first
+from zapomni_core.memories.supersession import Detection, UpdateLinker, order_current_first
 from zapomni_core.memories.updates_job import KIND as FIND_UPDATES
 from zapomni_core.memories.updates_job import find_updates_job
 from zapomni_core.search import RetrievalQuery, SearchOptions
@@ -161,11 +161,14 @@ class MemoryService:
             return await self._merge_duplicate(workspace, existing, request)
         inferred = self._infer(request, ctx, workspace.name)
         record = memory_record(new_id(), request.text, request.metadata, created_at=time.time(), inferred=inferred)
-        # What update detection compares the memory by is read while the model embeds it (a third of its cost).
+        # What update detection compares the memory by is read while the model embeds it, its candidates read and
+        # compared while it is stored.
         detection = self._supersession.start(workspace, record)
         try:
             chunks = await self._writer.rows(request.text, ctx, reading_context(request.metadata, inferred.speaker))
             ctx.check_cancelled()  # the last point where a cancelled add leaves nothing behind
+            if detection is not None and chunks:  # by its first chunk, as a stored memory is compared
+                detection.compare_while_stored(chunks[0].embedding)
             if not await workspace.stores.writes.insert(record, chunks):
                 # Another caller stored the same text meanwhile: this add becomes a duplicate of it.
                 existing = await workspace.stores.reads.by_content_hash(record.content_hash)
@@ -173,7 +176,8 @@ class MemoryService:
                     raise Conflict("the memory changed while it was being stored; retry")
                 return await self._merge_duplicate(workspace, existing, request)
         except BaseException:
-            abandon(detection)
+            if detection is not None:
+                detection.abandon()
             raise
         self.writes_committed += 1
         await self._queue_extraction(workspace)
@@ -199,19 +203,20 @@ class MemoryService:
         workspace: Workspace,
         record: MemoryRecord,
         embedded: bool,
-        started: asyncio.Task[Comparing | None] | None = None,
+        detection: Detection | None = None,
     ) -> bool:
         """Link `record`, already stored (`embedded` as one chunk), with the memories it replaces or that replace
-        it (its detection `started` already, or begun now); whether any link was made. A failure here is logged and
+        it (its `detection` begun already, or begun now); whether any link was made. A failure here is logged and
         the write stands: links are found again at the memory's next change."""
         if not embedded:
-            abandon(started)
+            if detection is not None:
+                detection.abandon()
             return False
-        started = started or self._supersession.start(workspace, record)
-        if started is None:
+        detection = detection or self._supersession.start(workspace, record)
+        if detection is None:
             return False
         try:
-            return bool(await self._supersession.detect(workspace, record, started))
+            return bool(await self._supersession.detect(detection))
         except (DatabaseError, ZapomniError) as exc:
             log.warning("memory.update_detection_failed", workspace=workspace.name, memory_id=record.id, error=str(exc))
             return False
