@@ -194,6 +194,35 @@ def test_a_turn_is_looked_up_by_its_topic_not_its_greeting_or_its_opener() -> No
     assert activities(said("n", "I'm volunteering at the food bank.", 1)) == ""  # a note is asked with all its text
 
 
+@pytest.mark.parametrize(
+    ("older", "newer", "attribute"),
+    [
+        # memories as memory tools write them: a fact about the owner, without a subject
+        ("Lives in Lyon", "Lives in Marseille", "home"),
+        ("Works as a barista at Blue Bottle", "Works as a software tester at Ubisoft", "work"),
+        ("Drives a Ford Focus", "Drives a Kia Niro", "vehicle"),
+        ("Is 34 years old", "Is 35 years old", "age"),
+        ("User lives in Lyon", "User lives in Marseille", "home"),
+    ],
+)
+def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer: str, attribute: str) -> None:
+    [link] = links(older, newer)
+    assert (link.attribute, link.subject) == (attribute, "self")
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Lives in Lyon", "My sister lives in Marseille"),  # someone else
+        ("Plays tennis every weekend", "Plays chess on Tuesdays"),  # a second hobby
+        ("Drives a Ford Focus", "Drives a Ford Focus to work"),  # the same value
+        ("Lives in Lyon", "Is thinking about moving to Marseille"),  # a plan
+    ],
+)
+def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, newer: str) -> None:
+    assert links(older, newer) == []
+
+
 def test_the_later_date_is_the_newer_side_whatever_arrives_first() -> None:
     newer = said("a", "Noor moved to Utrecht.", 200)
     older = said("b", "Noor lives in Rotterdam.", 100)
@@ -212,6 +241,7 @@ def test_subjects() -> None:
     assert subject_of("Lucía's husband works at Iberdrola.", None) == "lucía:husband"
     assert subject_of("Mei Lin's number is 555-0172.", None) == "mei lin"
     assert subject_of("Switched to Neovim full time.", None) is None  # a verb, not a name
+    assert subject_of("Works as a barista.", None) == "@self"  # a fact of the owner's, not a person called Works
     assert subject_of("She moved to Lyon.", None) == "?"
     assert subject_of("The billing service was moved.", None) == "the billing service"
     assert related("mei lin", "mei ling") == "other" and related("priyanka desai", "priyanka") == "same"

@@ -261,6 +261,13 @@ _GREETING = re.compile(r"^(?:hey|hi|hello|yo|dear)\s+[A-Z][\w'-]*[\s,!.:]*", re.
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|im|me|my|mine|myself|we|we're|we've|we'd|we'll|us|our|ours)\b")
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|u)\b")
 _THIRD_PERSON = re.compile(r"^(?:he|she|they|his|her|their|him|them)\b", re.IGNORECASE)
+# A note that states a fact in the present without a subject, or of "the user", is about its owner: memory tools
+# write their memories so ("Lives in Lyon", "Is a vegetarian", "User's name is Bartek"). Without it, "Works as a
+# barista" read "Works" as a name. An event without a subject ("Switched to Neovim") stays unknown.
+_OWNERS_FACT = re.compile(
+    r"(?:(?:the )?user(?:['’]s)?|is|has|lives|works|drives|prefers|likes|loves|enjoys|hates|dislikes|plays|uses|"
+    r"owns|wants|speaks|studies|eats|drinks|attends|teaches|runs|goes)\b"
+)
 _RELATIVES = (
     "dentist|doctor|vet|therapist|landlord|accountant|hairdresser|barber|plumber|mechanic|lawyer|"
     "sister|brother|mom|mum|mother|dad|father|parents|son|daughter|kid|kids|child|children|wife|husband|partner|"
@@ -710,7 +717,8 @@ def _states(*sentences: _Sentence) -> bool:
 _STATE = re.compile(
     r":\s|['’](?:s|re|m)\s|\b(?:is|are|am|costs?|equals|lives?|works?|drives?|uses?|plays?|stud(?:y|ies)|has|have|"
     r"owns?|rents?|prefers?|loves?|likes?|eats?|teach(?:es)?|goes|weighs?|reports? to|leads?|manages?|belongs?|"
-    r"doesn't|don't|isn't|aren't|(?:reach|calls?|text) (?:me|us|him|her|them))\b"
+    r"doesn't|don't|isn't|aren't|(?:reach|calls?|text) (?:me|us|him|her|them))\b",
+    re.IGNORECASE,  # a note of facts begins with its verb: "Lives in Lyon"
 )
 
 
@@ -936,6 +944,8 @@ def subject_of(sentence: str, speaker: str | None) -> str | None:
         return UNRESOLVED
     if _SECOND_PERSON.search(lower) and not _FIRST_PERSON.search(lower):
         return ADDRESSEE
+    if not speaker and _OWNERS_FACT.match(lower):
+        return me
     rest = re.sub(r"^[Tt]he\s+(?=[A-Z])", "", rest)  # "The Fairhaven Clinic is ..."
     named = _LEADING_NAME.match(rest)
     first = named.group(1).split()[0].lower() if named is not None else ""
