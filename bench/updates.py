@@ -9,6 +9,8 @@ off. The sets are in bench/data/updates/ (README.md there says where each case c
   ../shared/data/locomo-dev, CC BY-NC 4.0, never copied here); each conversation stored whole the README way
   (speaker, date, thread), one workspace per conversation, and its labelled pairs checked in it. Links made
   between other turns are counted and listed for reading; they cannot be scored.
+- `facts`: pairs of terse facts about the owner, written without a subject as memory tools store them ("Lives in
+  Lyon"), stored and judged like `cases` (a development set of session 29, reported on its own row).
 - `heldout`: public cases written elsewhere (mem0, Graphiti, Letta, LangMem, Memobase), checked on landed code.
 
 Figures: precision (links made that are labelled updates, in the right direction, over all links made among the
@@ -48,7 +50,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "updates"
 RESULTS = HERE / "results"
 LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"
-SETS = ("cases", "locomo", "heldout")
+SETS = ("cases", "locomo", "facts", "heldout")
 
 
 @dataclass(frozen=True)
@@ -556,8 +558,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sets", type=lambda s: [x for x in s.split(",") if x], default=["cases", "locomo"],
-                        help=f"comma list of {', '.join(SETS)} (default cases,locomo; '' for none)")  # fmt: skip
+    parser.add_argument("--sets", type=lambda s: [x for x in s.split(",") if x], default=["cases", "locomo", "facts"],
+                        help=f"comma list of {', '.join(SETS)} (default cases,locomo,facts; '' for none)")  # fmt: skip
     parser.add_argument("--cases", type=int, default=None, help="the first N cases of each set only")
     parser.add_argument("--cost", action="store_true", help="also measure adds per second and search p95")
     parser.add_argument("--regression", action="store_true",
