@@ -223,6 +223,33 @@ def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, new
     assert links(older, newer) == []
 
 
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Enjoys jazz music", "Can't stand jazz anymore"),
+        ("Loves horror films", "Hates horror films now"),
+        ("I hate olives.", "I love olives now."),
+        ("Doesn't like running", "Loves running these days"),
+    ],
+)
+def test_liking_what_was_disliked_or_the_other_way_round_is_a_change(older: str, newer: str) -> None:
+    [link] = links(older, newer)
+    assert (link.attribute, link.subject) == ("preference", "self")
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Enjoys jazz music", "Enjoys classical music too"),  # a second liking
+        ("Loves horror films", "My sister hates horror films"),  # someone else
+        ("Hates horror films", "Would like to see a horror film with friends"),  # a wish
+        ("Loves horror films", "Hates romantic comedies"),  # another thing
+    ],
+)
+def test_what_is_no_change_of_a_preference(older: str, newer: str) -> None:
+    assert links(older, newer) == []
+
+
 def test_the_later_date_is_the_newer_side_whatever_arrives_first() -> None:
     newer = said("a", "Noor moved to Utrecht.", 200)
     older = said("b", "Noor lives in Rotterdam.", 100)

@@ -227,6 +227,18 @@ _DOING = re.compile(
     rf"(?:now\s+|back\s+|currently\s+|finally\s+|actually\s+)?(?!(?:{'|'.join(_DOING_NOTHING)})\b)([a-z]+ing)\b|"
     r"\b(?:started|resumed|began|back to|taken up|took up) ([a-z]+)\b"
 )
+# Liking something, then not, or the other way round: "Enjoys jazz music", then "Can't stand jazz anymore". The
+# bare "like" only after a person ("I like", "we like"): "things like that", "looks like" are no liking, nor "would
+# like to" (a wish).
+_LIKES = re.compile(
+    r"\b(?:likes|loves|enjoys|adores|(?:is|am|are|i'm|we're) (?:a (?:big |huge )?fan of|into|fond of)|"
+    r"(?:i|we|they|you) (?:really |still |now )?(?:like|love|enjoy|adore))\b"
+)
+_DISLIKES = re.compile(
+    r"\b(?:dislikes?|hates?|detests?|can't stand|cannot stand|(?:doesn't|don't|does not|do not|no longer) "
+    r"(?:like|love|enjoy)s?|(?:is|am|are|i'm|we're) (?:not|no longer) (?:a fan of|into|fond of)|"
+    r"(?:isn't|aren't) (?:a fan of|into|fond of)|(?:is|am|are|i'm|we're) (?:sick|tired) of|(?:went|gone) off)\b"
+)
 # Words of four letters or more that name no topic.
 _PLAIN = frozenset(
     "really great awesome amazing thanks thank glad hope think feel felt know want wanted make made time today "
@@ -266,7 +278,8 @@ _THIRD_PERSON = re.compile(r"^(?:he|she|they|his|her|their|him|them)\b", re.IGNO
 # barista" read "Works" as a name. An event without a subject ("Switched to Neovim") stays unknown.
 _OWNERS_FACT = re.compile(
     r"(?:(?:the )?user(?:['’]s)?|is|has|lives|works|drives|prefers|likes|loves|enjoys|hates|dislikes|plays|uses|"
-    r"owns|wants|speaks|studies|eats|drinks|attends|teaches|runs|goes)\b"
+    r"owns|wants|speaks|studies|eats|drinks|attends|teaches|runs|goes|can't|cannot|doesn't|does not|isn't|"
+    r"no longer)\b"
 )
 _RELATIVES = (
     "dentist|doctor|vet|therapist|landlord|accountant|hairdresser|barber|plumber|mechanic|lawyer|"
@@ -371,6 +384,8 @@ class _Sentence:
     strong: frozenset[str] = frozenset()  # the values that are names and numbers
     stopped: frozenset[str] = frozenset()  # what the subject does not do (its verbs): "doesn't eat gluten"
     doing: frozenset[str] = frozenset()  # what the subject is doing (its verbs): "he's eating bread again"
+    liked: frozenset[str] = frozenset()  # what the subject likes (stemmed content words): "enjoys jazz music"
+    disliked: frozenset[str] = frozenset()  # what the subject dislikes: "can't stand jazz anymore"
     refers: bool = False  # what it tried or aims at is named with a pronoun ("visiting them")
     next_values: frozenset[str] = frozenset()  # the next sentence's: "Caved and bought a car. A Renault Zoe."
     next_strong: frozenset[str] = frozenset()
@@ -483,6 +498,8 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
                     related(old_subject, new_default) if new.subject == UNRESOLVED and not newer.speaker else relation
                 )
                 link = _activity(older, newer, old, new, similarity, new_default) if named == SAME else None
+            if link is None and replaces and relation == SAME and _turned(old, new):
+                link = _preference(older, newer, old, new, similarity, new_subject)
             if link is not None and (best is None or link.confidence > best.confidence):
                 best = link
     return best
@@ -636,14 +653,48 @@ def _activity(
     return _link(older, newer, new, score, "activity", subject, tuple(sorted(verbs)) + new.news + new.change)
 
 
+def _preference(
+    older: Said, newer: Said, old: _Sentence, new: _Sentence, similarity: float, subject: str | None
+) -> UpdateLink | None:
+    """The link from a sentence saying the subject likes something (`old`: "enjoys jazz music") to one saying the
+    subject dislikes it (`new`: "can't stand jazz anymore"), or the other way round."""
+    if similarity < OUTCOME_SIMILARITY:
+        return None
+    turned = sorted(_turned(old, new))
+    score = _closeness(similarity) + 0.35 + (0.1 if new.cued else 0.0)
+    return _link(older, newer, new, score, "preference", subject, tuple(turned) + new.change)
+
+
+def _turned(old: _Sentence, new: _Sentence) -> frozenset[str]:
+    """What (stemmed) one sentence says its subject likes and the other that its subject dislikes, either way."""
+    return (old.liked & new.disliked) | (old.disliked & new.liked)
+
+
+def _liked(lower: str) -> frozenset[str]:
+    """What a sentence says its subject likes, unless a negation or a wish ("would like to") comes before."""
+    found: set[str] = set()
+    for match in _LIKES.finditer(lower):
+        wished = lower[max(0, match.start() - 6) : match.start()].endswith(("would ", "'d "))
+        if not (wished or _negated(lower, match.start())):
+            found |= _words_after(lower, match.end(), shortest=3)
+    return frozenset(found)
+
+
+def _disliked(lower: str) -> frozenset[str]:
+    """What a sentence says its subject dislikes."""
+    return frozenset(w for match in _DISLIKES.finditer(lower) for w in _words_after(lower, match.end(), shortest=3))
+
+
 def _objects(cues: re.Pattern[str], lower: str) -> frozenset[str]:
     """The content words (stemmed) of what each cue is about: the words after it, up to a clause's end, at most
     six. "applied to adoption agencies" is about {adoption, agency}."""
-    found: set[str] = set()
-    for match in cues.finditer(lower):
-        clause = _CLAUSE_END.split(lower[match.end() :], maxsplit=1)[0]
-        found |= {_stem(w) for w in _WORD.findall(clause)[:6] if len(w) >= 4 and w not in _STOP | _CUE_WORDS | _PLAIN}
-    return frozenset(found)
+    return frozenset(w for match in cues.finditer(lower) for w in _words_after(lower, match.end(), shortest=4))
+
+
+def _words_after(lower: str, at: int, *, shortest: int) -> set[str]:
+    """The content words (stemmed) from `at` to the clause's end, at most six, none shorter than `shortest`."""
+    clause = _CLAUSE_END.split(lower[at:], maxsplit=1)[0]
+    return {_stem(w) for w in _WORD.findall(clause)[:6] if len(w) >= shortest and w not in _STOP | _CUE_WORDS | _PLAIN}
 
 
 def _refers(lower: str) -> bool:
@@ -864,6 +915,8 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
         turned_out=_objects(_OUTCOME, lower),
         stopped=_activities(_NOT_DOING, lower),
         doing=_activities(_DOING, lower),
+        liked=_liked(lower),
+        disliked=_disliked(lower),
         refers=_refers(lower),
     )
 
