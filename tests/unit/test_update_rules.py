@@ -217,6 +217,7 @@ def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer:
         ("Plays tennis every weekend", "Plays chess on Tuesdays"),  # a second hobby
         ("Drives a Ford Focus", "Drives a Ford Focus to work"),  # the same value
         ("Lives in Lyon", "Is thinking about moving to Marseille"),  # a plan
+        ("Study 3\n\nA report on tides.", "Study 7\n\nA report on tides."),  # titles with numbers state nothing
     ],
 )
 def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, newer: str) -> None:

@@ -762,14 +762,22 @@ def _two_of_a_kind(old: frozenset[str], new: frozenset[str]) -> bool:
 
 def _states(*sentences: _Sentence) -> bool:
     """Whether the sentences state a value ("X is Y", "X: Y") rather than tell an event."""
-    return any(_STATE.search(s.text) for s in sentences)
+    return any(_STATE.search(_owners_fact_lowered(s)) for s in sentences)
+
+
+def _owners_fact_lowered(sentence: _Sentence) -> str:
+    """A sentence's text, its first letter lowered where it is a note's fact about its owner ("Lives in Lyon"):
+    capitals elsewhere stay ("Study 4" in a title states nothing)."""
+    text = sentence.text
+    if sentence.subject == "@self" and _OWNERS_FACT.match(text.lower()):
+        return text[:1].lower() + text[1:]
+    return text
 
 
 _STATE = re.compile(
     r":\s|['’](?:s|re|m)\s|\b(?:is|are|am|costs?|equals|lives?|works?|drives?|uses?|plays?|stud(?:y|ies)|has|have|"
     r"owns?|rents?|prefers?|loves?|likes?|eats?|teach(?:es)?|goes|weighs?|reports? to|leads?|manages?|belongs?|"
-    r"doesn't|don't|isn't|aren't|(?:reach|calls?|text) (?:me|us|him|her|them))\b",
-    re.IGNORECASE,  # a note of facts begins with its verb: "Lives in Lyon"
+    r"doesn't|don't|isn't|aren't|(?:reach|calls?|text) (?:me|us|him|her|them))\b"
 )
 
 
