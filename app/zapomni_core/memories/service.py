@@ -46,7 +46,7 @@ from zapomni_core.memories.requests import (
     SearchRequest,
     UpdateMemoryRequest,
 )
-from zapomni_core.memories.supersession import Detection, UpdateLinker, order_current_first
+from zapomni_core.memories.supersession import Detection, UpdateLinker, abandon, order_current_first
 from zapomni_core.memories.updates_job import KIND as FIND_UPDATES
 from zapomni_core.memories.updates_job import find_updates_job
 from zapomni_core.search import RetrievalQuery, SearchOptions
@@ -176,8 +176,7 @@ class MemoryService:
                     raise Conflict("the memory changed while it was being stored; retry")
                 return await self._merge_duplicate(workspace, existing, request)
         except BaseException:
-            if detection is not None:
-                detection.abandon()
+            abandon(detection)
             raise
         self.writes_committed += 1
         await self._queue_extraction(workspace)
@@ -209,8 +208,7 @@ class MemoryService:
         it (its `detection` begun already, or begun now); whether any link was made. A failure here is logged and
         the write stands: links are found again at the memory's next change."""
         if not embedded:
-            if detection is not None:
-                detection.abandon()
+            abandon(detection)
             return False
         detection = detection or self._supersession.start(workspace, record)
         if detection is None:

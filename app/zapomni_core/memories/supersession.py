@@ -203,6 +203,12 @@ class UpdateLinker:
         return [*hits[: limit - len(brought)], *await self.annotate(stores, brought)]
 
 
+def abandon(detection: Detection | None) -> None:
+    """Stop a detection `UpdateLinker.start`ed for a memory that was not stored, if there is one."""
+    if detection is not None:
+        detection.abandon()
+
+
 async def _candidates(
     workspace: Workspace, new: Said, prepared: Comparing, vector: Sequence[float] | None
 ) -> Candidates:
