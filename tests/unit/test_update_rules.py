@@ -203,6 +203,13 @@ def test_a_turn_is_looked_up_by_its_topic_not_its_greeting_or_its_opener() -> No
         ("Drives a Ford Focus", "Drives a Kia Niro", "vehicle"),
         ("Is 34 years old", "Is 35 years old", "age"),
         ("User lives in Lyon", "User lives in Marseille", "home"),
+        # the same words but for the value
+        ("Favourite colour is green", "Favourite colour is purple", "favourite:colour"),
+        ("Is single", "Is dating Marta", "relationship"),
+        # an event's verb leads: the owner's event ("Quit" is no name)
+        ("Plays squash on Fridays", "Quit squash last month", "hobby"),
+        ("Codes in Python", "Switched to Rust for coding", "tool"),
+        ("User's name is Katarzyna", "User wants to be called Kasia", "name"),
     ],
 )
 def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer: str, attribute: str) -> None:
@@ -218,6 +225,9 @@ def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer:
         ("Drives a Ford Focus", "Drives a Ford Focus to work"),  # the same value
         ("Lives in Lyon", "Is thinking about moving to Marseille"),  # a plan
         ("Study 3\n\nA report on tides.", "Study 7\n\nA report on tides."),  # titles with numbers state nothing
+        ("Goes by Alex", "Sister goes by Jo"),  # kin without "my"
+        ("Has a dog named Rex", "Adopted a cat named Mochi"),  # a pet's name is not its owner's
+        ("Favourite food is sushi", "Favourite drink is matcha"),  # another favourite
     ],
 )
 def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, newer: str) -> None:
@@ -231,6 +241,7 @@ def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, new
         ("Loves horror films", "Hates horror films now"),
         ("I hate olives.", "I love olives now."),
         ("Doesn't like running", "Loves running these days"),
+        ("Prefers cats to dogs", "Prefers dogs over cats now"),  # the order of a preference turned
     ],
 )
 def test_liking_what_was_disliked_or_the_other_way_round_is_a_change(older: str, newer: str) -> None:
@@ -251,6 +262,41 @@ def test_what_is_no_change_of_a_preference(older: str, newer: str) -> None:
     assert links(older, newer) == []
 
 
+def test_far_apart_memories_link_only_when_they_say_the_same_but_for_the_value() -> None:
+    moved = "Update: we moved the office to 14 Kings Road last month, the Baker Street lease ended."
+    assert links("Lunch on Fridays is at the Thai place near the office.", moved, similarity=0.16) == []
+    [link] = links("Works as a barista at Blue Bottle", "Works as a software tester at Ubisoft", similarity=0.14)
+    assert link.attribute == "work"
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "foods"),
+    [
+        ("Is vegetarian", "Started eating chicken again", ("chicken",)),
+        ("Eats a lot of red meat", "Went vegan in January", ("meat",)),
+        ("Is teetotal", "Drinks wine with dinner now", ("wine",)),
+        ("Doesn't eat pork", "Eats pork belly at the Korean place every week", ("pork",)),
+    ],
+)
+def test_having_what_a_diet_leaves_out_is_a_change(older: str, newer: str, foods: tuple[str, ...]) -> None:
+    [link] = links(older, newer, similarity=0.2)  # a diet and a food are far apart in the embeddings
+    assert (link.attribute, link.subject) == ("diet", "self")
+    assert link.cues[: len(foods)] == foods
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Is vegetarian", "Partner eats meat"),  # someone else
+        ("Is vegetarian", "Might try fish on holiday"),  # a wish
+        ("Is vegan", "Is still vegan, eats lots of tofu"),  # no food the diet leaves out
+        ("Is no longer vegetarian", "Eats chicken most days"),  # the diet was already over
+    ],
+)
+def test_what_does_not_break_a_diet(older: str, newer: str) -> None:
+    assert links(older, newer, similarity=0.2) == []
+
+
 def test_the_later_date_is_the_newer_side_whatever_arrives_first() -> None:
     newer = said("a", "Noor moved to Utrecht.", 200)
     older = said("b", "Noor lives in Rotterdam.", 100)
@@ -268,8 +314,17 @@ def test_subjects() -> None:
     assert subject_of("My dentist is Dr. Okafor.", None) == "@self"  # who the dentist is: the speaker's attribute
     assert subject_of("Lucía's husband works at Iberdrola.", None) == "lucía:husband"
     assert subject_of("Mei Lin's number is 555-0172.", None) == "mei lin"
-    assert subject_of("Switched to Neovim full time.", None) is None  # a verb, not a name
-    assert subject_of("Works as a barista.", None) == "@self"  # a fact of the owner's, not a person called Works
+    # a note's event or fact without a subject is its owner's: "Switched", "Quit", "Works" are no names
+    assert subject_of("Switched to Neovim full time.", None) == "@self"
+    assert subject_of("Quit tennis after a knee injury.", None) == "@self"
+    assert subject_of("Works as a barista.", None) == "@self"
+    assert subject_of("Favourite colour is teal.", None) == "@self"
+    assert subject_of("Ahmed moved to Paris.", None) == "ahmed"
+    # kin without "my" is the owner's kin; whom the owner deals with, and a record of kin's, are not
+    assert subject_of("Sister goes by Jo.", None) == "@self:sister"
+    assert subject_of("Best friend Tom broke up with his girlfriend.", None) == "tom<@self"
+    assert subject_of("User's sister lives in Oslo.", None) == "@self:sister"
+    assert subject_of("Landlord sent the renewal: $2,020/month.", None) != "@self:landlord"
     assert subject_of("She moved to Lyon.", None) == "?"
     assert subject_of("The billing service was moved.", None) == "the billing service"
     assert related("mei lin", "mei ling") == "other" and related("priyanka desai", "priyanka") == "same"

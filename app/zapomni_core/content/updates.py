@@ -52,7 +52,10 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
     "phone": (True, r"phone|number|mobile|cell|landline|whatsapp|reach (?:me|him|her|us|them)"),
     "password": (True, r"password|passcode|pin|wi-?fi|pw|logins?|door code|gate code|garage code|code is"),
     "email": (True, r"e-?mail|inbox|[\w.+-]+@[\w-]+\.[\w.]+"),
-    "name": (True, r"name|named|renamed|nickname|surname|goes by|call(?:s|ed)? (?:me|him|her|them|it)"),
+    "name": (
+        True,
+        r"name|named|renamed|nickname|surname|goes by|go by|call(?:s|ed)? (?:me|him|her|them|it)|(?:be|being) called",
+    ),
     "favourite": (True, r"favou?rites?|prefer\w*|go-to|like[sd]? best|love[sd]? best"),
     "relationship": (
         True,
@@ -108,13 +111,14 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
     "tool": (
         False,
         r"uses?|used|using|switched|editor|ide|laptop|browser|framework|library|language|stack|database|app|"
-        r"tool|tools|software|keyboard|camera|phone|coding|code in|password manager",
+        r"tool|tools|software|keyboard|camera|phone|coding|codes? in|password manager",
     ),
     "hobby": (
         False,
         r"hobby|hobbies|plays?|playing|learning|painting|guitar|piano|running|climbing|dancing|dance|"
         r"volunteer\w*|gaming|reading|cooking|baking|gardening|been into|bouldering|climbing|yoga|pottery|"
-        r"swim(?:s|ming)?|surfing|cycling|hiking|knitting|chess|run|runs|marathons?",
+        r"swim(?:s|ming)?|surfing|cycling|hiking|knitting|chess|run|runs|marathons?|tennis|football|soccer|"
+        r"basketball|golf|badminton|squash|volleyball|rugby|hockey|skiing|snowboarding|boxing|karate|judo|rowing",
     ),
 }
 FUNCTIONAL = frozenset(name for name, (functional, _) in _ATTRIBUTE_WORDS.items() if functional)
@@ -161,7 +165,8 @@ _NEWS = re.compile(
 _NAMING_ENDS = frozenset("used to finished completed got it done launched".split()) | {"used to", "got it done"}
 # What rules a sentence out as the newer side: a plan or wish is no change yet, a second item adds, "still" keeps.
 _WISH = re.compile(
-    r"\b(?:thinking (?:about|of)|might|maybe|perhaps|considering|consider|want(?:s|ed)? to|would (?:like|love)|"
+    r"\b(?:thinking (?:about|of)|might|maybe|perhaps|considering|consider|want(?:s|ed)? to(?! be called| go by)|"
+    r"would (?:like|love)|"
     r"'d (?:like|love)|hope|hopes|hoping|wish|someday|some day|one day|dream(?:s|ing)? (?:of|about)|"
     r"looking (?:at|into)|tempted|could|should|if|unless|fingers crossed|part of me|interview(?:ing)? (?:at|with|for)|"
     r"appl(?:y|ied|ying) (?:to|for)|not sure|let's|lets|let us|shall we)\b"
@@ -239,6 +244,32 @@ _DISLIKES = re.compile(
     r"(?:like|love|enjoy)s?|(?:is|am|are|i'm|we're) (?:not|no longer) (?:a fan of|into|fond of)|"
     r"(?:isn't|aren't) (?:a fan of|into|fond of)|(?:is|am|are|i'm|we're) (?:sick|tired) of|(?:went|gone) off)\b"
 )
+# "Prefers tea over coffee": tea liked, coffee less ("prefers going to the gym" prefers no gym to going).
+_PREFERS = re.compile(
+    r"\bprefers? ((?:(?!to\b)[\w'-]+\s+){0,2}?(?!to\b)[\w'-]+)\s+(over|rather than|instead of|to)\s+([^,.;:!?]+)"
+)
+# A diet and the foods it leaves out: "Is a vegetarian", then "Started eating fish again" (the plural's "s" dropped).
+_MEAT = "meat fish chicken beef pork bacon steak lamb ham seafood salmon tuna turkey burger sausage shrimp prawn"
+_ANIMAL = f"{_MEAT} dairy cheese milk butter cream yogurt yoghurt egg honey"
+_ALCOHOL = "alcohol beer wine whisky whiskey vodka gin rum cocktail booze"
+_DIETS: dict[str, frozenset[str]] = {
+    "vegetarian": frozenset(_MEAT.split()),
+    "vegan": frozenset(_ANIMAL.split()),
+    "plant-based": frozenset(_ANIMAL.split()),
+    "pescatarian": frozenset(_MEAT.split()) - {"fish", "seafood", "salmon", "tuna", "shrimp", "prawn"},
+    "sober": frozenset(_ALCOHOL.split()),
+    "teetotal": frozenset(_ALCOHOL.split()),
+    "gluten-free": frozenset("gluten bread pasta wheat pizza".split()),
+    "dairy-free": frozenset("dairy cheese milk butter cream yogurt yoghurt".split()),
+    "lactose intolerant": frozenset("dairy cheese milk butter cream yogurt yoghurt".split()),
+}
+_FOODS = frozenset().union(*_DIETS.values())
+_DIET = re.compile(rf"\b(?:{'|'.join(_DIETS)})\b")
+_EATING = re.compile(r"\b(?:eats?|eating|ate|drinks?|drinking|drank|having|back (?:on|to))\b")
+_NOT_EATING = re.compile(
+    r"\b(?:doesn't|don't|does not|do not|no longer|stopped|quit|gave up|cut out|avoids?|avoiding|gone off|went off)"
+    r"(?:\s+(?:eating|drinking|eat|drink))?\b"
+)
 # Words of four letters or more that name no topic.
 _PLAIN = frozenset(
     "really great awesome amazing thanks thank glad hope think feel felt know want wanted make made time today "
@@ -273,20 +304,38 @@ _GREETING = re.compile(r"^(?:hey|hi|hello|yo|dear)\s+[A-Z][\w'-]*[\s,!.:]*", re.
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|im|me|my|mine|myself|we|we're|we've|we'd|we'll|us|our|ours)\b")
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|u)\b")
 _THIRD_PERSON = re.compile(r"^(?:he|she|they|his|her|their|him|them)\b", re.IGNORECASE)
-# A note that states a fact in the present without a subject, or of "the user", is about its owner: memory tools
-# write their memories so ("Lives in Lyon", "Is a vegetarian", "User's name is Bartek"). Without it, "Works as a
-# barista" read "Works" as a name. An event without a subject ("Switched to Neovim") stays unknown.
-_OWNERS_FACT = re.compile(
-    r"(?:(?:the )?user(?:['’]s)?|is|has|lives|works|drives|prefers|likes|loves|enjoys|hates|dislikes|plays|uses|"
-    r"owns|wants|speaks|studies|eats|drinks|attends|teaches|runs|goes|can't|cannot|doesn't|does not|isn't|"
-    r"no longer)\b"
-)
 _RELATIVES = (
     "dentist|doctor|vet|therapist|landlord|accountant|hairdresser|barber|plumber|mechanic|lawyer|"
     "sister|brother|mom|mum|mother|dad|father|parents|son|daughter|kid|kids|child|children|wife|husband|partner|"
     "girlfriend|boyfriend|fianc[eé]e?|friend|best friend|boss|manager|roommate|flatmate|neighbou?r|cousin|aunt|"
     "uncle|grandma|grandmother|grandpa|grandfather|colleague|coworker|co-worker|landlord|niece|nephew|"
     "dog|cat|puppy|kitten|parrot|hamster|rabbit|bunny|horse|pet|fish|turtle"
+)
+_KIN = (
+    "sister|brother|mom|mum|mother|dad|father|parents|son|daughter|kids|children|wife|husband|partner|girlfriend|"
+    "boyfriend|fianc[eé]e?|friend|roommate|flatmate|cousin|aunt|uncle|grandma|grandmother|grandpa|grandfather|"
+    "niece|nephew"
+)
+# A note that states a fact in the present without a subject, or of "the user", is about its owner: memory tools
+# write their memories so ("Lives in Lyon", "Is a vegetarian", "User's name is Bartek"). Without it, "Works as a
+# barista" read "Works" as a name. So is one that opens with an event's verb ("Switched to Neovim", "Quit tennis":
+# "Quit" read as a name too), or with one of the owner's records ("Favourite colour is teal", "Phone number is ...").
+_OWNERS_FACT = re.compile(
+    r"(?:(?:the )?user(?:['’]s)?|is|has|lives|works|drives|prefers|likes|loves|enjoys|hates|dislikes|plays|uses|"
+    r"owns|wants|speaks|studies|eats|drinks|attends|teaches|runs|goes|codes|can't|cannot|doesn't|does not|isn't|"
+    r"no longer|"
+    r"moved|started|stopped|quit|left|switched|adopted|dropped|gave up|broke up|sold|bought|got|became|began|joined|"
+    r"finished|graduated|retired|changed|lost|took up|went|married|divorced|returned|resumed|signed|accepted|"
+    r"upgraded|replaced|cancell?ed|ended|passed|completed|launched|opened|closed|hired|promoted|transferred|"
+    r"relocated|converted|learned|learnt|turned|decided|traded|picked up|stepped down|"
+    r"(?:favou?rite\s+\w+(?:\s+\w+)?|(?:(?:phone|mobile|cell)\s+)?number|e-?mail(?:\s+address)?|(?:home\s+)?address|"
+    r"birthday|pronouns|(?:first\s+|last\s+|full\s+|nick)?name|job(?:\s+title)?|occupation|salary|time\s?zone)"
+    r"\s+(?:is|are))\b"
+)
+# Kin without "my" ("Sister goes by Jo", "Best friend Tom broke up") or the user's: read as "my ...". Not whom the
+# owner deals with ("Landlord sent the renewal" is news of the owner's rent), nor a record ("Mum's BP: 128/82").
+_OWNERS_RELATIVE = re.compile(
+    rf"^(?:(?i:(?:the\s+)?user['’]s)\s+|(?=(?i:(?:best|older|younger|little|big)\s+)?(?i:{_KIN})\b(?!['’]s)))"
 )
 # "my sister", "our dog", "my dog Rex" (then the name is the subject), "my best friend's"
 _POSSESSED = re.compile(
@@ -386,6 +435,8 @@ class _Sentence:
     doing: frozenset[str] = frozenset()  # what the subject is doing (its verbs): "he's eating bread again"
     liked: frozenset[str] = frozenset()  # what the subject likes (stemmed content words): "enjoys jazz music"
     disliked: frozenset[str] = frozenset()  # what the subject dislikes: "can't stand jazz anymore"
+    abstains: frozenset[str] = frozenset()  # the foods the subject does not have: "is a vegetarian" (meat, fish, ...)
+    eats: frozenset[str] = frozenset()  # the foods the subject has: "started eating fish again"
     refers: bool = False  # what it tried or aims at is named with a pronoun ("visiting them")
     next_values: frozenset[str] = frozenset()  # the next sentence's: "Caved and bought a car. A Renault Zoe."
     next_strong: frozenset[str] = frozenset()
@@ -401,6 +452,10 @@ class _Sentence:
 
 # Below this the newer memory is not said to replace the older (chosen on the development set, decision 0043).
 LINK_THRESHOLD = 0.55
+# Below this cosine two memories are about different things unless they say the same but for the value ("Works as
+# a barista at Blue Bottle", "Works as a software tester at Ubisoft": 0.14), or one has a food the other's diet
+# leaves out: a cue alone ("moved", "lease ended") links what merely mentions the office.
+FAR = 0.25
 # Two subjects: the same (a name twice, one speaker), maybe the same (one side cannot be told), or not.
 SAME, MAYBE, OTHER = "same", "maybe", "other"
 # A sentence led by "he", "she", "it": someone not named here. One addressed to "you": never the speaker's news.
@@ -500,6 +555,8 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
                 link = _activity(older, newer, old, new, similarity, new_default) if named == SAME else None
             if link is None and replaces and relation == SAME and _turned(old, new):
                 link = _preference(older, newer, old, new, similarity, new_subject)
+            if link is None and replaces and relation == SAME and _broken_diet(old, new):
+                link = _diet(older, newer, old, new, similarity, new_subject)
             if link is not None and (best is None or link.confidence > best.confidence):
                 best = link
     return best
@@ -539,8 +596,13 @@ def _score(
         and (named or (functional and c not in _NAMING_ENDS))
         and (c != "used to" or _states(old))
     )
+    chat = bool(older.speaker or newer.speaker)
+    # Two notes of the subject's that say the same but for its value: "Favourite colour is teal", "... is orange".
+    reframed = not chat and relation == SAME and _reframed(old, new)
+    if similarity < FAR and not reframed:
+        return None  # "we moved the office ... the lease ended" is no news of "Lunch is at the Thai place"
     # A sentence without values of its own ("Caved and bought a car.") may name it in the next ("A Renault Zoe").
-    new_value = _brings(new.values, new.next_values, new, old)
+    new_value = _brings(new.values, new.next_values, new, old) or reframed
     replaced = new_value and bool(old.values - new.words)  # it drops a value of the older and brings its own
     swapped = bool(new.strong - old.words) and bool(old.strong - new.words)  # names or numbers replaced
     strong_cue = bool(ending or new.change)
@@ -552,13 +614,12 @@ def _score(
         return None  # "still $6.25": the value kept
     # A chat runs on for hundreds of turns that touch the same things ("new", "just", "now" in every other one):
     # between two turns, only a change of a named attribute links, and without a word of change only when close.
-    chat = bool(older.speaker or newer.speaker)
     if shared and functional:  # one value at a time: a new one replaces the old
         # Without a word of change, the older must state a value ("Gunnar drives a Volvo"), not tell an event
         # ("the wifi started timing out"): a later event with other numbers replaces nothing.
         # Between chat turns, only a new name or number counts as a new value: "now" and "new" are everywhere there.
         fresh = _brings(new.strong, new.next_strong, new, old) if chat else replaced
-        stated = strong_cue or (((bool(new.news) and fresh) or swapped) and _states(old))
+        stated = strong_cue or reframed or (((bool(new.news) and fresh) or swapped) and _states(old))
     elif shared:  # pets, hobbies, tools: a new one adds unless the sentence says the old one went
         # between chat turns, the older must say whose it is or state it ("I do all my coding in VS Code",
         # "Pottery's so relaxing"), not exclaim at the other's news ("Wow, a candlelit dance!")
@@ -587,6 +648,13 @@ def _score(
     score += 0.1 if relation == SAME else -0.1
     attribute = _pick(shared) if shared else "same topic"
     return _link(older, newer, new, score, attribute, subject, (*ending, *new.change, *new.news))
+
+
+def _reframed(old: _Sentence, new: _Sentence) -> bool:
+    """Whether two statements differ only in a few words each, the value: "Is single", "Is engaged to Priya";
+    "Prefers working mornings", "Prefers working evenings now"."""
+    old_only, new_only = old.words - new.words - _CUE_WORDS, new.words - old.words - _CUE_WORDS
+    return 0 < len(old_only) <= 3 and 0 < len(new_only) <= 3 and _states(old) and _states(new)
 
 
 def _same_record(relation: str, subject: str | None) -> bool:
@@ -665,6 +733,22 @@ def _preference(
     return _link(older, newer, new, score, "preference", subject, tuple(turned) + new.change)
 
 
+def _diet(
+    older: Said, newer: Said, old: _Sentence, new: _Sentence, similarity: float, subject: str | None
+) -> UpdateLink | None:
+    """The link from a sentence saying the subject keeps a diet (`old`: "is vegan") to one saying the subject has
+    what it leaves out (`new`: "eats meat again"), or the other way round: a diet, or a food given up, contradicts
+    the food had however far apart their embeddings (cosine 0.28 for "Is a vegetarian", "Started eating fish")."""
+    foods = sorted(_broken_diet(old, new))
+    score = _closeness(similarity) + LINK_THRESHOLD + (0.1 if new.cued else 0.0)
+    return _link(older, newer, new, score, "diet", subject, tuple(foods) + new.news + new.change + new.ending)
+
+
+def _broken_diet(old: _Sentence, new: _Sentence) -> frozenset[str]:
+    """The foods one sentence says its subject does not have and the other that its subject has, either way."""
+    return (old.abstains & new.eats) | (old.eats & new.abstains)
+
+
 def _turned(old: _Sentence, new: _Sentence) -> frozenset[str]:
     """What (stemmed) one sentence says its subject likes and the other that its subject dislikes, either way."""
     return (old.liked & new.disliked) | (old.disliked & new.liked)
@@ -677,12 +761,51 @@ def _liked(lower: str) -> frozenset[str]:
         wished = lower[max(0, match.start() - 6) : match.start()].endswith(("would ", "'d "))
         if not (wished or _negated(lower, match.start())):
             found |= _words_after(lower, match.end(), shortest=3)
-    return frozenset(found)
+    return frozenset(found | {w for preferred, _less in _preferences(lower) for w in preferred})
 
 
 def _disliked(lower: str) -> frozenset[str]:
-    """What a sentence says its subject dislikes."""
-    return frozenset(w for match in _DISLIKES.finditer(lower) for w in _words_after(lower, match.end(), shortest=3))
+    """What a sentence says its subject dislikes, or likes less than something else."""
+    found = {w for match in _DISLIKES.finditer(lower) for w in _words_after(lower, match.end(), shortest=3)}
+    return frozenset(found | {w for _preferred, less in _preferences(lower) for w in less})
+
+
+def _preferences(lower: str) -> list[tuple[set[str], set[str]]]:
+    """What a sentence says its subject prefers, and to what: "prefers tea over coffee" is ({tea}, {coffee})."""
+    found = []
+    for match in _PREFERS.finditer(lower):
+        preferred, connector, less = match.groups()
+        if (connector == "to" and preferred.endswith("ing")) or _negated(lower, match.start()):
+            continue
+        found.append((_content_stems(preferred, 3), _content_stems(less, 3)))
+    return found
+
+
+def _abstains(lower: str) -> frozenset[str]:
+    """The foods and drinks a sentence says its subject does not have: a diet's ("is vegan"), or named ("doesn't
+    eat meat")."""
+    found: set[str] = set()
+    for match in _DIET.finditer(lower):
+        if not _negated(lower, match.start()):  # "no longer vegetarian"
+            found |= _DIETS[match.group(0)]
+    for match in _NOT_EATING.finditer(lower):
+        found |= _foods_after(lower, match.end())
+    return frozenset(found)
+
+
+def _eats(lower: str) -> frozenset[str]:
+    """The foods and drinks a sentence says its subject has: "started eating fish again"."""
+    eaten = (_foods_after(lower, m.end()) for m in _EATING.finditer(lower) if not _negated(lower, m.start()))
+    return frozenset().union(*eaten)
+
+
+def _foods_after(lower: str, at: int) -> set[str]:
+    words = (w.removesuffix("s") for w in _WORD.findall(_CLAUSE_END.split(lower[at:], maxsplit=1)[0])[:6])
+    return {w for w in words if w in _FOODS}
+
+
+def _content_stems(text: str, shortest: int) -> set[str]:
+    return {_stem(w) for w in _WORD.findall(text) if len(w) >= shortest and w not in _STOP | _CUE_WORDS | _PLAIN}
 
 
 def _objects(cues: re.Pattern[str], lower: str) -> frozenset[str]:
@@ -694,7 +817,7 @@ def _objects(cues: re.Pattern[str], lower: str) -> frozenset[str]:
 def _words_after(lower: str, at: int, *, shortest: int) -> set[str]:
     """The content words (stemmed) from `at` to the clause's end, at most six, none shorter than `shortest`."""
     clause = _CLAUSE_END.split(lower[at:], maxsplit=1)[0]
-    return {_stem(w) for w in _WORD.findall(clause)[:6] if len(w) >= shortest and w not in _STOP | _CUE_WORDS | _PLAIN}
+    return _content_stems(" ".join(_WORD.findall(clause)[:6]), shortest)
 
 
 def _refers(lower: str) -> bool:
@@ -750,8 +873,12 @@ def _stem(word: str) -> str:
 
 
 def _overlap(old: _Sentence, new: _Sentence) -> bool:
-    """Whether two sentences share a content word of four letters or more (not a cue)."""
-    return any(len(w) >= 4 for w in (old.words | old.values) & (new.words | new.values) - _CUE_WORDS)
+    """Whether two sentences share a content word of four letters or more (not a cue), in any of its forms: "runs"
+    and "running"."""
+    old_words, new_words = (
+        {_verb(w) for w in s.words | s.values if len(w) >= 4 and w not in _CUE_WORDS} for s in (old, new)
+    )
+    return bool(old_words & new_words)
 
 
 def _two_of_a_kind(old: frozenset[str], new: frozenset[str]) -> bool:
@@ -762,14 +889,13 @@ def _two_of_a_kind(old: frozenset[str], new: frozenset[str]) -> bool:
 
 def _states(*sentences: _Sentence) -> bool:
     """Whether the sentences state a value ("X is Y", "X: Y") rather than tell an event."""
-    return any(_STATE.search(_owners_fact_lowered(s)) for s in sentences)
+    return any(_STATE.search(_owners_fact_lowered(s.text, s.subject)) for s in sentences)
 
 
-def _owners_fact_lowered(sentence: _Sentence) -> str:
-    """A sentence's text, its first letter lowered where it is a note's fact about its owner ("Lives in Lyon"):
-    capitals elsewhere stay ("Study 4" in a title states nothing)."""
-    text = sentence.text
-    if sentence.subject == "@self" and _OWNERS_FACT.match(text.lower()):
+def _owners_fact_lowered(text: str, subject: str | None) -> str:
+    """A sentence's text, its first letter lowered where it is a note's fact about its owner ("Lives in Lyon",
+    "Is single"): capitals elsewhere stay ("Study 4" in a title states nothing)."""
+    if subject == "@self" and _OWNERS_FACT.match(text.lower()):
         return text[:1].lower() + text[1:]
     return text
 
@@ -895,7 +1021,7 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
     lower = text.lower()
     subject = subject_of(text, speaker)
     words = frozenset(_WORD.findall(lower)) - _STOP
-    values, strong = _values(text, subject)
+    values, strong = _values(_owners_fact_lowered(text, subject), subject)
     return _Sentence(
         text=text,
         subject=subject,
@@ -925,6 +1051,8 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
         doing=_activities(_DOING, lower),
         liked=_liked(lower),
         disliked=_disliked(lower),
+        abstains=_abstains(lower),
+        eats=_eats(lower),
         refers=_refers(lower),
     )
 
@@ -945,7 +1073,8 @@ def _attributes(lower: str) -> frozenset[str]:
         return frozenset()
     found = set()
     for name, pattern in ATTRIBUTES.items():
-        match = pattern.search(lower)
+        masked = _NOT_THE_ATTRIBUTE.get(name)
+        match = pattern.search(masked.sub(" ", lower) if masked else lower)
         if match is None:
             continue
         qualifier = _QUALIFIER.get(name)
@@ -954,6 +1083,8 @@ def _attributes(lower: str) -> frozenset[str]:
     return frozenset(found)
 
 
+# Words that name another thing's attribute: "a dog named Bruno" is the dog's name, not its owner's.
+_NOT_THE_ATTRIBUTE = {"name": re.compile(r"\b(?:a|an|the|two|three|\d+)\s+(?:[\w-]+\s+){1,2}(?:named|called)\s+\S+")}
 _QUALIFIER = {
     "favourite": re.compile(r"\bfavou?rite\s+([a-z]+)"),
     "phone": re.compile(r"\b(work|home|office|personal|private|business|landline|mobile)\s+(?:phone|number|line)"),
@@ -987,6 +1118,8 @@ def subject_of(sentence: str, speaker: str | None) -> str | None:
     rest = _LEADERS.sub("", rest).lstrip(" \"'“(")
     if speaker:  # "John, that's a great idea!": in a chat, a leading name and a comma call the other person
         rest = re.sub(r"^[A-Z][\w'-]*,\s+", "", rest)
+    if not speaker:  # a note's "User's sister", "Sister": its owner's
+        rest = _OWNERS_RELATIVE.sub("my ", rest, count=1)
     heading = _HEADING.match(rest)
     if heading is not None and _name_key(heading.group(1)) != me[1:]:  # "Caroline: I moved" is a speaker's lead
         return "key:" + " ".join(heading.group(1).lower().split())

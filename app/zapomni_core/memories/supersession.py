@@ -28,12 +28,16 @@ from zapomni_db import Candidates, Comparable, GraphStores, LinkRow, MemoryRecor
 log = structlog.get_logger(__name__)
 
 # The nearest stored memories an added one is compared with, and how near (cosine) they must be: an update
-# restates the same subject and attribute, which puts it among the nearest few (decision 0043).
+# restates the same subject and attribute, which puts it among the nearest few (decision 0043). Terse notes of two
+# values are far apart ("Works as a barista at Blue Bottle", "Works as a software tester at Ubisoft": 0.14), and
+# the rules read a note whole: for a note only what is nearly unrelated is left out.
 CANDIDATES = 8
 MIN_SIMILARITY = 0.25
+NOTE_MIN_SIMILARITY = 0.1
 # A chat turn's vector is mostly its greeting and its speaker ("Hey Jon! ..."): the turns nearest to it are other
-# greetings. For a turn the keyword leg, asked with the sentences that could state a change, also finds the turn
-# that spoke of the same internship or agency (decision 0043). A note's vector is its content: no keyword query.
+# greetings. The keyword leg, asked with the sentences that could state a change, also finds the turn that spoke of
+# the same internship or agency, and the note of the same attribute whose value is far from the new one's in the
+# embeddings ("works as", decision 0043).
 KEYWORD_CANDIDATES = 8
 # Bringing the keyword index up to date commits it: once per add, that halved the adds per second of a stream of
 # turns (−47 % with detection, 5,520 LoCoMo turns). Candidates come from the index as it is, caught up in the
@@ -62,7 +66,7 @@ class Comparing:
     """What a memory is compared by before its vector is known (`UpdateLinker.prepare`)."""
 
     topic: str  # its sentences that could link it
-    keyword: KeywordRetriever | None  # the keyword leg, for a chat turn
+    keyword: KeywordRetriever | None  # the keyword leg, where the workspace has one
     ranked: list[KeywordHit]  # what that leg ranks for `topic`
     unread_after: int | None  # the last change that leg had read: the unread memories are those after it
 
@@ -130,13 +134,12 @@ class UpdateLinker:
         return await _link(workspace, new, _updates(new, prepared, await _candidates(workspace, new, prepared, None)))
 
     async def prepare(self, workspace: Workspace, new: Said) -> Comparing | None:
-        """What `new` is compared by, which needs no vector: the sentences that could link it, and (for a chat turn)
-        what the keyword index ranks for them. None when no sentence could link it."""
+        """What `new` is compared by, which needs no vector: the sentences that could link it, and what the keyword
+        index ranks for them. None when no sentence could link it."""
         topic = linkable_text(new)
         if len(new.text) > MAX_CHARS or not topic:
             return None
-        # A turn's vector is mostly its greeting: its keywords are asked too. A note's vector is its content.
-        keyword = _keyword_leg(workspace) if new.speaker is not None else None
+        keyword = _keyword_leg(workspace)
         ranked: list[KeywordHit] = []
         after = keyword.caught_up_to if keyword else None  # read first: a catch-up meanwhile leaves no gap
         if keyword is not None:
@@ -220,7 +223,7 @@ async def _candidates(
         ranked=[(hit.chunk_id, hit.node) for hit in prepared.ranked],
         unread_after=prepared.unread_after,
         unread_within=UNREAD_CANDIDATES,
-        max_distance=1.0 - MIN_SIMILARITY,
+        max_distance=1.0 - (MIN_SIMILARITY if new.speaker else NOTE_MIN_SIMILARITY),
         max_chars=MAX_CHARS,
     )
 
