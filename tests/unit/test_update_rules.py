@@ -210,6 +210,10 @@ def test_a_turn_is_looked_up_by_its_topic_not_its_greeting_or_its_opener() -> No
         ("Plays squash on Fridays", "Quit squash last month", "hobby"),
         ("Codes in Python", "Switched to Rust for coding", "tool"),
         ("User's name is Katarzyna", "User wants to be called Kasia", "name"),
+        # any verb of the present opens an owner's note; "now" says a second hobby replaced the first
+        ("Commutes by bus", "Commutes by ferry since the new pier opened", "vehicle"),
+        ("Mostly reads crime novels", "Mostly reads poetry now", "hobby"),
+        ("Supports Celtic", "Supports Rangers now", "team"),
     ],
 )
 def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer: str, attribute: str) -> None:
@@ -260,6 +264,35 @@ def test_liking_what_was_disliked_or_the_other_way_round_is_a_change(older: str,
 )
 def test_what_is_no_change_of_a_preference(older: str, newer: str) -> None:
     assert links(older, newer) == []
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "attribute", "cue"),
+    [
+        ("Has two cats", "Has three cats since adopting Pip", "count", "cats"),
+        ("Runs 5 km twice a week", "Runs 5 km four times a week", "count", "time"),
+        ("Is allergic to latex", "Turns out not allergic to latex after all", "denied", "allergic"),
+        ("Is a smoker", "Is not a smoker", "denied", "smoker"),
+    ],
+)
+def test_a_count_changed_or_a_fact_denied_is_a_change(older: str, newer: str, attribute: str, cue: str) -> None:
+    [link] = links(older, newer, similarity=0.2)
+    assert link.attribute == attribute and cue in link.cues
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "speakers"),
+    [
+        ("Has two cats", "Has two cats and a dog", (None, None)),  # the same count
+        ("Has two cats", "Sister has three cats", (None, None)),  # someone else's
+        ("It's been two weeks since the move.", "It's been three weeks since the move.", ("Ana", "Ana")),  # a chat
+        ("Is allergic to latex", "Is not allergic to pollen", (None, None)),  # another thing denied
+        ("Is allergic to latex", "Daughter is not allergic to latex", (None, None)),  # someone else
+        ("James lives in Oslo", "Commutes by bike", (None, None)),  # James is no owner
+    ],
+)
+def test_what_is_no_count_changed_or_fact_denied(older: str, newer: str, speakers: tuple[str | None, str | None]) -> None:
+    assert links(older, newer, 0.2, speakers) == []
 
 
 def test_far_apart_memories_link_only_when_they_say_the_same_but_for_the_value() -> None:
@@ -320,6 +353,8 @@ def test_subjects() -> None:
     assert subject_of("Works as a barista.", None) == "@self"
     assert subject_of("Favourite colour is teal.", None) == "@self"
     assert subject_of("Ahmed moved to Paris.", None) == "ahmed"
+    assert subject_of("Mostly reads science fiction.", None) == "@self"
+    assert subject_of("James lives in Oslo.", None) == "james" and subject_of("Lucas moved.", None) == "lucas"
     # kin without "my" is the owner's kin; whom the owner deals with, and a record of kin's, are not
     assert subject_of("Sister goes by Jo.", None) == "@self:sister"
     assert subject_of("Best friend Tom broke up with his girlfriend.", None) == "tom<@self"

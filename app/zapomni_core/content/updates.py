@@ -95,12 +95,12 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
         True,
         r"meeting|meetings|stand-?up|sync|appointment|shift|schedule|rehears\w*|practice|lessons?|class|classes|"
         r"deadline|due|launch|release|go-live|mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|"
-        r"sundays?|\d{1,2}(?::\d\d)?\s*(?:am|pm)",
+        r"sundays?|\d{1,2}(?::\d\d)?\s*(?:am|pm)|\d{1,2}:\d\d|wakes? up|gets? up|bedtime|goes to bed",
     ),
     "team": (
         True,
         r"team|manager|managers|lead|leads|reports? to|reporting to|mentor|coach|department|squad|club|fc|"
-        r"plays? (?:\w+ )?for|signed with|transferred",
+        r"plays? (?:\w+ )?for|signed with|transferred|supports?|roots? for|fan of",
     ),
     "diet": (
         True,
@@ -115,7 +115,7 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
     ),
     "hobby": (
         False,
-        r"hobby|hobbies|plays?|playing|learning|painting|guitar|piano|running|climbing|dancing|dance|"
+        r"hobby|hobbies|plays?|playing|learning|painting|guitar|piano|running|climbing|dancing|dance|reads?|"
         r"volunteer\w*|gaming|reading|cooking|baking|gardening|been into|bouldering|climbing|yoga|pottery|"
         r"swim(?:s|ming)?|surfing|cycling|hiking|knitting|chess|run|runs|marathons?|tennis|football|soccer|"
         r"basketball|golf|badminton|squash|volleyball|rugby|hockey|skiing|snowboarding|boxing|karate|judo|rowing",
@@ -244,6 +244,14 @@ _DISLIKES = re.compile(
     r"(?:like|love|enjoy)s?|(?:is|am|are|i'm|we're) (?:not|no longer) (?:a fan of|into|fond of)|"
     r"(?:isn't|aren't) (?:a fan of|into|fond of)|(?:is|am|are|i'm|we're) (?:sick|tired) of|(?:went|gone) off)\b"
 )
+# "Has two kids": a number and the words it counts.
+_NUMBER_WORDS = {
+    w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+} | {"twice": "2", "once": "1"}
+_TIMES = frozenset({"twice", "once"})
+_COUNT = re.compile(rf"\b(\d+(?:[.,]\d+)?|{'|'.join(_NUMBER_WORDS)})\s+(?=((?:[a-z]+\s+)?[a-z]+))")
+# "not allergic to penicillin": a negation and the words it denies.
+_DENIAL = re.compile(r"\b(?:not|no longer|isn't|aren't|never|no)\s+((?:[a-z'-]+\s+){0,4}[a-z'-]+)")
 # "Prefers tea over coffee": tea liked, coffee less ("prefers going to the gym" prefers no gym to going).
 _PREFERS = re.compile(
     r"\bprefers? ((?:(?!to\b)[\w'-]+\s+){0,2}?(?!to\b)[\w'-]+)\s+(over|rather than|instead of|to)\s+([^,.;:!?]+)"
@@ -318,19 +326,33 @@ _KIN = (
 )
 # A note that states a fact in the present without a subject, or of "the user", is about its owner: memory tools
 # write their memories so ("Lives in Lyon", "Is a vegetarian", "User's name is Bartek"). Without it, "Works as a
-# barista" read "Works" as a name. So is one that opens with an event's verb ("Switched to Neovim", "Quit tennis":
-# "Quit" read as a name too), or with one of the owner's records ("Favourite colour is teal", "Phone number is ...").
+# barista" read "Works" as a name. A verb of the present opens it: one of these, or any word in "-s" that a word
+# other than a verb follows ("Commutes by bike", "Mostly reads science fiction"; "James lives", "Lucas moved" and
+# "Carlos and Ana" are people).
+_OFTEN = (
+    r"(?:(?:mostly|usually|often|always|never|still|currently|recently|now|only|rarely|sometimes|also|just|really|"
+    r"actually|generally|normally|typically)\s+)?"
+)
+_PRESENT = re.compile(
+    rf"(?i:{_OFTEN}(?:is|has|lives|works|drives|prefers|likes|loves|enjoys|hates|dislikes|plays|uses|owns|wants|"
+    r"speaks|studies|eats|drinks|attends|teaches|runs|goes|codes|supports|can't|cannot|doesn't|does not|isn't|"
+    r"no longer)\b)|"
+    rf"(?i:{_OFTEN}[a-z]{{2,}}s)(?=\s+(?!(?i:and|or|is|are|was|were|has|had|will|would|can|could|did|does|didn't|"
+    r"doesn't|isn't|wasn't|just|also|still|never|always|now|finally|recently|told|said|got|went|ran|took|made|left|"
+    r"came|gave|won|met|sold|bought|quit|began|became|grew|fell|broke|hit|kept|saw|felt|found|thought)\b)"
+    r"(?![a-z]+s\b|[a-z]+ed\b)[a-z])"
+)
+# So is a note that opens with an event's verb ("Switched to Neovim", "Quit tennis": "Quit" read as a name too), or
+# with one of the owner's records ("Favourite colour is teal", "Phone number is ...").
 _OWNERS_FACT = re.compile(
-    r"(?:(?:the )?user(?:['’]s)?|is|has|lives|works|drives|prefers|likes|loves|enjoys|hates|dislikes|plays|uses|"
-    r"owns|wants|speaks|studies|eats|drinks|attends|teaches|runs|goes|codes|can't|cannot|doesn't|does not|isn't|"
-    r"no longer|"
+    rf"{_PRESENT.pattern}|(?i:(?:(?:the )?user(?:['’]s)?|"
     r"moved|started|stopped|quit|left|switched|adopted|dropped|gave up|broke up|sold|bought|got|became|began|joined|"
     r"finished|graduated|retired|changed|lost|took up|went|married|divorced|returned|resumed|signed|accepted|"
     r"upgraded|replaced|cancell?ed|ended|passed|completed|launched|opened|closed|hired|promoted|transferred|"
     r"relocated|converted|learned|learnt|turned|decided|traded|picked up|stepped down|"
     r"(?:favou?rite\s+\w+(?:\s+\w+)?|(?:(?:phone|mobile|cell)\s+)?number|e-?mail(?:\s+address)?|(?:home\s+)?address|"
     r"birthday|pronouns|(?:first\s+|last\s+|full\s+|nick)?name|job(?:\s+title)?|occupation|salary|time\s?zone)"
-    r"\s+(?:is|are))\b"
+    r"\s+(?:is|are))\b)"
 )
 # Kin without "my" ("Sister goes by Jo", "Best friend Tom broke up") or the user's: read as "my ...". Not whom the
 # owner deals with ("Landlord sent the renewal" is news of the owner's rent), nor a record ("Mum's BP: 128/82").
@@ -545,6 +567,8 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
                 continue  # "her name is Shadow": whose, a pronoun does not say; only a stated change may link
             # "I had an interview for a design internship", then "I got accepted for a fashion internship"
             link = _outcome(older, newer, old, new, similarity, new_subject) if tells and relation == SAME else None
+            if link is None and replaces and relation == SAME and _turned(old, new):
+                link = _preference(older, newer, old, new, similarity, new_subject)
             if link is None and replaces and not old.wish:  # "we should plan a session" was never a fact to replace
                 link = _score(older, newer, old, new, similarity, relation, new_subject)
             if link is None and replaces and _flipped(old, new):
@@ -553,10 +577,14 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
                     related(old_subject, new_default) if new.subject == UNRESOLVED and not newer.speaker else relation
                 )
                 link = _activity(older, newer, old, new, similarity, new_default) if named == SAME else None
-            if link is None and replaces and relation == SAME and _turned(old, new):
-                link = _preference(older, newer, old, new, similarity, new_subject)
             if link is None and replaces and relation == SAME and _broken_diet(old, new):
                 link = _diet(older, newer, old, new, similarity, new_subject)
+            # Between notes only: a chat counts weeks and miles in every other turn ("it's been two weeks").
+            note = not (older.speaker or newer.speaker)
+            if link is None and note and replaces and relation == SAME and _recounted(old, new):
+                link = _contradiction(older, newer, new, similarity, new_subject, "count", _recounted(old, new))
+            if link is None and note and replaces and relation in (SAME, MAYBE) and _denied(old, new):
+                link = _contradiction(older, newer, new, similarity, new_subject, "denied", _denied(old, new))
             if link is not None and (best is None or link.confidence > best.confidence):
                 best = link
     return best
@@ -623,7 +651,9 @@ def _score(
     elif shared:  # pets, hobbies, tools: a new one adds unless the sentence says the old one went
         # between chat turns, the older must say whose it is or state it ("I do all my coding in VS Code",
         # "Pottery's so relaxing"), not exclaim at the other's news ("Wow, a candlelit dance!")
-        stated = strong_cue and (not chat or old.subject is not None or _states(old))
+        stated = (strong_cue and (not chat or old.subject is not None or _states(old))) or (
+            reframed and bool(_CURRENT.search(new.text.lower()))  # "Mostly reads history books now"
+        )
     else:  # no attribute names what they speak of: the words they share and a stated change must
         stated = (
             not chat
@@ -654,6 +684,8 @@ def _reframed(old: _Sentence, new: _Sentence) -> bool:
     """Whether two statements differ only in a few words each, the value: "Is single", "Is engaged to Priya";
     "Prefers working mornings", "Prefers working evenings now"."""
     old_only, new_only = old.words - new.words - _CUE_WORDS, new.words - old.words - _CUE_WORDS
+    if bool(_DENIAL.search(old.text.lower())) != bool(_DENIAL.search(new.text.lower())):
+        return False  # "Is allergic to latex", "Is not allergic to pollen": one says what is not
     return 0 < len(old_only) <= 3 and 0 < len(new_only) <= 3 and _states(old) and _states(new)
 
 
@@ -739,9 +771,48 @@ def _diet(
     """The link from a sentence saying the subject keeps a diet (`old`: "is vegan") to one saying the subject has
     what it leaves out (`new`: "eats meat again"), or the other way round: a diet, or a food given up, contradicts
     the food had however far apart their embeddings (cosine 0.28 for "Is a vegetarian", "Started eating fish")."""
-    foods = sorted(_broken_diet(old, new))
+    return _contradiction(older, newer, new, similarity, subject, "diet", _broken_diet(old, new))
+
+
+def _contradiction(
+    older: Said, newer: Said, new: _Sentence, similarity: float, subject: str | None, attribute: str, what: frozenset[str]
+) -> UpdateLink | None:
+    """The link where `new` says what cannot be true with the older sentence (`what`: the words that clash): linked
+    however far apart their embeddings, surer with a cue."""
     score = _closeness(similarity) + LINK_THRESHOLD + (0.1 if new.cued else 0.0)
-    return _link(older, newer, new, score, "diet", subject, tuple(foods) + new.news + new.change + new.ending)
+    return _link(older, newer, new, score, attribute, subject, tuple(sorted(what)) + new.news + new.change + new.ending)
+
+
+def _recounted(old: _Sentence, new: _Sentence) -> frozenset[str]:
+    """What two statements count differently: "Has two kids", then "Has three kids"."""
+    if not _states(old, new) or not _states(new):
+        return frozenset()
+    old_counts, new_counts = _counts(old.text.lower()), _counts(new.text.lower())
+    return frozenset(w for w in old_counts.keys() & new_counts.keys() if old_counts[w] != new_counts[w])
+
+
+def _counts(lower: str) -> dict[str, str]:
+    """The numbers a sentence gives things: "has two kids" is {"kid": "2"}, each of the two words after a number."""
+    counted: dict[str, str] = {}
+    for match in _COUNT.finditer(lower):
+        number = _NUMBER_WORDS.get(match.group(1), match.group(1))
+        if match.group(1) in _TIMES:
+            counted.setdefault("time", number)  # "twice a week" counts times
+        for word in match.group(2).split():
+            if len(word) >= 3 and word not in _STOP:
+                counted.setdefault(_stem(word), number)
+    return counted
+
+
+def _denied(old: _Sentence, new: _Sentence) -> frozenset[str]:
+    """The words of what `old` states that `new` says is not so: "Is allergic to penicillin", then "not allergic to
+    penicillin after all" (two of them, or the one it has)."""
+    lower = old.text.lower()
+    if _DENIAL.search(lower) or not _states(old):
+        return frozenset()
+    stated = {_stem(w) for w in old.words - _CUE_WORDS if len(w) >= 3}
+    denied = {_stem(w) for m in _DENIAL.finditer(new.text.lower()) for w in _WORD.findall(m.group(1))} & stated
+    return frozenset(denied) if stated and len(denied) >= min(2, len(stated)) else frozenset()
 
 
 def _broken_diet(old: _Sentence, new: _Sentence) -> frozenset[str]:
@@ -889,13 +960,16 @@ def _two_of_a_kind(old: frozenset[str], new: frozenset[str]) -> bool:
 
 def _states(*sentences: _Sentence) -> bool:
     """Whether the sentences state a value ("X is Y", "X: Y") rather than tell an event."""
-    return any(_STATE.search(_owners_fact_lowered(s.text, s.subject)) for s in sentences)
+    return any(
+        _STATE.search(_owners_fact_lowered(s.text, s.subject)) or (s.subject == "@self" and _PRESENT.match(s.text))
+        for s in sentences
+    )
 
 
 def _owners_fact_lowered(text: str, subject: str | None) -> str:
     """A sentence's text, its first letter lowered where it is a note's fact about its owner ("Lives in Lyon",
     "Is single"): capitals elsewhere stay ("Study 4" in a title states nothing)."""
-    if subject == "@self" and _OWNERS_FACT.match(text.lower()):
+    if subject == "@self" and _OWNERS_FACT.match(text):
         return text[:1].lower() + text[1:]
     return text
 
@@ -1138,7 +1212,7 @@ def subject_of(sentence: str, speaker: str | None) -> str | None:
         return UNRESOLVED
     if _SECOND_PERSON.search(lower) and not _FIRST_PERSON.search(lower):
         return ADDRESSEE
-    if not speaker and _OWNERS_FACT.match(lower):
+    if not speaker and _OWNERS_FACT.match(rest):
         return me
     rest = re.sub(r"^[Tt]he\s+(?=[A-Z])", "", rest)  # "The Fairhaven Clinic is ..."
     named = _LEADING_NAME.match(rest)
