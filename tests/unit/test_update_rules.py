@@ -291,7 +291,9 @@ def test_a_count_changed_or_a_fact_denied_is_a_change(older: str, newer: str, at
         ("James lives in Oslo", "Commutes by bike", (None, None)),  # James is no owner
     ],
 )
-def test_what_is_no_count_changed_or_fact_denied(older: str, newer: str, speakers: tuple[str | None, str | None]) -> None:
+def test_what_is_no_count_changed_or_fact_denied(
+    older: str, newer: str, speakers: tuple[str | None, str | None]
+) -> None:
     assert links(older, newer, 0.2, speakers) == []
 
 

@@ -26,7 +26,7 @@ Each link carries its evidence: the attribute, the subject, the cues and the new
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import pairwise
@@ -775,7 +775,13 @@ def _diet(
 
 
 def _contradiction(
-    older: Said, newer: Said, new: _Sentence, similarity: float, subject: str | None, attribute: str, what: frozenset[str]
+    older: Said,
+    newer: Said,
+    new: _Sentence,
+    similarity: float,
+    subject: str | None,
+    attribute: str,
+    what: Iterable[str],
 ) -> UpdateLink | None:
     """The link where `new` says what cannot be true with the older sentence (`what`: the words that clash): linked
     however far apart their embeddings, surer with a cue."""
