@@ -47,6 +47,7 @@ def links(
         ("Cholesterol at last check: 5.9 mmol/L.", "Cholesterol at today's checkup: 4.8 mmol/L.", "measure"),
         ("The wifi password at the farm is tractor77.", "Farm wifi pw: Barley!2026", "same topic"),
         ("I'm running the onboarding workshops.", "Handed the onboarding workshops over to Malik.", "same topic"),
+        ("Team meeting is every Monday at 9am", "Team meeting moved to Tuesdays at 9:30", "schedule"),
     ],
 )
 def test_a_new_value_of_the_same_thing_replaces_the_old(older: str, newer: str, attribute: str) -> None:
@@ -115,6 +116,8 @@ def test_a_chat_turn_may_name_its_new_value_in_the_next_sentence() -> None:
             "I read a book about castles in the UK. I dream of visiting them one day.",
             "I went to a castle during my trip to the UK!",
         ),
+        ("I want to learn the saxophone.", "I signed up for saxophone lessons on Thursdays."),
+        ("I'm planning a trip to Lisbon in May.", "I visited Lisbon in May, the tiles were amazing."),
     ],
 )
 def test_how_a_step_of_a_story_turned_out_replaces_the_step(older: str, newer: str) -> None:
@@ -232,6 +235,8 @@ def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer:
         ("Goes by Alex", "Sister goes by Jo"),  # kin without "my"
         ("Has a dog named Rex", "Adopted a cat named Mochi"),  # a pet's name is not its owner's
         ("Favourite food is sushi", "Favourite drink is matcha"),  # another favourite
+        ("Team meeting is every Tuesday at 10am", "Gym class is every Wednesday at 7pm"),  # two things' times
+        ("Delphine drives a blue Fiat 500.", "Saw Delphine's little blue Fiat outside the bakery again."),  # hers
     ],
 )
 def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, newer: str) -> None:
@@ -246,6 +251,7 @@ def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, new
         ("I hate olives.", "I love olives now."),
         ("Doesn't like running", "Loves running these days"),
         ("Prefers cats to dogs", "Prefers dogs over cats now"),  # the order of a preference turned
+        ("Likes Thai food", "Now prefers Mexican food"),  # another liking of the same kind, now
     ],
 )
 def test_liking_what_was_disliked_or_the_other_way_round_is_a_change(older: str, newer: str) -> None:
@@ -260,6 +266,8 @@ def test_liking_what_was_disliked_or_the_other_way_round_is_a_change(older: str,
         ("Loves horror films", "My sister hates horror films"),  # someone else
         ("Hates horror films", "Would like to see a horror film with friends"),  # a wish
         ("Loves horror films", "Hates romantic comedies"),  # another thing
+        ("Likes Thai food", "Also likes Mexican food now"),  # a second liking
+        ("Prefers tea over coffee", "Prefers tea over coffee still"),  # the same order
     ],
 )
 def test_what_is_no_change_of_a_preference(older: str, newer: str) -> None:
@@ -295,6 +303,11 @@ def test_what_is_no_count_changed_or_fact_denied(
     older: str, newer: str, speakers: tuple[str | None, str | None]
 ) -> None:
     assert links(older, newer, 0.2, speakers) == []
+
+
+def test_a_note_without_a_subject_tells_how_its_owners_plan_turned_out() -> None:
+    [link] = links("Is planning a trip to Japan in April", "Visited Japan in April, loved Kyoto", 0.7)
+    assert (link.attribute, link.subject) == ("outcome", "self")
 
 
 def test_far_apart_memories_link_only_when_they_say_the_same_but_for_the_value() -> None:

@@ -206,6 +206,9 @@ _OUTCOME = re.compile(
     r"appl(?:ied) (?:to|for)|finished|wrapped up|completed|got it done|went to|visited|signed|"
     r"started (?:a|an|my|the)|took the plunge|opened|launched|retook|adopted|bought|won|published|graduated)\b"
 )
+# In a note only: "Wants to learn the guitar", then "Started taking guitar lessons". A chat says so of what it tells
+# again ("why I started playing basketball") and of what is no outcome ("took up some community work").
+_NOTE_OUTCOME = re.compile(r"\b(?:started (?:taking|learning|playing|going to)|signed up for|enrolled in|took up)\b")
 # Going somewhere is the outcome of wanting to go ("I dream of visiting them one day"), not of working on something.
 _GOING = frozenset({"went to", "visited"})
 _AIMS = re.compile(r"dream|want|hop|thinking|planning|considering")
@@ -256,6 +259,8 @@ _DENIAL = re.compile(r"\b(?:not|no longer|isn't|aren't|never|no)\s+((?:[a-z'-]+\
 _PREFERS = re.compile(
     r"\bprefers? ((?:(?!to\b)[\w'-]+\s+){0,2}?(?!to\b)[\w'-]+)\s+(over|rather than|instead of|to)\s+([^,.;:!?]+)"
 )
+_PREFERRED = re.compile(r"\bprefers?\s+(?!to\b)")
+_CONNECTOR = re.compile(r"\s(?:over|rather than|instead of|to)\s")
 # A diet and the foods it leaves out: "Is a vegetarian", then "Started eating fish again" (the plural's "s" dropped).
 _MEAT = "meat fish chicken beef pork bacon steak lamb ham seafood salmon tuna turkey burger sausage shrimp prawn"
 _ANIMAL = f"{_MEAT} dairy cheese milk butter cream yogurt yoghurt egg honey"
@@ -343,13 +348,15 @@ _PRESENT = re.compile(
     r"(?![a-z]+s\b|[a-z]+ed\b)[a-z])"
 )
 # So is a note that opens with an event's verb ("Switched to Neovim", "Quit tennis": "Quit" read as a name too), or
-# with one of the owner's records ("Favourite colour is teal", "Phone number is ...").
+# with one of the owner's records ("Favourite colour is teal", "Phone number is ..."). Not with what the owner saw or
+# met: "Saw Delphine's blue Fiat" is news of Delphine's.
 _OWNERS_FACT = re.compile(
     rf"{_PRESENT.pattern}|(?i:(?:(?:the )?user(?:['’]s)?|"
     r"moved|started|stopped|quit|left|switched|adopted|dropped|gave up|broke up|sold|bought|got|became|began|joined|"
     r"finished|graduated|retired|changed|lost|took up|went|married|divorced|returned|resumed|signed|accepted|"
     r"upgraded|replaced|cancell?ed|ended|passed|completed|launched|opened|closed|hired|promoted|transferred|"
-    r"relocated|converted|learned|learnt|turned|decided|traded|picked up|stepped down|"
+    r"relocated|converted|learned|learnt|turned|decided|traded|picked up|stepped down|visited|travell?ed|flew|"
+    r"attended|tried|built|received|earned|booked|enrolled|signed up|"
     r"(?:favou?rite\s+\w+(?:\s+\w+)?|(?:(?:phone|mobile|cell)\s+)?number|e-?mail(?:\s+address)?|(?:home\s+)?address|"
     r"birthday|pronouns|(?:first\s+|last\s+|full\s+|nick)?name|job(?:\s+title)?|occupation|salary|time\s?zone)"
     r"\s+(?:is|are))\b)"
@@ -358,6 +365,13 @@ _OWNERS_FACT = re.compile(
 # owner deals with ("Landlord sent the renewal" is news of the owner's rent), nor a record ("Mum's BP: 128/82").
 _OWNERS_RELATIVE = re.compile(
     rf"^(?:(?i:(?:the\s+)?user['’]s)\s+|(?=(?i:(?:best|older|younger|little|big)\s+)?(?i:{_KIN})\b(?!['’]s)))"
+)
+# A note's opening noun phrase before its verb: a capitalised word and lower-case ones ("Team meeting is"); a name
+# is not followed by lower-case words ("Priya works", "Bruno the dog passed away" are people and pets).
+_THING_FIRST = re.compile(
+    r"^(?!(?:The|This|That|These|Those|A|An|My|Our)\b)"
+    r"([A-Z][a-z]+(?:\s+(?!(?:is|are|was|were|has|have|had)\b)[a-z][\w-]*){1,3})"
+    r"(?=\s+(?:is|are|was|were|has|have|had|moved|starts|started|changed|got|gets|will|costs?)\b)"
 )
 # "my sister", "our dog", "my dog Rex" (then the name is the subject), "my best friend's"
 _POSSESSED = re.compile(
@@ -567,7 +581,7 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
                 continue  # "her name is Shadow": whose, a pronoun does not say; only a stated change may link
             # "I had an interview for a design internship", then "I got accepted for a fashion internship"
             link = _outcome(older, newer, old, new, similarity, new_subject) if tells and relation == SAME else None
-            if link is None and replaces and relation == SAME and _turned(old, new):
+            if link is None and replaces and relation == SAME and (_turned(old, new) or _moved_on(old, new)):
                 link = _preference(older, newer, old, new, similarity, new_subject)
             if link is None and replaces and not old.wish:  # "we should plan a session" was never a fact to replace
                 link = _score(older, newer, old, new, similarity, relation, new_subject)
@@ -760,7 +774,7 @@ def _preference(
     subject dislikes it (`new`: "can't stand jazz anymore"), or the other way round."""
     if similarity < OUTCOME_SIMILARITY:
         return None
-    turned = sorted(_turned(old, new))
+    turned = sorted(_turned(old, new) | _moved_on(old, new))
     score = _closeness(similarity) + 0.35 + (0.1 if new.cued else 0.0)
     return _link(older, newer, new, score, "preference", subject, tuple(turned) + new.change)
 
@@ -831,6 +845,14 @@ def _turned(old: _Sentence, new: _Sentence) -> frozenset[str]:
     return (old.liked & new.disliked) | (old.disliked & new.liked)
 
 
+def _moved_on(old: _Sentence, new: _Sentence) -> frozenset[str]:
+    """What the subject liked that a liking of the same kind now replaces: "Likes Italian food", then "Now prefers
+    Japanese food" (another of the words liked, with a word of now)."""
+    if not (old.liked & new.liked) or not _CURRENT.search(new.text.lower()):
+        return frozenset()
+    return old.liked - new.liked if new.liked - old.liked else frozenset()
+
+
 def _liked(lower: str) -> frozenset[str]:
     """What a sentence says its subject likes, unless a negation or a wish ("would like to") comes before."""
     found: set[str] = set()
@@ -838,7 +860,10 @@ def _liked(lower: str) -> frozenset[str]:
         wished = lower[max(0, match.start() - 6) : match.start()].endswith(("would ", "'d "))
         if not (wished or _negated(lower, match.start())):
             found |= _words_after(lower, match.end(), shortest=3)
-    return frozenset(found | {w for preferred, _less in _preferences(lower) for w in preferred})
+    for match in _PREFERRED.finditer(lower):  # "now prefers Japanese food": what is preferred, not to what
+        if not _negated(lower, match.start()):
+            found |= _content_stems(_CONNECTOR.split(_CLAUSE_END.split(lower[match.end() :], maxsplit=1)[0])[0], 3)
+    return frozenset(found)
 
 
 def _disliked(lower: str) -> frozenset[str]:
@@ -1124,9 +1149,9 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
         past=bool(_OLD_PAST.search(lower)),
         question=text.rstrip().endswith("?"),
         attempt=_found(_ATTEMPT, lower),
-        outcome=_found(_OUTCOME, lower),
+        outcome=_found(_OUTCOME, lower) + (() if speaker else _found(_NOTE_OUTCOME, lower)),
         attempted=_objects(_ATTEMPT, lower),
-        turned_out=_objects(_OUTCOME, lower),
+        turned_out=_objects(_OUTCOME, lower) | (frozenset() if speaker else _objects(_NOTE_OUTCOME, lower)),
         stopped=_activities(_NOT_DOING, lower),
         doing=_activities(_DOING, lower),
         liked=_liked(lower),
@@ -1220,6 +1245,9 @@ def subject_of(sentence: str, speaker: str | None) -> str | None:
         return ADDRESSEE
     if not speaker and _OWNERS_FACT.match(rest):
         return me
+    thing = _THING_FIRST.match(rest) if not speaker else None
+    if thing is not None:  # "Team meeting is ...", "Gym class is ...": two things, neither a person
+        return "the " + thing.group(1).lower()
     rest = re.sub(r"^[Tt]he\s+(?=[A-Z])", "", rest)  # "The Fairhaven Clinic is ..."
     named = _LEADING_NAME.match(rest)
     first = named.group(1).split()[0].lower() if named is not None else ""
