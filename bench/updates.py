@@ -20,7 +20,8 @@ the links hidden from the search, same run).
 
 `--cost` measures what detection adds to a write: LoCoMo's turns added with detection on and off (adds per
 second; three rounds, each comparing its own two runs, the median the figure), and search p95 at a 10K-memory
-store with the links read and ordered, and without.
+store with the links read and ordered, and without. `--cost-notes` adds the same texts as notes (no speaker, no
+thread): a note is compared whole, with a floor of cosine 0.1 instead of a turn's 0.25.
 
 Run: `.venv/bin/python -m bench.updates` (about 4 minutes on 2 cores; `--cost` about 9 more).
 """
@@ -510,7 +511,8 @@ def report(results: dict[str, Any]) -> str:
         lines += ["", "## What detection costs", ""]
         for label in ("on", "off") if "adds" in cost else ():
             a = cost["adds"][label]
-            lines.append(f"- LoCoMo turns added with detection {label}: {a['adds']} adds in {a['seconds']} s, "
+            added = "turns' texts added as notes" if cost.get("as") == "notes" else "turns added"
+            lines.append(f"- LoCoMo {added} with detection {label}: {a['adds']} adds in {a['seconds']} s, "
                          f"{a['adds_per_s']} adds/s")  # fmt: skip
         if "adds" in cost:
             rounds = ", ".join(f"{c:+.1%}" for c in cost["adds"]["changes"])
@@ -549,7 +551,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             results["cost"] = {"search": await search_p95(work / "p95", args.store, args.searches)}
         elif args.cost:
             stream = [turn for turns in locomo_turns(LOCOMO).values() for _dia, turn in turns][: args.cost_adds]
+            if args.cost_notes:
+                stream = [Turn(turn.text, None, turn.date) for turn in stream]
             results["cost"] = {
+                "as": "notes" if args.cost_notes else "turns",
                 "adds": await adds_cost(work, stream, args.cost_rounds),
                 "search": await search_p95(work / "p95", args.store, args.searches),
             }
@@ -568,6 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="with --regression: SciFact too (most of its time)")  # fmt: skip
     parser.add_argument("--cost-adds", type=int, default=2760, help="turns added per side and round for --cost")
     parser.add_argument("--cost-rounds", type=int, default=3, help="rounds of adds with detection off and on")
+    parser.add_argument("--cost-notes", action="store_true", help="--cost adds the turns' texts as notes")
     parser.add_argument("--store", type=int, default=10_000, help="memories in the store searched for --cost")
     parser.add_argument("--searches", type=int, default=300, help="searches per side for --cost")
     parser.add_argument("--json", type=Path, default=RESULTS / "updates.json")

@@ -149,6 +149,9 @@ def test_how_a_step_of_a_story_turned_out_replaces_the_step(older: str, newer: s
          "I went to a concert during my trip to the UK!", ("Tim", "Tim")),
         ("I want to help people go through it.", "I went hiking and got into a bad spot with some people.",
          ("Al", "Al")),
+        # a photo's caption shows a moment, no state the news ends
+        ("What an adventure!\n [shares a photo: a photo of a certificate of completion of a university degree]",
+         "It was worth it. I graduated last week!", ("John", "John")),
     ],
 )  # fmt: skip
 def test_what_is_not_a_story_or_a_change(older: str, newer: str, speakers: tuple[str, str]) -> None:
@@ -217,6 +220,9 @@ def test_a_turn_is_looked_up_by_its_topic_not_its_greeting_or_its_opener() -> No
         ("Commutes by bus", "Commutes by ferry since the new pier opened", "vehicle"),
         ("Mostly reads crime novels", "Mostly reads poetry now", "hobby"),
         ("Supports Celtic", "Supports Rangers now", "team"),
+        ("Is a student at Imperial", "Graduated from Imperial in July", "study"),
+        ("Usually swims at 7am", "Swims in the evenings now", "schedule"),
+        ("Is unemployed and looking for work", "Got a job as a baker at Lidl", "work"),
     ],
 )
 def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer: str, attribute: str) -> None:
@@ -237,6 +243,7 @@ def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer:
         ("Favourite food is sushi", "Favourite drink is matcha"),  # another favourite
         ("Team meeting is every Tuesday at 10am", "Gym class is every Wednesday at 7pm"),  # two things' times
         ("Delphine drives a blue Fiat 500.", "Saw Delphine's little blue Fiat outside the bakery again."),  # hers
+        ("Has a dentist appointment on Friday at 3pm", "Has a haircut on Saturday at 11am"),  # two things' times
     ],
 )
 def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, newer: str) -> None:
@@ -308,6 +315,13 @@ def test_what_is_no_count_changed_or_fact_denied(
 def test_a_note_without_a_subject_tells_how_its_owners_plan_turned_out() -> None:
     [link] = links("Is planning a trip to Japan in April", "Visited Japan in April, loved Kyoto", 0.7)
     assert (link.attribute, link.subject) == ("outcome", "self")
+    [link] = links("Goal is to run a marathon this year", "Ran the Warsaw marathon in 4:10", 0.5)
+    assert (link.attribute, link.subject) == ("outcome", "self")
+
+
+def test_a_note_without_a_subject_says_its_owner_stopped_an_activity() -> None:
+    [link] = links("Goes climbing twice a week", "Hasn't climbed in months because of a finger injury", 0.5)
+    assert (link.attribute, link.subject, link.cues[:1]) == ("activity", "self", ("climb",))
 
 
 def test_far_apart_memories_link_only_when_they_say_the_same_but_for_the_value() -> None:

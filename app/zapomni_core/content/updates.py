@@ -42,7 +42,8 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
     "work": (
         True,
         r"work(?:s|ed|ing)?\s+(?:at|for|as|in)|(?:my|his|her|their|our|your|a|new|old|the|day) jobs?|"
-        r"jobs? (?:at|as|with)|employ\w*|hired|company|position|role|career|quit|"
+        r"jobs? (?:at|as|with)|employ\w*|unemployed|jobless|between jobs|looking for (?:a )?(?:job|work)|hired|"
+        r"company|position|role|career|quit|"
         r"laid off|fired|promot\w*|retir\w*|joined|occupation|(?:assistant|store|office|general|product|project|"
         r"account|sales|program|engineering) manager|profession|freelanc\w*|business|startup|banker|"
         r"transferred|teach(?:es|ing)?|engineer|analyst|scientist|consultant|designer|developer|teacher|nurse|"
@@ -74,7 +75,7 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
     "study": (
         True,
         r"stud(?:y|ies|ying|ied)|major(?:s|ed|ing)?|school|university|college|degree|course|student|phd|"
-        r"master'?s|bootcamp|thesis|grade|sophomore|junior|senior year|freshman|semester",
+        r"master'?s|bootcamp|thesis|grade|sophomore|junior|senior year|freshman|semester|graduat\w*",
     ),
     "price": (
         True,
@@ -95,7 +96,8 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
         True,
         r"meeting|meetings|stand-?up|sync|appointment|shift|schedule|rehears\w*|practice|lessons?|class|classes|"
         r"deadline|due|launch|release|go-live|mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|"
-        r"sundays?|\d{1,2}(?::\d\d)?\s*(?:am|pm)|\d{1,2}:\d\d|wakes? up|gets? up|bedtime|goes to bed",
+        r"sundays?|\d{1,2}(?::\d\d)?\s*(?:am|pm)|\d{1,2}:\d\d|wakes? up|gets? up|bedtime|goes to bed|"
+        r"in the (?:mornings?|afternoons?|evenings?)",
     ),
     "team": (
         True,
@@ -137,7 +139,7 @@ _ENDING = re.compile(
     r"\b(?:no longer|not anymore|anymore|any more|used to|quit|quitting|left|leaving|"
     r"lost (?:my|our|his|her|their) \w+|laid off|got fired|was fired|broke up|split up|divorced|sold|retired|"
     r"ended(?! up)|stopped|gave up|passed away|"
-    r"died|closed|shut down|former|formerly|ex-\w+|moved out|moved away|cancell?ed|dropped|not with|deleted|"
+    r"died|closed|shut down|former|formerly|ex-\w+|moved out|moved away|cancell?ed|dropped|not with|deleted|graduated|"
     r"uninstalled|gone off|went off|stopped|(?:take|took|taking) a break from|on hold|paused|"
     # the end of a state in progress: "working on my book" is over once it is finished
     r"finished|completed|got it done|passed (?:the|my)|opened (?:my|our|the)|launched|"
@@ -197,14 +199,15 @@ _ATTEMPT = re.compile(
     r"research(?:ing)?|search(?:ing)? for|looking for|hunting for|dream(?:s|ing|t)? (?:of|about)|"
     r"want(?:s|ed)? to|hop(?:e|ing) to|thinking (?:about|of)|invited (?:\w+ )?to|"
     r"start(?:ed|ing)? (?:on|writing|working)|working on|exploring|trying to|failed|waiting to hear|considering|"
-    r"planning)\b"
+    r"planning|(?:goal|aim|plan|dream) is to)\b"
 )
 _OUTCOME = re.compile(
     # "got into a bad spot with some people" is no admission
     r"\b(?:got (?:accepted|in(?:to)?\b(?! (?:a |an |some )?(?:bad|trouble|fight|argument|mess|accident|spot|shape)\b)|"
     r"hired|the job|the offer|the part)|(?:was|been|am|i'm) accepted|passed|"
     r"appl(?:ied) (?:to|for)|finished|wrapped up|completed|got it done|went to|visited|signed|"
-    r"started (?:a|an|my|the)|took the plunge|opened|launched|retook|adopted|bought|won|published|graduated)\b"
+    r"started (?:a|an|my|the)|took the plunge|opened|launched|retook|adopted|bought|won|published|graduated|"
+    r"ran (?:the|a|my|his|her|their))\b"
 )
 # In a note only: "Wants to learn the guitar", then "Started taking guitar lessons". A chat says so of what it tells
 # again ("why I started playing basketball") and of what is no outcome ("took up some community work").
@@ -222,7 +225,8 @@ _REFERS = re.compile(r"\b(?:them|it|there|those|that place|one of them)\b")
 # volunteering as a mentor". The verb is group 1 (or 2).
 _NOT_DOING = re.compile(
     r"\b(?:(?:haven't|hasn't|hadn't|have not|has not) (?:been able to|had (?:much |the |any )?time to|been)|"
-    r"(?:doesn't|don't|does not|do not|can't|cannot|no longer|stopped|quit|gave up)) ([a-z]+)\b"
+    r"(?:doesn't|don't|does not|do not|can't|cannot|no longer|stopped|quit|gave up)) ([a-z]+)\b|"
+    r"\b(?:haven't|hasn't|hadn't|have not|has not) ([a-z]+ed)\b"  # "hasn't climbed in months"
 )
 # Verbs that name no activity: "I don't think so", "don't worry", "I'm going to", "I'm feeling better".
 _DOING_NOTHING = (
@@ -233,7 +237,7 @@ _DOING_NOTHING = (
 _DOING = re.compile(
     r"\b(?:i'm|i am|we're|we are|he's|she's|they're|he is|she is|they are)\s+"
     rf"(?:now\s+|back\s+|currently\s+|finally\s+|actually\s+)?(?!(?:{'|'.join(_DOING_NOTHING)})\b)([a-z]+ing)\b|"
-    r"\b(?:started|resumed|began|back to|taken up|took up) ([a-z]+)\b"
+    r"\b(?:started|resumed|began|back to|taken up|took up|goes|go) ([a-z]+ing)\b"
 )
 # Liking something, then not, or the other way round: "Enjoys jazz music", then "Can't stand jazz anymore". The
 # bare "like" only after a person ("I like", "we like"): "things like that", "looks like" are no liking, nor "would
@@ -341,7 +345,7 @@ _OFTEN = (
 _PRESENT = re.compile(
     rf"(?i:{_OFTEN}(?:is|has|lives|works|drives|prefers|likes|loves|enjoys|hates|dislikes|plays|uses|owns|wants|"
     r"speaks|studies|eats|drinks|attends|teaches|runs|goes|codes|supports|can't|cannot|doesn't|does not|isn't|"
-    r"no longer)\b)|"
+    r"hasn't|has not|no longer)\b)|"
     rf"(?i:{_OFTEN}[a-z]{{2,}}s)(?=\s+(?!(?i:and|or|is|are|was|were|has|had|will|would|can|could|did|does|didn't|"
     r"doesn't|isn't|wasn't|just|also|still|never|always|now|finally|recently|told|said|got|went|ran|took|made|left|"
     r"came|gave|won|met|sold|bought|quit|began|became|grew|fell|broke|hit|kept|saw|felt|found|thought)\b)"
@@ -356,9 +360,10 @@ _OWNERS_FACT = re.compile(
     r"finished|graduated|retired|changed|lost|took up|went|married|divorced|returned|resumed|signed|accepted|"
     r"upgraded|replaced|cancell?ed|ended|passed|completed|launched|opened|closed|hired|promoted|transferred|"
     r"relocated|converted|learned|learnt|turned|decided|traded|picked up|stepped down|visited|travell?ed|flew|"
-    r"attended|tried|built|received|earned|booked|enrolled|signed up|"
+    r"attended|tried|built|received|earned|booked|enrolled|signed up|ran|"
     r"(?:favou?rite\s+\w+(?:\s+\w+)?|(?:(?:phone|mobile|cell)\s+)?number|e-?mail(?:\s+address)?|(?:home\s+)?address|"
-    r"birthday|pronouns|(?:first\s+|last\s+|full\s+|nick)?name|job(?:\s+title)?|occupation|salary|time\s?zone)"
+    r"birthday|pronouns|(?:first\s+|last\s+|full\s+|nick)?name|job(?:\s+title)?|occupation|salary|time\s?zone|"
+    r"goal|aim|plan|dream)"
     r"\s+(?:is|are))\b)"
 )
 # Kin without "my" ("Sister goes by Jo", "Best friend Tom broke up") or the user's: read as "my ...". Not whom the
@@ -571,8 +576,8 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
         if not (replaces or tells):
             continue
         for old in old_sentences:
-            if old.question or old.past:
-                continue
+            if old.question or old.past or old.text.startswith("[shares"):
+                continue  # a photo's caption shows a moment ("a certificate of a university degree"), no state
             old_subject, new_subject = old.subject or old_default, new.subject or new_default
             relation = related(old_subject, new_subject)
             if relation == OTHER or (UNRESOLVED in (old_subject, new_subject) and not new.cued):
@@ -625,11 +630,15 @@ def _may_tell_outcome(new: _Sentence) -> bool:
 def _score(
     older: Said, newer: Said, old: _Sentence, new: _Sentence, similarity: float, relation: str, subject: str | None
 ) -> UpdateLink | None:
-    shared = old.attributes & new.attributes
-    functional = any(a.split(":")[0] in FUNCTIONAL for a in shared)
     # An end counts when it is news ("quit" told again is not) and names what ended: an attribute both speak of,
     # or one of the older sentence's values ("no longer at Google").
     named = _overlap(old, new)
+    # Times are of the thing that happens then: "Has a dentist appointment on Friday at 3pm" and "Has a haircut on
+    # Saturday at 11am" are two things, unless a word or a time of it is shared ("shift ... 6am to 6pm", then "Got
+    # put on nights, 6pm to 6am").
+    of_one = named or bool(old.values & new.values)
+    shared = frozenset(a for a in old.attributes & new.attributes if a != "schedule" or of_one)
+    functional = any(a.split(":")[0] in FUNCTIONAL for a in shared)
     # "Used to" ends a value the older states ("I live in Boston"), not an event it told.
     ending = tuple(
         c
