@@ -147,6 +147,8 @@ bench: $(BENCH_STAMP)  ## run the benchmarks (~110 min on 2 cores), results in b
 # of RAM is plenty; the growth to 1M without the model and two database loads of 1M vectors take the time).
 # The 1M store is kept (bench/.cache/, ~6 GB) for the first answers after a cold start measured on it.
 BENCH_1M_STORE := $(CURDIR)/bench/.cache/store-1m
+# Hours on 2 cores: in parts if need be, on the same store: `--sizes 10000 100000 300000` first, then the whole list
+# again with `--resume` (the report keeps the sizes measured and says when the rest were).
 bench-1m: $(BENCH_STAMP)  ## the scale benchmark at 10K, 100K, 300K and 1M chunks, then first answers at 1M
 	$(BIN)/python -m bench.scale --sizes 10000 100000 300000 1000000 --store $(BENCH_1M_STORE)
 	BENCH_STORE=$(BENCH_1M_STORE) $(BIN)/python -m bench.first_answer

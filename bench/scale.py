@@ -53,7 +53,13 @@ from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, GraphOverviewRequest, GraphStatusRequest
 from zapomni_core.kernel.writing import content_hash
 from zapomni_core.logs import configure_logging
-from zapomni_core.memories.requests import AddMemoryRequest, DeleteMemoryRequest, ListMemoriesRequest, SearchRequest
+from zapomni_core.memories.requests import (
+    MAX_PAGE,
+    AddMemoryRequest,
+    DeleteMemoryRequest,
+    ListMemoriesRequest,
+    SearchRequest,
+)
 from zapomni_core.search.types import SearchMode
 from zapomni_db import (
     ChunkRow,
@@ -464,6 +470,7 @@ async def run(
     catch_up: int,
     samples: int,
     delete_batch: int = DELETE_BATCH,
+    earlier: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     started_run = time.perf_counter()
     pool = sentences(data_dir)
@@ -472,12 +479,24 @@ async def run(
     all_texts = memory_texts(pool, sizes[-1] + extra, seed=1)
     fresh = iter(all_texts[sizes[-1] :])  # texts never stored before, for adds and catch-ups
     query_texts = queries(data_dir, pool, query_count)
-    results: dict[str, Any] = {
-        "commit": commit(),
-        "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-        "raw_embedder_chunks_per_s": round(raw_embedder_rate(all_texts), 1),
-        "sizes": {},
-    }
+    if earlier is None:
+        results: dict[str, Any] = {
+            "commit": commit(),
+            "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+            "raw_embedder_chunks_per_s": round(raw_embedder_rate(all_texts), 1),
+            "sizes": {},
+        }
+    else:  # the sizes measured already are kept; the texts their adds and catch-ups took are not taken again
+        results = earlier
+        done = [size for size in sizes if str(size) in results["sizes"]]
+        sizes = [size for size in sizes if str(size) not in results["sizes"]]
+        for _ in range(len(done) * (catch_up + samples)):
+            next(fresh)
+        results.setdefault("notes", []).append(
+            f"sizes {', '.join(f'{size:,}' for size in sizes)} measured later, on the same store: "
+            f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit()}"
+        )
+    before_s = results.get("duration_s", 0)  # an earlier part's, when resumed
     settings = Settings.from_variables(ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO=False)
     stored, next_text, entity = 0, 0, None
     grown_ids: list[str] = []  # memories the deletes may take (those the graph was built from are kept)
@@ -492,6 +511,10 @@ async def run(
             if stored and entity is None:  # a store kept from an earlier run (--store): its graph, new texts
                 top = (await core.graph.overview(GraphOverviewRequest(limit=1))).entities
                 entity, next_text = (top[0].name if top else None), stored
+                # What the deletes may take: the newest, never the oldest (the graph was built from the first).
+                protected = min([GRAPH_MEMORIES, *(int(size) for size in results["sizes"])])
+                deletable = min(stored - protected, len(sizes) * (samples + 2 * delete_batch))
+                grown_ids += await newest_ids(core, max(deletable, 0))
             if stored == 0:
                 wanted = all_texts[next_text : next_text + min(size, embed_upto)]
                 next_text += len(wanted)
@@ -526,11 +549,24 @@ async def run(
         new_texts = [next(fresh) for _ in range(catch_up)]
         entry["start"], more = await cold_start_and_catch_up(workdir, new_texts, size + 1, logs, query_texts[:50])
         grown_ids += more
-        results["duration_s"] = round(time.perf_counter() - started_run)  # so far: the whole run once it ends
+        results["duration_s"] = round(time.perf_counter() - started_run) + before_s  # so far: all, once it ends
         results["sizes"][str(size)] = entry
         save(results)  # each size is reported as soon as it is measured
     shutil.rmtree(logs, ignore_errors=True)
     return results
+
+
+async def newest_ids(core: ZapomniCore, count: int) -> list[str]:
+    """The ids of the `count` newest memories, page by page."""
+    ids: list[str] = []
+    cursor = None
+    while len(ids) < count:
+        page = await core.memories.page(ListMemoriesRequest(limit=MAX_PAGE, cursor=cursor))
+        ids += [memory.memory_id for memory in page.memories]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return ids[:count]
 
 
 def _p(figures: dict[str, float] | None, key: str = "p50") -> str:
@@ -847,6 +883,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--store", type=Path, default=None, help="grow the store here (kept) instead of a temp dir")
     parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --store: measure only the sizes the report (--output's .json) lacks, on that run's store "
+        "(a run to 1M takes longer than one sitting: `--sizes 10000 100000 300000` first, then the whole list again)",
+    )
+    parser.add_argument(
         "--existing", type=Path, default=None, help="only cold starts, RSS and a catch-up on this store (stopped)"
     )
     parser.add_argument(
@@ -874,6 +916,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.output.write_text(render(results))
         args.output.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
 
+    if args.resume and args.store is None:
+        parser.error("--resume needs the --store of the run it continues")
+    earlier = json.loads(args.output.with_suffix(".json").read_text()) if args.resume else None
     workdir = args.store or Path(tempfile.mkdtemp(prefix="zs-", dir="/tmp"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
@@ -888,6 +933,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.catch_up,
                 args.samples,
                 args.delete_batch,
+                earlier,
             )
         )
     finally:

@@ -18,15 +18,16 @@ from zapomni_core.memories.requests import AddMemoryRequest
 
 
 def test_scale_bench_measures_every_figure_at_each_size(tmp_path: Path) -> None:
-    out = tmp_path / "scale.md"
-    done = run_bench(
-        "bench.scale",
-        *("--sizes", "30", "60", "--queries", "6", "--catch-up", "20", "--samples", "3", "--delete-batch", "5"),
-        *("--output", str(out)),
-    )
+    out, store = tmp_path / "scale.md", tmp_path / "store"
+    options = ("--queries", "6", "--catch-up", "20", "--samples", "3", "--delete-batch", "5", "--store", str(store))
+    # In two parts, as a run to 1M is made: the first size, then the rest on the same store (`--resume`).
+    first = run_bench("bench.scale", "--sizes", "30", *options, "--output", str(out))
+    assert first.returncode == 0, first.stderr[-2000:]
+    done = run_bench("bench.scale", "--sizes", "30", "60", "--resume", *options, "--output", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(out.with_suffix(".json").read_text())
     assert list(results["sizes"]) == ["30", "60"]
+    assert len(results["notes"]) == 1 and results["notes"][0].startswith("sizes 60 measured later")
     small, large = results["sizes"]["30"], results["sizes"]["60"]
     assert small["chunks"] == 30
     assert set(small["search_ms"]) == {"vector", "keyword", "hybrid"}
