@@ -259,7 +259,7 @@ _TIMES = frozenset({"twice", "once"})
 _COUNT = re.compile(rf"\b(\d+(?:[.,]\d+)?|{'|'.join(_NUMBER_WORDS)})\s+(?=((?:[a-z]+\s+)?[a-z]+))")
 # "not allergic to penicillin": a negation and the words it denies.
 _DENIAL = re.compile(r"\b(?:not|no longer|isn't|aren't|never|no)\s+((?:[a-z'-]+\s+){0,4}[a-z'-]+)")
-# "Prefers tea over coffee": tea liked, coffee less ("prefers going to the gym" prefers no gym to going).
+# "Prefers tea over coffee": tea liked, coffee less ("prefers going to the gym" is no preference of going over a gym).
 _PREFERS = re.compile(
     r"\bprefers? ((?:(?!to\b)[\w'-]+\s+){0,2}?(?!to\b)[\w'-]+)\s+(over|rather than|instead of|to)\s+([^,.;:!?]+)"
 )
@@ -596,14 +596,14 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
                     related(old_subject, new_default) if new.subject == UNRESOLVED and not newer.speaker else relation
                 )
                 link = _activity(older, newer, old, new, similarity, new_default) if named == SAME else None
-            if link is None and replaces and relation == SAME and _broken_diet(old, new):
-                link = _diet(older, newer, old, new, similarity, new_subject)
-            # Between notes only: a chat counts weeks and miles in every other turn ("it's been two weeks").
+            if link is None and replaces and relation == SAME and (foods := _broken_diet(old, new)):
+                link = _contradiction(older, newer, new, similarity, new_subject, "diet", foods)
+            # Counts and denials between notes only: a chat counts weeks in every other turn ("it's been two weeks").
             note = not (older.speaker or newer.speaker)
-            if link is None and note and replaces and relation == SAME and _recounted(old, new):
-                link = _contradiction(older, newer, new, similarity, new_subject, "count", _recounted(old, new))
-            if link is None and note and replaces and relation in (SAME, MAYBE) and _denied(old, new):
-                link = _contradiction(older, newer, new, similarity, new_subject, "denied", _denied(old, new))
+            if link is None and note and replaces and relation == SAME and (counted := _recounted(old, new)):
+                link = _contradiction(older, newer, new, similarity, new_subject, "count", counted)
+            if link is None and note and replaces and relation in (SAME, MAYBE) and (denied := _denied(old, new)):
+                link = _contradiction(older, newer, new, similarity, new_subject, "denied", denied)
             if link is not None and (best is None or link.confidence > best.confidence):
                 best = link
     return best
@@ -788,15 +788,6 @@ def _preference(
     return _link(older, newer, new, score, "preference", subject, tuple(turned) + new.change)
 
 
-def _diet(
-    older: Said, newer: Said, old: _Sentence, new: _Sentence, similarity: float, subject: str | None
-) -> UpdateLink | None:
-    """The link from a sentence saying the subject keeps a diet (`old`: "is vegan") to one saying the subject has
-    what it leaves out (`new`: "eats meat again"), or the other way round: a diet, or a food given up, contradicts
-    the food had however far apart their embeddings (cosine 0.28 for "Is a vegetarian", "Started eating fish")."""
-    return _contradiction(older, newer, new, similarity, subject, "diet", _broken_diet(old, new))
-
-
 def _contradiction(
     older: Said,
     newer: Said,
@@ -845,7 +836,9 @@ def _denied(old: _Sentence, new: _Sentence) -> frozenset[str]:
 
 
 def _broken_diet(old: _Sentence, new: _Sentence) -> frozenset[str]:
-    """The foods one sentence says its subject does not have and the other that its subject has, either way."""
+    """The foods one sentence says its subject does not have and the other that its subject has, either way: a diet
+    ("is vegan") or a food given up, then the food had ("eats meat again"), however far apart their embeddings
+    (cosine 0.28 for "Is a vegetarian", "Started eating fish again")."""
     return (old.abstains & new.eats) | (old.eats & new.abstains)
 
 
