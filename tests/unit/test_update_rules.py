@@ -304,6 +304,12 @@ def test_a_count_changed_or_a_fact_denied_is_a_change(older: str, newer: str, at
         ("Is allergic to latex", "Is not allergic to pollen", (None, None)),  # another thing denied
         ("Is allergic to latex", "Daughter is not allergic to latex", (None, None)),  # someone else
         ("James lives in Oslo", "Commutes by bike", (None, None)),  # James is no owner
+        # two findings of two papers: a denial of a document's claim, no owner's fact replaced
+        (
+            "Statin use is associated with lower dementia risk in older adults.",
+            "In this cohort, statin use was not associated with lower dementia risk.",
+            (None, None),
+        ),
     ],
 )
 def test_what_is_no_count_changed_or_fact_denied(

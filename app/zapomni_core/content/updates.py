@@ -602,7 +602,10 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
             note = not (older.speaker or newer.speaker)
             if link is None and note and replaces and relation == SAME and (counted := _recounted(old, new)):
                 link = _contradiction(older, newer, new, similarity, new_subject, "count", counted)
-            if link is None and note and replaces and relation in (SAME, MAYBE) and (denied := _denied(old, new)):
+            # A denial without a subject ("Allergy test came back negative, not allergic ...") denies the owner's
+            # fact, not one of a document's findings.
+            owners = relation == SAME or (relation == MAYBE and old_subject == "@self")
+            if link is None and note and replaces and owners and (denied := _denied(old, new)):
                 link = _contradiction(older, newer, new, similarity, new_subject, "denied", denied)
             if link is not None and (best is None or link.confidence > best.confidence):
                 best = link
