@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from zapomni_core.content.updates import Said, UpdateLink, activities, find_updates, linkable_text, related, subject_of
+from zapomni_core.content.updates import (
+    Said,
+    UpdateLink,
+    activities,
+    find_updates,
+    linkable_text,
+    related,
+    subject_of,
+    terse_fact,
+)
 from zapomni_core.memories.replies import LinkedMemory, MemoryFields
 from zapomni_core.memories.supersession import order_current_first
 
@@ -328,6 +337,16 @@ def test_a_note_without_a_subject_tells_how_its_owners_plan_turned_out() -> None
 def test_a_note_without_a_subject_says_its_owner_stopped_an_activity() -> None:
     [link] = links("Goes climbing twice a week", "Hasn't climbed in months because of a finger injury", 0.5)
     assert (link.attribute, link.subject, link.cues[:1]) == ("activity", "self", ("climb",))
+
+
+def test_a_terse_fact_is_a_note_of_its_owners_without_a_subject() -> None:
+    # the keyword leg is asked for these: two values of one attribute so written are far apart in the embeddings
+    assert terse_fact(said("a", "Works as a barista at Blue Bottle", 1))
+    assert terse_fact(said("a", "Commutes by bike", 1))
+    assert not terse_fact(said("a", "I moved to Porto.", 1))
+    assert not terse_fact(said("a", "Sounds great, Mel! Glad you had a great time.", 1))
+    assert not terse_fact(said("a", "This quote kept me positive through tough times.", 1))
+    assert not terse_fact(said("a", "Works as a barista at Blue Bottle", 1, speaker="Ana"))  # a turn
 
 
 def test_far_apart_memories_link_only_when_they_say_the_same_but_for_the_value() -> None:

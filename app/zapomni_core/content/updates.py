@@ -346,7 +346,10 @@ _PRESENT = re.compile(
     rf"(?i:{_OFTEN}(?:is|has|lives|works|drives|prefers|likes|loves|enjoys|hates|dislikes|plays|uses|owns|wants|"
     r"speaks|studies|eats|drinks|attends|teaches|runs|goes|codes|supports|can't|cannot|doesn't|does not|isn't|"
     r"hasn't|has not|no longer)\b)|"
-    rf"(?i:{_OFTEN}[a-z]{{2,}}s)(?=\s+(?!(?i:and|or|is|are|was|were|has|had|will|would|can|could|did|does|didn't|"
+    # not a chat's "Sounds great", "Looks like", "Thanks so much", nor a word in "-s" that is no verb ("This quote")
+    rf"(?i:{_OFTEN}(?!(?:thanks|sounds|looks|seems|means|says|happens|depends|this|was|its|yes|besides|unless|"
+    r"less|perhaps|always|congrats|plus)\b)[a-z]{2,}s)"
+    r"(?=\s+(?!(?i:and|or|is|are|was|were|has|had|will|would|can|could|did|does|didn't|"
     r"doesn't|isn't|wasn't|just|also|still|never|always|now|finally|recently|told|said|got|went|ran|took|made|left|"
     r"came|gave|won|met|sold|bought|quit|began|became|grew|fell|broke|hit|kept|saw|felt|found|thought)\b)"
     r"(?![a-z]+s\b|[a-z]+ed\b)[a-z])"
@@ -551,6 +554,12 @@ def _linkable(text: str, speaker: str) -> str:
         else:  # "since we last chatted, I'm volunteering": the filler around an activity would find other turns
             parts.extend(sorted(s.stopped | s.doing))
     return " ".join(parts)
+
+
+def terse_fact(memory: Said) -> bool:
+    """Whether `memory` is a note written as memory tools write them, a fact of its owner's without a subject
+    ("Works as a barista at Blue Bottle"): two values of one attribute so written are far apart in the embeddings."""
+    return memory.speaker is None and _OWNERS_FACT.match(memory.text.lstrip()) is not None
 
 
 def activities(memory: Said) -> str:

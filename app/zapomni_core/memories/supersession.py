@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import structlog
 
-from zapomni_core.content.updates import Said, UpdateLink, activities, find_updates, linkable_text
+from zapomni_core.content.updates import Said, UpdateLink, activities, find_updates, linkable_text, terse_fact
 from zapomni_core.kernel.registry import Workspace
 from zapomni_core.memories import replies
 from zapomni_core.memories.replies import Linked, LinkedMemory, SearchHit
@@ -36,8 +36,9 @@ MIN_SIMILARITY = 0.25
 NOTE_MIN_SIMILARITY = 0.1
 # A chat turn's vector is mostly its greeting and its speaker ("Hey Jon! ..."): the turns nearest to it are other
 # greetings. The keyword leg, asked with the sentences that could state a change, also finds the turn that spoke of
-# the same internship or agency, and the note of the same attribute whose value is far from the new one's in the
-# embeddings ("works as", decision 0043).
+# the same internship or agency, and the terse note of the same attribute whose value is far from the new one's in
+# the embeddings ("Works as ..."). Not for other notes: their vector is their content, and asking cost notes a
+# quarter of their adds per second more (decision 0043, session 30).
 KEYWORD_CANDIDATES = 8
 # Bringing the keyword index up to date commits it: once per add, that halved the adds per second of a stream of
 # turns (−47 % with detection, 5,520 LoCoMo turns). Candidates come from the index as it is, caught up in the
@@ -139,7 +140,7 @@ class UpdateLinker:
         topic = linkable_text(new)
         if len(new.text) > MAX_CHARS or not topic:
             return None
-        keyword = _keyword_leg(workspace)
+        keyword = _keyword_leg(workspace) if new.speaker is not None or terse_fact(new) else None
         ranked: list[KeywordHit] = []
         after = keyword.caught_up_to if keyword else None  # read first: a catch-up meanwhile leaves no gap
         if keyword is not None:
