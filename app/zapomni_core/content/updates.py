@@ -482,6 +482,7 @@ class _Sentence:
     abstains: frozenset[str] = frozenset()  # the foods the subject does not have: "is a vegetarian" (meat, fish, ...)
     eats: frozenset[str] = frozenset()  # the foods the subject has: "started eating fish again"
     refers: bool = False  # what it tried or aims at is named with a pronoun ("visiting them")
+    states: bool = False  # it states a value ("X is Y", "X: Y", "Lives in Lyon") rather than tells an event
     next_values: frozenset[str] = frozenset()  # the next sentence's: "Caved and bought a car. A Renault Zoe."
     next_strong: frozenset[str] = frozenset()
 
@@ -817,7 +818,7 @@ def _contradiction(
 
 def _recounted(old: _Sentence, new: _Sentence) -> frozenset[str]:
     """What two statements count differently: "Has two kids", then "Has three kids"."""
-    if not _states(old, new) or not _states(new):
+    if not (_states(old) and _states(new)):
         return frozenset()
     old_counts, new_counts = _counts(old.text.lower()), _counts(new.text.lower())
     return frozenset(w for w in old_counts.keys() & new_counts.keys() if old_counts[w] != new_counts[w])
@@ -1004,11 +1005,8 @@ def _two_of_a_kind(old: frozenset[str], new: frozenset[str]) -> bool:
 
 
 def _states(*sentences: _Sentence) -> bool:
-    """Whether the sentences state a value ("X is Y", "X: Y") rather than tell an event."""
-    return any(
-        _STATE.search(_owners_fact_lowered(s.text, s.subject)) or (s.subject == "@self" and _PRESENT.match(s.text))
-        for s in sentences
-    )
+    """Whether any of the sentences states a value."""
+    return any(s.states for s in sentences)
 
 
 def _owners_fact_lowered(text: str, subject: str | None) -> str:
@@ -1140,7 +1138,8 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
     lower = text.lower()
     subject = subject_of(text, speaker)
     words = frozenset(_WORD.findall(lower)) - _STOP
-    values, strong = _values(_owners_fact_lowered(text, subject), subject)
+    lowered = _owners_fact_lowered(text, subject)
+    values, strong = _values(lowered, subject)
     return _Sentence(
         text=text,
         subject=subject,
@@ -1173,6 +1172,7 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
         abstains=_abstains(lower),
         eats=_eats(lower),
         refers=_refers(lower),
+        states=bool(_STATE.search(lowered) or (subject == "@self" and _PRESENT.match(text))),
     )
 
 
