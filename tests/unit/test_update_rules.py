@@ -294,6 +294,7 @@ def test_what_is_no_change_of_a_preference(older: str, newer: str) -> None:
     ("older", "newer", "attribute", "cue"),
     [
         ("Has two cats", "Has three cats since adopting Pip", "count", "cats"),
+        ("Adopted two cats in May", "Has three cats", "count", "cats"),  # the newer states the count
         ("Runs 5 km twice a week", "Runs 5 km four times a week", "count", "time"),
         ("Is allergic to latex", "Turns out not allergic to latex after all", "denied", "allergic"),
         ("Is a smoker", "Is not a smoker", "denied", "smoker"),

@@ -817,8 +817,9 @@ def _contradiction(
 
 
 def _recounted(old: _Sentence, new: _Sentence) -> frozenset[str]:
-    """What two statements count differently: "Has two kids", then "Has three kids"."""
-    if not (_states(old) and _states(new)):
+    """What two sentences count differently, the newer stating its count: "Has two kids", then "Has three kids";
+    "Adopted two cats in May", then "Has three cats"."""
+    if not new.states:
         return frozenset()
     old_counts, new_counts = _counts(old.text.lower()), _counts(new.text.lower())
     return frozenset(w for w in old_counts.keys() & new_counts.keys() if old_counts[w] != new_counts[w])
