@@ -267,7 +267,8 @@ _PREFERRED = re.compile(r"\bprefers?\s+(?!to\b)")
 _CONNECTOR = re.compile(r"\s(?:over|rather than|instead of|to)\s")
 # A diet and the foods it leaves out: "Is a vegetarian", then "Started eating fish again" (the plural's "s" dropped).
 _MEAT = "meat fish chicken beef pork bacon steak lamb ham seafood salmon tuna turkey burger sausage shrimp prawn"
-_ANIMAL = f"{_MEAT} dairy cheese milk butter cream yogurt yoghurt egg honey"
+_DAIRY = "dairy cheese milk butter cream yogurt yoghurt"
+_ANIMAL = f"{_MEAT} {_DAIRY} egg honey"
 _ALCOHOL = "alcohol beer wine whisky whiskey vodka gin rum cocktail booze"
 _DIETS: dict[str, frozenset[str]] = {
     "vegetarian": frozenset(_MEAT.split()),
@@ -277,8 +278,8 @@ _DIETS: dict[str, frozenset[str]] = {
     "sober": frozenset(_ALCOHOL.split()),
     "teetotal": frozenset(_ALCOHOL.split()),
     "gluten-free": frozenset("gluten bread pasta wheat pizza".split()),
-    "dairy-free": frozenset("dairy cheese milk butter cream yogurt yoghurt".split()),
-    "lactose intolerant": frozenset("dairy cheese milk butter cream yogurt yoghurt".split()),
+    "dairy-free": frozenset(_DAIRY.split()),
+    "lactose intolerant": frozenset(_DAIRY.split()),
 }
 _FOODS = frozenset().union(*_DIETS.values())
 _DIET = re.compile(rf"\b(?:{'|'.join(_DIETS)})\b")
@@ -321,17 +322,16 @@ _GREETING = re.compile(r"^(?:hey|hi|hello|yo|dear)\s+[A-Z][\w'-]*[\s,!.:]*", re.
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|im|me|my|mine|myself|we|we're|we've|we'd|we'll|us|our|ours)\b")
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|u)\b")
 _THIRD_PERSON = re.compile(r"^(?:he|she|they|his|her|their|him|them)\b", re.IGNORECASE)
-_RELATIVES = (
-    "dentist|doctor|vet|therapist|landlord|accountant|hairdresser|barber|plumber|mechanic|lawyer|"
-    "sister|brother|mom|mum|mother|dad|father|parents|son|daughter|kid|kids|child|children|wife|husband|partner|"
-    "girlfriend|boyfriend|fianc[eé]e?|friend|best friend|boss|manager|roommate|flatmate|neighbou?r|cousin|aunt|"
-    "uncle|grandma|grandmother|grandpa|grandfather|colleague|coworker|co-worker|landlord|niece|nephew|"
-    "dog|cat|puppy|kitten|parrot|hamster|rabbit|bunny|horse|pet|fish|turtle"
-)
+# Kin: whose facts a note of the owner's may tell without "my" ("Sister goes by Jo").
 _KIN = (
     "sister|brother|mom|mum|mother|dad|father|parents|son|daughter|kids|children|wife|husband|partner|girlfriend|"
     "boyfriend|fianc[eé]e?|friend|roommate|flatmate|cousin|aunt|uncle|grandma|grandmother|grandpa|grandfather|"
     "niece|nephew"
+)
+_RELATIVES = (
+    "dentist|doctor|vet|therapist|landlord|accountant|hairdresser|barber|plumber|mechanic|lawyer|"
+    f"{_KIN}|kid|child|best friend|boss|manager|neighbou?r|colleague|coworker|co-worker|"
+    "dog|cat|puppy|kitten|parrot|hamster|rabbit|bunny|horse|pet|fish|turtle"
 )
 # A note that states a fact in the present without a subject, or of "the user", is about its owner: memory tools
 # write their memories so ("Lives in Lyon", "Is a vegetarian", "User's name is Bartek"). Without it, "Works as a
@@ -885,17 +885,17 @@ def _liked(lower: str) -> frozenset[str]:
 def _disliked(lower: str) -> frozenset[str]:
     """What a sentence says its subject dislikes, or likes less than something else."""
     found = {w for match in _DISLIKES.finditer(lower) for w in _words_after(lower, match.end(), shortest=3)}
-    return frozenset(found | {w for _preferred, less in _preferences(lower) for w in less})
+    return frozenset(found | _less_preferred(lower))
 
 
-def _preferences(lower: str) -> list[tuple[set[str], set[str]]]:
-    """What a sentence says its subject prefers, and to what: "prefers tea over coffee" is ({tea}, {coffee})."""
-    found = []
+def _less_preferred(lower: str) -> set[str]:
+    """What a sentence says its subject likes less than something else: "prefers tea over coffee" is {coffee} (what
+    is preferred, `_liked` reads)."""
+    found: set[str] = set()
     for match in _PREFERS.finditer(lower):
         preferred, connector, less = match.groups()
-        if (connector == "to" and preferred.endswith("ing")) or _negated(lower, match.start()):
-            continue
-        found.append((_content_stems(preferred, 3), _content_stems(less, 3)))
+        if not ((connector == "to" and preferred.endswith("ing")) or _negated(lower, match.start())):
+            found |= _content_stems(less, 3)
     return found
 
 
