@@ -33,18 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import DATA_DIR, commit
-from bench.scale import (
-    GROW_BATCH,
-    borrowed_vectors,
-    connect_embedded,
-    disk_mb,
-    ingest,
-    load_now,
-    memory_texts,
-    sentences,
-    single_chunk_memory,
-)
+from bench.common import DATA_DIR, commit, memory_texts, sentences
+from bench.scale import GROW_BATCH, borrowed_vectors, connect_embedded, disk_mb, ingest, load_now, single_chunk_memory
 from zapomni_core import Settings, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_db import GraphClient, MemoryWrites

@@ -28,8 +28,8 @@ from typing import Any
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from bench.common import DATA_DIR, commit, in_scratch_dir, write_results
-from bench.scale import grow, memory_texts, sentences
+from bench.common import DATA_DIR, commit, in_scratch_dir, memory_texts, sentences, write_results
+from bench.scale import grow
 from zapomni_core import Settings, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import AddMemoryRequest

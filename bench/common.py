@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import random
+import re
 import shutil
 import socket
 import subprocess
@@ -18,11 +20,13 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import httpx
 import numpy as np
-from mcp import ClientSession
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The installed command beside this interpreter: the checkout the bench runs from.
@@ -101,6 +105,38 @@ def load_scifact(data_dir: Path, limit_docs: int | None) -> SciFact:
             query_ids.append(str(query["_id"]))
             query_texts.append(str(query["text"]))
     return SciFact(doc_ids, doc_texts, query_ids, query_texts, qrels)
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(data_dir: Path, seed: int = 7) -> list[str]:
+    corpus = data_dir / "corpus.jsonl"
+    if corpus.is_file():
+        found = [s for doc in read_jsonl(corpus) for s in _SENTENCE.split(doc.get("text", "")) if len(s) > 40]
+    else:
+        print(f"note: {corpus} not found, generating sentences", file=sys.stderr)
+        rng = random.Random(seed)
+        words = [f"term{i}" for i in range(5000)]
+        found = [" ".join(rng.choices(words, k=12)) + "." for _ in range(50_000)]
+    return found
+
+
+def memory_texts(pool: list[str], count: int, seed: int) -> list[str]:
+    """`count` distinct texts of two sentences each (the same text twice would be stored once)."""
+    rng = random.Random(seed)
+    texts: dict[str, None] = {}
+    while len(texts) < count:
+        texts[f"{rng.choice(pool)} {rng.choice(pool)}"] = None
+    return list(texts)
+
+
+def queries(data_dir: Path, pool: list[str], count: int) -> list[str]:
+    path = data_dir / "queries.jsonl"
+    claims = [str(q["text"]) for q in read_jsonl(path)] if path.is_file() else []
+    rng = random.Random(11)
+    claims += [" ".join(rng.choice(pool).split()[:8]) for _ in range(max(0, count - len(claims)))]
+    return claims[:count]
 
 
 def progress(total: int, desc: str) -> Any:

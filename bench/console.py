@@ -35,9 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import DATA_DIR, commit, free_port, in_scratch_dir, serve_http, write_results
+from bench.common import DATA_DIR, commit, free_port, in_scratch_dir, sentences, serve_http, write_results
 from bench.memory_ops import grow
-from bench.scale import sentences
 from zapomni_core import CreateTokenRequest, Settings, open_core
 from zapomni_core.graph.merge import entity_key
 from zapomni_core.logs import configure_logging

@@ -32,8 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench.common import DATA_DIR, call, commit
-from bench.scale import load_now, queries, search_latency, sentences, spawned_server
+from bench.common import DATA_DIR, call, commit, queries, sentences
+from bench.scale import load_now, search_latency, spawned_server
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_db import rewrite_append_only_file

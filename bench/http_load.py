@@ -43,8 +43,20 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.common import DATA_DIR, ZAPOMNI, commit, free_port, in_scratch_dir, serve_http, summary_ms, write_results
-from bench.scale import database_pid, memory_texts, peak_rss_mb, queries, sentences
+from bench.common import (
+    DATA_DIR,
+    ZAPOMNI,
+    commit,
+    free_port,
+    in_scratch_dir,
+    memory_texts,
+    queries,
+    sentences,
+    serve_http,
+    summary_ms,
+    write_results,
+)
+from bench.scale import database_pid, peak_rss_mb
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

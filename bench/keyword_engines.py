@@ -37,10 +37,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from bench.common import DATA_DIR, commit, load_scifact, summary_ms, write_results
+from bench.common import DATA_DIR, commit, load_scifact, memory_texts, queries, sentences, summary_ms, write_results
 from bench.handwritten_bm25 import Bm25Index, load_state, save_state
 from bench.metrics import mean_ndcg, recall_at_100
-from bench.scale import memory_texts, queries, sentences
 from zapomni_core.search.analyzer import Analyzer
 
 RESULTS = Path(__file__).resolve().parent / "results"

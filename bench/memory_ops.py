@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import DATA_DIR, progress, summary_ms, timed_ms
-from bench.scale import borrowed_vectors, sentences, single_chunk_memory
+from bench.common import DATA_DIR, progress, sentences, summary_ms, timed_ms
+from bench.scale import borrowed_vectors, single_chunk_memory
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories.requests import DeleteMemoryRequest, ListMemoriesRequest, SearchFilters, SearchRequest

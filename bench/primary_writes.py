@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import DATA_DIR, commit, in_scratch_dir, write_results
-from bench.scale import borrowed_vectors, connect_embedded, memory_texts, sentences, single_chunk_memory
+from bench.common import DATA_DIR, commit, in_scratch_dir, memory_texts, sentences, write_results
+from bench.scale import borrowed_vectors, connect_embedded, single_chunk_memory
 from zapomni_core import AddMemoryRequest, Settings, open_core
 from zapomni_db import GraphClient, MemoryWrites
 

@@ -30,7 +30,6 @@ import contextlib
 import json
 import os
 import random
-import re
 import shutil
 import statistics
 import sys
@@ -47,7 +46,18 @@ import numpy as np
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from bench.common import DATA_DIR, ZAPOMNI, call, commit, progress, read_jsonl, summary_ms, timed_ms
+from bench.common import (
+    DATA_DIR,
+    ZAPOMNI,
+    call,
+    commit,
+    memory_texts,
+    progress,
+    queries,
+    sentences,
+    summary_ms,
+    timed_ms,
+)
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.graph.requests import BuildGraphRequest, GetRelatedRequest, GraphOverviewRequest, GraphStatusRequest
@@ -85,36 +95,6 @@ GROW_BATCH = 100  # memories per write while growing without the model (one quer
 GRAPH_MEMORIES = 300  # memories whose entities and relations get_related walks at every size
 SEARCHES_WHILE_BUILDING = 5  # hybrid searches timed while the database builds its indexes after a cold start
 START_TIMEOUT_S = 3600.0  # a server's first answers on a store it must load (1M vectors: ~10 min quiet)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
-def sentences(data_dir: Path, seed: int = 7) -> list[str]:
-    corpus = data_dir / "corpus.jsonl"
-    if corpus.is_file():
-        found = [s for doc in read_jsonl(corpus) for s in _SENTENCE.split(doc.get("text", "")) if len(s) > 40]
-    else:
-        print(f"note: {corpus} not found, generating sentences", file=sys.stderr)
-        rng = random.Random(seed)
-        words = [f"term{i}" for i in range(5000)]
-        found = [" ".join(rng.choices(words, k=12)) + "." for _ in range(50_000)]
-    return found
-
-
-def memory_texts(pool: list[str], count: int, seed: int) -> list[str]:
-    """`count` distinct texts of two sentences each (the same text twice would be stored once)."""
-    rng = random.Random(seed)
-    texts: dict[str, None] = {}
-    while len(texts) < count:
-        texts[f"{rng.choice(pool)} {rng.choice(pool)}"] = None
-    return list(texts)
-
-
-def queries(data_dir: Path, pool: list[str], count: int) -> list[str]:
-    path = data_dir / "queries.jsonl"
-    claims = [str(q["text"]) for q in read_jsonl(path)] if path.is_file() else []
-    rng = random.Random(11)
-    claims += [" ".join(rng.choice(pool).split()[:8]) for _ in range(max(0, count - len(claims)))]
-    return claims[:count]
 
 
 def peak_rss_mb(pid: int | str = "self") -> float:

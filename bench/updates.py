@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import DATA_DIR, commit, summary_ms, write_results
+from bench.common import DATA_DIR, commit, sentences, summary_ms, write_results
 from zapomni_core import Settings, ZapomniCore, open_core
 from zapomni_core.logs import configure_logging
 from zapomni_core.memories import supersession
@@ -369,7 +369,6 @@ async def search_p95(workdir: Path, store: int, searches: int) -> dict[str, Any]
     import numpy as np
 
     from bench.memory_ops import grow
-    from bench.scale import sentences
 
     settings = Settings.from_variables(
         ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO="false", ZAPOMNI_CACHE_MAX_ENTRIES="0"

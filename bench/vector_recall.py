@@ -42,8 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import DATA_DIR, claims, commit
-from bench.scale import connect_embedded, grow, ingest, load_now, memory_texts, sentences
+from bench.common import DATA_DIR, claims, commit, memory_texts, sentences
+from bench.scale import connect_embedded, grow, ingest, load_now
 from zapomni_core import Settings, open_core
 from zapomni_core.embedders.onnx_minilm import OnnxMiniLMEmbedder
 from zapomni_core.logs import configure_logging
