@@ -232,6 +232,8 @@ def test_a_turn_is_looked_up_by_its_topic_not_its_greeting_or_its_opener() -> No
         ("Is a student at Imperial", "Graduated from Imperial in July", "study"),
         ("Usually swims at 7am", "Swims in the evenings now", "schedule"),
         ("Is unemployed and looking for work", "Got a job as a baker at Lidl", "work"),
+        # an upgrade replaces what it upgraded from
+        ("Uses a Pixel 6 as their phone", "Upgraded from the Pixel 6 to an iPhone 15", "same topic"),
     ],
 )
 def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer: str, attribute: str) -> None:
@@ -298,6 +300,8 @@ def test_what_is_no_change_of_a_preference(older: str, newer: str) -> None:
         ("Runs 5 km twice a week", "Runs 5 km four times a week", "count", "time"),
         ("Is allergic to latex", "Turns out not allergic to latex after all", "denied", "allergic"),
         ("Is a smoker", "Is not a smoker", "denied", "smoker"),
+        # a state told by its adjective; what comes before a colon with a verb is news, not a record's name
+        ("Allergic to penicillin", "Allergy test came back: not allergic to penicillin", "denied", "allergic"),
     ],
 )
 def test_a_count_changed_or_a_fact_denied_is_a_change(older: str, newer: str, attribute: str, cue: str) -> None:
@@ -313,6 +317,8 @@ def test_a_count_changed_or_a_fact_denied_is_a_change(older: str, newer: str, at
         ("It's been two weeks since the move.", "It's been three weeks since the move.", ("Ana", "Ana")),  # a chat
         ("Is allergic to latex", "Is not allergic to pollen", (None, None)),  # another thing denied
         ("Is allergic to latex", "Daughter is not allergic to latex", (None, None)),  # someone else
+        ("Allergic to latex", "Sister is not allergic to latex", (None, None)),  # someone else
+        ("Fluent in Greek", "Not fluent in Italian", (None, None)),  # another thing denied
         ("James lives in Oslo", "Commutes by bike", (None, None)),  # James is no owner
         # two findings of two papers: a denial of a document's claim, no owner's fact replaced
         (

@@ -148,7 +148,7 @@ _ENDING = re.compile(
 )
 _CHANGE = re.compile(
     r"\b(?:moved|moving to|move to|changed|instead(?! of \w+ing)|switched|switching|update|updated|"
-    r"correction|corrected|replaced|transferred|relocated|rescheduled|postponed|"
+    r"correction|corrected|replaced|transferred|relocated|rescheduled|postponed|(?:up|down)grad(?:ed|ing) (?:from|to)|"
     r"pushed (?:back|to)|brought forward|renamed|became an?|promoted|not \w+ but|(?:was|had it|got it) wrong|"
     r"bumped|(?:got|been|was|were|am|is) put on|"
     r"raised|lowered|increased|decreased|settling in(?:to)?|got (?:engaged|married|divorced))\b"
@@ -354,6 +354,8 @@ _PRESENT = re.compile(
     r"came|gave|won|met|sold|bought|quit|began|became|grew|fell|broke|hit|kept|saw|felt|found|thought)\b)"
     r"(?![a-z]+s\b|[a-z]+ed\b)[a-z])"
 )
+# A note's state told by its adjective and what it is of: "Allergic to penicillin", "Fluent in Greek".
+_OWNERS_STATE = re.compile(r"(?i:(?:allergic|intolerant|married|engaged|fluent|afraid|scared|based)\s+(?:to|in|of)\b)")
 # So is a note that opens with an event's verb ("Switched to Neovim", "Quit tennis": "Quit" read as a name too), or
 # with one of the owner's records ("Favourite colour is teal", "Phone number is ..."). Not with what the owner saw or
 # met: "Saw Delphine's blue Fiat" is news of Delphine's.
@@ -367,7 +369,8 @@ _OWNERS_FACT = re.compile(
     r"(?:favou?rite\s+\w+(?:\s+\w+)?|(?:(?:phone|mobile|cell)\s+)?number|e-?mail(?:\s+address)?|(?:home\s+)?address|"
     r"birthday|pronouns|(?:first\s+|last\s+|full\s+|nick)?name|job(?:\s+title)?|occupation|salary|time\s?zone|"
     r"goal|aim|plan|dream)"
-    r"\s+(?:is|are))\b)"
+    r"\s+(?:is|are))\b)|"
+    rf"{_OWNERS_STATE.pattern}"
 )
 # Kin without "my" ("Sister goes by Jo", "Best friend Tom broke up") or the user's: read as "my ...". Not whom the
 # owner deals with ("Landlord sent the renewal" is news of the owner's rent), nor a record ("Mum's BP: 128/82").
@@ -389,7 +392,12 @@ _POSSESSED = re.compile(
 # Grandpa Wojciech), or a verb of the third person ("Marco lives", "Tofu was"); "Switched to Neovim" is no name.
 # "Kill drill 0: the key is ...", "Password manager: LastPass": a record's key, then its value. A key is a name,
 # not a clause: "New number, save it: +233 ..." is a lead-in.
-_HEADING = re.compile(r"^((?![Ii]\b|[Mm]y\b|[Oo]ur\b|[Ww]e\b)[^:\n,]{2,40}?):\s")
+# A record's name ("Cabin wifi pw: ...", "Blood pressure at last check: ..."), not news told before a colon
+# ("Allergy test came back: ...").
+_HEADING = re.compile(
+    r"^((?![Ii]\b|[Mm]y\b|[Oo]ur\b|[Ww]e\b)(?![^:\n,]*\b(?:came|went|got|is|are|was|were|has|had|did)\b)"
+    r"[^:\n,]{2,40}?):\s"
+)
 # After "my sister" or "Emre's manager": a name or ":" says who that is, an attribute of the owner.
 _NAMES_THE_RELATIVE = re.compile(r"\s*(?::|\bis\b|\bwas\b|=)\s*(?:now\s+|still\s+)?(?:(?:Dr|Mr|Mrs|Ms)\.?\s+)?[A-Z]")
 _LEADING_NAME = re.compile(
@@ -1173,7 +1181,9 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
         abstains=_abstains(lower),
         eats=_eats(lower),
         refers=_refers(lower),
-        states=bool(_STATE.search(lowered) or (subject == "@self" and _PRESENT.match(text))),
+        states=bool(
+            _STATE.search(lowered) or (subject == "@self" and (_PRESENT.match(text) or _OWNERS_STATE.match(text)))
+        ),
     )
 
 
