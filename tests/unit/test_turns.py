@@ -20,6 +20,8 @@ from zapomni_core.memories.requests import MemoryMetadata
         ("Correction: Declan's number is 087 555 2201", None),  # a label, not a person called Correction
         ("FYI: the office moved", None),
         ("Password: hunter2", None),
+        ("Salary: £42,000", None),  # the owner's record, as a memory tool writes one
+        ("Allergies: penicillin, latex", None),
         ("Q: what is it?", None),
         ("https://example.org is down", None),
         ("The plan: ship on Monday", None),

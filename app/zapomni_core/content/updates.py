@@ -148,7 +148,8 @@ _ENDING = re.compile(
 )
 _CHANGE = re.compile(
     r"\b(?:moved|moving to|move to|changed|instead(?! of \w+ing)|switched|switching|update|updated|"
-    r"correction|corrected|replaced|transferred|relocated|rescheduled|postponed|(?:up|down)grad(?:ed|ing) (?:from|to)|"
+    r"correction|corrected|replaced|transferred|relocated|migrated|rescheduled|postponed|"
+    r"(?:up|down)grad(?:ed|ing) (?:from|to)|"
     r"pushed (?:back|to)|brought forward|renamed|became an?|promoted|not \w+ but|(?:was|had it|got it) wrong|"
     r"bumped|(?:got|been|was|were|am|is) put on|"
     r"raised|lowered|increased|decreased|settling in(?:to)?|got (?:engaged|married|divorced))\b"
@@ -354,8 +355,12 @@ _PRESENT = re.compile(
     r"came|gave|won|met|sold|bought|quit|began|became|grew|fell|broke|hit|kept|saw|felt|found|thought)\b)"
     r"(?![a-z]+s\b|[a-z]+ed\b)[a-z])"
 )
-# A note's state told by its adjective and what it is of: "Allergic to penicillin", "Fluent in Greek".
-_OWNERS_STATE = re.compile(r"(?i:(?:allergic|intolerant|married|engaged|fluent|afraid|scared|based)\s+(?:to|in|of)\b)")
+# A note's state told by its adjective and what it is of ("Allergic to penicillin", "Fluent in Greek"), or what the
+# owner told ("The user mentioned living in Glasgow").
+_OWNERS_STATE = re.compile(
+    r"(?i:(?:allergic|intolerant|married|engaged|fluent|afraid|scared|based)\s+(?:to|in|of)\b|"
+    r"(?:the\s+)?user\s+(?:mentioned|said|says|noted|stated|shared|explained|indicated|reported)\b)"
+)
 # So is a note that opens with an event's verb ("Switched to Neovim", "Quit tennis": "Quit" read as a name too), or
 # with one of the owner's records ("Favourite colour is teal", "Phone number is ..."). Not with what the owner saw or
 # met: "Saw Delphine's blue Fiat" is news of Delphine's.
@@ -1182,9 +1187,19 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
         eats=_eats(lower),
         refers=_refers(lower),
         states=bool(
-            _STATE.search(lowered) or (subject == "@self" and (_PRESENT.match(text) or _OWNERS_STATE.match(text)))
+            _STATE.search(lowered)
+            or (subject == "@self" and (_PRESENT.match(text) or _OWNERS_STATE.match(text)))
+            or _thing_states(lower, subject)
         ),
     )
+
+
+def _thing_states(lower: str, subject: str | None) -> bool:
+    """Whether a thing's verb of the present follows it: "The team tracks bugs in ...", "The book club now meets
+    on ..." state a value as "is" does."""
+    if subject is None or not subject.startswith("the "):
+        return False
+    return re.search(rf"\b{re.escape(subject)}\s+(?:{_ADVERB}\s+)?[a-z]{{2,}}(?<!a)s\b", lower) is not None
 
 
 _QUOTED = re.compile(r"[\"“”][^\"“”]{1,80}[\"“”]")
@@ -1298,9 +1313,13 @@ def _name_key(name: str) -> str:
 
 _IRREGULAR = "ran|went|lost|took|made|left|came|gave|won|met|sold|bought|quit|began|became|grew|fell|broke|hit|kept"
 # "the nightly backup job ran ...": the words after the article up to the verb (one to four of them).
+_ADVERB = r"(?:now|still|also|just|usually|always|never|finally|recently|often)"
+_ARTICLE_WORD = rf"(?!(?:is|are|was|were|has|had|got|gets|will|can|{_ADVERB})\b)[a-z0-9][\w'-]*(?<!ed)"
+# The fewest words before a verb, an adverb between them left out ("the book club now meets": the book club).
 _ARTICLE_NOUNS = re.compile(
-    r"(?:the|this|that)\s+((?:(?!is\b|are\b|was\b|were\b|has\b|had\b|got\b|gets\b|will\b|can\b)[a-z0-9][\w'-]*"
-    rf"(?<!ed)\s*){{1,6}}?)(?=\s+(?:is|are|was|were|has|had|got|gets|will|can|{_IRREGULAR}|[a-z]+ed|[a-z]+s)\b)"
+    rf"(?:the|this|that)\s+({_ARTICLE_WORD}(?:\s+{_ARTICLE_WORD}){{0,5}}?)"
+    r"(?<!\bat)(?<!\bin)(?<!\bof)(?<!\bon)(?<!\bfor)(?<!\bwith)"  # "the gym membership at IronWorks is"
+    rf"(?=\s+(?:{_ADVERB}\s+)?(?:is|are|was|were|has|had|got|gets|will|can|{_IRREGULAR}|[a-z]+ed|[a-z]+s)\b)"
 )
 _TITLES = frozenset("dr dr. mr mr. mrs mrs. ms ms. prof prof. the".split())
 
