@@ -22,6 +22,7 @@ from zapomni_core.memories.requests import MemoryMetadata
         ("Password: hunter2", None),
         ("Salary: £42,000", None),  # the owner's record, as a memory tool writes one
         ("Allergies: penicillin, latex", None),
+        ("Laptop: 2019 MacBook Pro.", None),
         ("Q: what is it?", None),
         ("https://example.org is down", None),
         ("The plan: ship on Monday", None),

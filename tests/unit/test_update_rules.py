@@ -237,6 +237,13 @@ def test_a_turn_is_looked_up_by_its_topic_not_its_greeting_or_its_opener() -> No
         ("Is unemployed and looking for work", "Got a job as a baker at Lidl", "work"),
         # an upgrade replaces what it upgraded from
         ("Uses a Pixel 6 as their phone", "Upgraded from the Pixel 6 to an iPhone 15", "same topic"),
+        # each item of a list is a sentence; an application's outcome
+        ("- Lives in Oslo\n- Works at Equinor as a geologist", "Moved from Oslo to Bergen in the summer.", "home"),
+        (
+            "Applied to medical school for 2025.",
+            "Got into medical school at Edinburgh, starting in September.",
+            "outcome",
+        ),
         # what the owner told is stated ("mentioned living in")
         ("The user mentioned living in Glasgow.", "The user has since bought a house in Edinburgh.", "home"),
     ],
@@ -263,6 +270,8 @@ def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer:
         ("The book club meets on the first Thursday.", "The running club now meets every Saturday at 8am."),  # two
         ("The user mentioned living in Glasgow.", "The user's sister has since bought a house in Edinburgh."),
         ("The team tracks bugs in Bugzilla.", "The team also uses Slack for release announcements."),  # a second
+        ("In 2023 Priya moved to Austin for work.", "In 2024 her brother Ravi moved to Denver."),  # two people
+        ("- Lives in Oslo\n- Works at Equinor as a geologist", "Spent a week in Bergen visiting friends."),  # a visit
     ],
 )
 def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, newer: str) -> None:
@@ -431,6 +440,11 @@ def test_subjects() -> None:
     assert subject_of("Landlord sent the renewal: $2,020/month.", None) != "@self:landlord"
     assert subject_of("She moved to Lyon.", None) == "?"
     assert subject_of("The billing service was moved.", None) == "the billing service"
+    # a time before the subject says when, not who; a named relative of someone a pronoun stands for is named
+    assert subject_of("In 2023 Priya moved to Austin.", None) == "priya"
+    assert subject_of("Last summer, my sister moved to Rome.", None) == "@self:sister"
+    assert subject_of("In 2024 her brother Ravi moved to Denver.", None) == "ravi"
+    assert subject_of("The book club now meets on Sundays.", None) == "the book club"
     assert related("mei lin", "mei ling") == "other" and related("priyanka desai", "priyanka") == "same"
     assert related("@self", "sigrid<@self") == "other" and related(None, "@self") == "maybe"
 

@@ -43,7 +43,7 @@ _LABELS = frozenset(
     "address phone email e-mail password pin wifi price budget deadline location birthday name "
     # a record of the owner's a memory tool writes as `Key: value` ("Salary: £42,000")
     "salary income rent job occupation employer role age height weight diet allergies allergy hobbies hobby pets "
-    "car timezone languages nickname pronouns goal goals medication medications".split()
+    "car laptop computer tablet timezone languages nickname pronouns goal goals medication medications".split()
 )
 # Characters on the lines after a `Name:` line that make it a heading rather than a turn. A chat turn is one
 # message: LoCoMo's longest is 434 characters, and where one has a second line it holds at most a photo's

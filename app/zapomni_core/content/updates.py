@@ -319,6 +319,12 @@ _LEADERS = re.compile(
 # LoCoMo's turns, it would find those turns, not the ones about the same thing. Whom a turn greets is no topic either.
 _OPENER = re.compile(r"^(?:since (?:we|i) last (?:talked|spoke|chatted)|since our last (?:chat|talk)|"
                      r"long time no (?:see|talk|chat))\b[\s,!.:]*", re.IGNORECASE)  # fmt: skip
+# When it happened, before who did it: "In 2023 Priya moved ...", "Last summer, my sister ...".
+_WHEN_FIRST = re.compile(
+    r"^(?:(?:in|on|by|since|during)\s+(?:(?:early|late|mid)[\s-]+)?(?:[A-Z][a-z]+\s+)?\d{4}|"
+    r"(?:last|this)\s+(?:year|month|week|spring|summer|autumn|fall|winter)|yesterday|today)\s*,?\s+",
+    re.IGNORECASE,
+)
 _GREETING = re.compile(r"^(?:hey|hi|hello|yo|dear)\s+[A-Z][\w'-]*[\s,!.:]*", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|im|me|my|mine|myself|we|we're|we've|we'd|we'll|us|our|ours)\b")
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|u)\b")
@@ -370,7 +376,7 @@ _OWNERS_FACT = re.compile(
     r"finished|graduated|retired|changed|lost|took up|went|married|divorced|returned|resumed|signed|accepted|"
     r"upgraded|replaced|cancell?ed|ended|passed|completed|launched|opened|closed|hired|promoted|transferred|"
     r"relocated|converted|learned|learnt|turned|decided|traded|picked up|stepped down|visited|travell?ed|flew|"
-    r"attended|tried|built|received|earned|booked|enrolled|signed up|ran|"
+    r"attended|tried|built|received|earned|booked|enrolled|signed up|ran|applied|interviewed|"
     r"(?:favou?rite\s+\w+(?:\s+\w+)?|(?:(?:phone|mobile|cell)\s+)?number|e-?mail(?:\s+address)?|(?:home\s+)?address|"
     r"birthday|pronouns|(?:first\s+|last\s+|full\s+|nick)?name|job(?:\s+title)?|occupation|salary|time\s?zone|"
     r"goal|aim|plan|dream)"
@@ -403,6 +409,8 @@ _HEADING = re.compile(
     r"^((?![Ii]\b|[Mm]y\b|[Oo]ur\b|[Ww]e\b)(?![^:\n,]*\b(?:came|went|got|is|are|was|were|has|had|did)\b)"
     r"[^:\n,]{2,40}?):\s"
 )
+# "her brother Ravi", "their dog Bolt": a named relative or pet of someone a pronoun stands for.
+_THEIR_NAMED = re.compile(rf"^(?i:his|her|their)\s+(?:[\w-]+\s+)?(?i:{_RELATIVES})\b,?\s+([A-Z][\w'-]+)")
 # After "my sister" or "Emre's manager": a name or ":" says who that is, an attribute of the owner.
 _NAMES_THE_RELATIVE = re.compile(r"\s*(?::|\bis\b|\bwas\b|=)\s*(?:now\s+|still\s+)?(?:(?:Dr|Mr|Mrs|Ms)\.?\s+)?[A-Z]")
 _LEADING_NAME = re.compile(
@@ -1141,8 +1149,12 @@ def _split(text: str) -> list[str]:
             pieces[-1] = f"{pieces[-1]} {piece}"  # "Dr. Varga" is one sentence
         else:
             pieces.append(piece)
-    read = [reading for piece in pieces for reading in (piece, *_SO.split(piece)[1:])]
+    read = [_BULLET.sub("", reading) for piece in pieces for reading in (piece, *_SO.split(piece)[1:])]
     return [p.strip() for p in read if len(p.strip()) >= 3][:40]
+
+
+# A list's marker ("- Lives in Oslo", "2) Works at Equinor"): each item is a sentence of its own.
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 
 
 _ABBREVIATION = re.compile(r"(?:^|\s)(?:Dr|Mr|Mrs|Ms|Prof|St|vs|etc|e\.g|i\.e|approx|no|Jr|Sr)\.$", re.IGNORECASE)
@@ -1260,7 +1272,7 @@ def subject_of(sentence: str, speaker: str | None) -> str | None:
     `mei lin`, `lucía:husband` for "Lucía's husband"), or None when it cannot be told."""
     me = "@" + (_name_key(speaker) if speaker else "self")
     rest = _GREETING.sub("", sentence.strip())
-    rest = _LEADERS.sub("", rest).lstrip(" \"'“(")
+    rest = _WHEN_FIRST.sub("", _LEADERS.sub("", rest).lstrip(" \"'“("))
     if speaker:  # "John, that's a great idea!": in a chat, a leading name and a comma call the other person
         rest = re.sub(r"^[A-Z][\w'-]*,\s+", "", rest)
     if not speaker:  # a note's "User's sister", "Sister": its owner's
@@ -1279,6 +1291,9 @@ def subject_of(sentence: str, speaker: str | None) -> str | None:
     lower = rest.lower()
     if re.match(r"(?:i|i'm|i've|i'd|i'll|im|me|my|mine|we|we're|we've|we'd|we'll|us|our)\b", lower):
         return me
+    theirs = _THEIR_NAMED.match(rest)
+    if theirs is not None:  # "her brother Ravi moved": Ravi, whoever "her" is
+        return _name_key(theirs.group(1))
     if _THIRD_PERSON.match(rest):
         return UNRESOLVED
     if _SECOND_PERSON.search(lower) and not _FIRST_PERSON.search(lower):
