@@ -1211,7 +1211,8 @@ def _thing_states(lower: str, subject: str | None) -> bool:
     on ..." state a value as "is" does."""
     if subject is None or not subject.startswith("the "):
         return False
-    return re.search(rf"\b{re.escape(subject)}\s+(?:{_ADVERB}\s+)?[a-z]{{2,}}(?<!a)s\b", lower) is not None
+    at = lower.find(subject)
+    return at >= 0 and _THING_VERB.match(lower, at + len(subject)) is not None
 
 
 _QUOTED = re.compile(r"[\"“”][^\"“”]{1,80}[\"“”]")
@@ -1327,15 +1328,17 @@ def _name_key(name: str) -> str:
 
 
 _IRREGULAR = "ran|went|lost|took|made|left|came|gave|won|met|sold|bought|quit|began|became|grew|fell|broke|hit|kept"
-# "the nightly backup job ran ...": the words after the article up to the verb (one to four of them).
 _ADVERB = r"(?:now|still|also|just|usually|always|never|finally|recently|often)"
 _ARTICLE_WORD = rf"(?!(?:is|are|was|were|has|had|got|gets|will|can|{_ADVERB})\b)[a-z0-9][\w'-]*(?<!ed)"
-# The fewest words before a verb, an adverb between them left out ("the book club now meets": the book club).
+# "the nightly backup job ran ...": the fewest words after the article before a verb (up to six), an adverb between
+# them left out ("the book club now meets": the book club).
 _ARTICLE_NOUNS = re.compile(
     rf"(?:the|this|that)\s+({_ARTICLE_WORD}(?:\s+{_ARTICLE_WORD}){{0,5}}?)"
     r"(?<!\bat)(?<!\bin)(?<!\bof)(?<!\bon)(?<!\bfor)(?<!\bwith)"  # "the gym membership at IronWorks is"
     rf"(?=\s+(?:{_ADVERB}\s+)?(?:is|are|was|were|has|had|got|gets|will|can|{_IRREGULAR}|[a-z]+ed|[a-z]+s)\b)"
 )
+# A thing's verb of the present, right after its name ("the team tracks", "the book club now meets").
+_THING_VERB = re.compile(rf"\s+(?:{_ADVERB}\s+)?[a-z]{{2,}}(?<!a)s\b")
 _TITLES = frozenset("dr dr. mr mr. mrs mrs. ms ms. prof prof. the".split())
 
 
