@@ -271,6 +271,9 @@ def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer:
         ("The user mentioned living in Glasgow.", "The user's sister has since bought a house in Edinburgh."),
         ("The team tracks bugs in Bugzilla.", "The team also uses Slack for release announcements."),  # a second
         ("In 2023 Priya moved to Austin for work.", "In 2024 her brother Ravi moved to Denver."),  # two people
+        # two events of one thing: a plural noun of its name is no verb that states ("ingress", "runners")
+        ("The Kubernetes ingress ran out of disk space.", "The Kubernetes ingress was upgraded to version 2.2."),
+        ("The CI runners ran out of disk space.", "The CI runners started timing out under load."),
         ("- Lives in Oslo\n- Works at Equinor as a geologist", "Spent a week in Bergen visiting friends."),  # a visit
     ],
 )

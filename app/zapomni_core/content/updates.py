@@ -1329,16 +1329,18 @@ def _name_key(name: str) -> str:
 
 _IRREGULAR = "ran|went|lost|took|made|left|came|gave|won|met|sold|bought|quit|began|became|grew|fell|broke|hit|kept"
 _ADVERB = r"(?:now|still|also|just|usually|always|never|finally|recently|often)"
-_ARTICLE_WORD = rf"(?!(?:is|are|was|were|has|had|got|gets|will|can|{_ADVERB})\b)[a-z0-9][\w'-]*(?<!ed)"
-# "the nightly backup job ran ...": the fewest words after the article before a verb (up to six), an adverb between
-# them left out ("the book club now meets": the book club).
+# "the nightly backup job ran ...": the words after the article up to the verb (one to six of them), an adverb
+# before the verb left out ("the book club now meets": the book club).
 _ARTICLE_NOUNS = re.compile(
-    rf"(?:the|this|that)\s+({_ARTICLE_WORD}(?:\s+{_ARTICLE_WORD}){{0,5}}?)"
-    r"(?<!\bat)(?<!\bin)(?<!\bof)(?<!\bon)(?<!\bfor)(?<!\bwith)"  # "the gym membership at IronWorks is"
+    r"(?:the|this|that)\s+((?:(?!is\b|are\b|was\b|were\b|has\b|had\b|got\b|gets\b|will\b|can\b)"
+    rf"(?!{_ADVERB}\b)[a-z0-9][\w'-]*(?<!ed)\s*){{1,6}}?)"
     rf"(?=\s+(?:{_ADVERB}\s+)?(?:is|are|was|were|has|had|got|gets|will|can|{_IRREGULAR}|[a-z]+ed|[a-z]+s)\b)"
 )
-# A thing's verb of the present, right after its name ("the team tracks", "the book club now meets").
-_THING_VERB = re.compile(rf"\s+(?:{_ADVERB}\s+)?[a-z]{{2,}}(?<!a)s\b")
+# A thing's verb of the present, right after its name and before what it is of ("the book club meets on ...");
+# not a plural noun of the name ("the CI runners was ...", "the Kubernetes ingress ran ...").
+_THING_VERB = re.compile(
+    rf"\s+(?:{_ADVERB}\s+)?[a-z]{{2,}}(?<!a)s\s+(?:on|in|at|to|from|with|every|each|the|a|an|its|their|our|\d)\b"
+)
 _TITLES = frozenset("dr dr. mr mr. mrs mrs. ms ms. prof prof. the".split())
 
 
