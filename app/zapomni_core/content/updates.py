@@ -1207,8 +1207,8 @@ def _sentence(text: str, speaker: str | None) -> _Sentence:
 
 
 def _thing_states(lower: str, subject: str | None) -> bool:
-    """Whether a thing's verb of the present follows it: "The team tracks bugs in ...", "The book club now meets
-    on ..." state a value as "is" does."""
+    """Whether a thing's verb of the present follows its name, before what it is of: "The book club (now) meets on
+    ..." states a value as "is" does."""
     if subject is None or not subject.startswith("the "):
         return False
     at = lower.find(subject)
