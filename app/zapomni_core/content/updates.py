@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import pairwise
 
 # The attributes a subject holds, each with the words that say a sentence is about it, and whether it holds one
@@ -511,6 +511,20 @@ class _Sentence:
     def wish(self) -> bool:
         return bool(self.wishes)
 
+    # Read once a sentence: a turn's sentences are cached (`_read`) and compared with every candidate's.
+    @cached_property
+    def content_verbs(self) -> frozenset[str]:
+        """Its content words of four letters or more (not cues) in any of their forms, as `_overlap` compares."""
+        return frozenset(_verb(w) for w in self.words | self.values if len(w) >= 4 and w not in _CUE_WORDS)
+
+    @cached_property
+    def stopped_stems(self) -> frozenset[str]:
+        return _stems(self.stopped)
+
+    @cached_property
+    def doing_stems(self) -> frozenset[str]:
+        return _stems(self.doing)
+
     @property
     def cued(self) -> bool:
         return bool(self.ending or self.change or self.news)
@@ -976,8 +990,8 @@ def _flipped(old: _Sentence, new: _Sentence) -> frozenset[str]:
     """The activities (stemmed) one sentence says its subject does not do and the other says its subject is doing,
     the older first or the newer. The not doing must be a state: "I haven't had time to read, but I finally picked
     up a book" tells its own news."""
-    resumed = frozenset() if old.news or old.change else _stems(old.stopped) & _stems(new.doing)
-    ended = frozenset() if new.news or new.change else _stems(old.doing) & _stems(new.stopped)
+    resumed = frozenset() if old.news or old.change else old.stopped_stems & new.doing_stems
+    ended = frozenset() if new.news or new.change else old.doing_stems & new.stopped_stems
     return resumed | ended
 
 
@@ -1014,10 +1028,7 @@ def _stem(word: str) -> str:
 def _overlap(old: _Sentence, new: _Sentence) -> bool:
     """Whether two sentences share a content word of four letters or more (not a cue), in any of its forms: "runs"
     and "running"."""
-    old_words, new_words = (
-        {_verb(w) for w in s.words | s.values if len(w) >= 4 and w not in _CUE_WORDS} for s in (old, new)
-    )
-    return bool(old_words & new_words)
+    return not old.content_verbs.isdisjoint(new.content_verbs)
 
 
 def _two_of_a_kind(old: frozenset[str], new: frozenset[str]) -> bool:
