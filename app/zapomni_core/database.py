@@ -95,7 +95,12 @@ async def _connect(settings: Settings, stack: AsyncExitStack) -> OpenDatabase:
             location_label := str(embedded.paths.data_dir), settings.graph_name, socket=embedded.socket
         )
         location = location_label
-    connection = connect(target, max_connections=settings.db_pool_size, revive=embedded.revive if embedded else None)
+    connection = connect(
+        target,
+        max_connections=settings.db_pool_size,
+        recovery_timeout_s=settings.db_recovery_s,
+        revive=embedded.revive if embedded else None,
+    )
     stack.push_async_callback(connection.close)
     client = GraphClient(connection, settings.graph_name)
     return OpenDatabase(connection, client, location, embedded.started_here if embedded else False, embedded)

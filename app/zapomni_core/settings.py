@@ -52,6 +52,10 @@ class Settings(BaseSettings):
     workspace: str = Field(DEFAULT_WORKSPACE, alias="ZAPOMNI_WORKSPACE", pattern=WORKSPACE_PATTERN)
     appendfsync: Literal["always", "everysec"] = Field("always", alias="ZAPOMNI_APPENDFSYNC")
     db_pool_size: int = Field(16, alias="ZAPOMNI_DB_POOL_SIZE", ge=1, le=256)
+    # How long a call waits for a database it cannot reach to come back before it answers that the database is
+    # unavailable: 15 s covers the embedded keeper's restarts (as zapomni_db.connection.RECOVERY_TIMEOUT_S says); a
+    # server behind a proxy that gives up sooner answers sooner with a lower value.
+    db_recovery_s: float = Field(15.0, alias="ZAPOMNI_DB_RECOVERY_S", ge=0, le=600)
     vector_ef_runtime: int = Field(100, alias="ZAPOMNI_VECTOR_EF_RUNTIME", ge=1, le=10_000)
     # Server mode: where this process can read the server's files (backups copy them from there).
     falkordb_data_dir: Path | None = Field(None, alias="FALKORDB_DATA_DIR")

@@ -56,7 +56,8 @@ async def test_a_dead_database_gets_a_clear_retriable_answer_and_the_server_keep
 ) -> None:
     stderr = tmp_path / "server.log"
     with stderr.open("w") as errlog:
-        async with mcp_session(data_dir, errlog=errlog) as session:
+        # It waits 2 s for the database to come back, not the default 15 (the answer is what is tested here).
+        async with mcp_session(data_dir, errlog=errlog, ZAPOMNI_DB_RECOVERY_S="2") as session:
             await call(session, "add_memory", {"text": "Stored before the database went away."})
             # Take the database away for real: its keeper hangs (alive, so nobody else starts one) and redis-server
             # is killed under it. (A keeper that dies is replaced at the next call: tests/integration/

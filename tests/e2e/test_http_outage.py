@@ -1,8 +1,10 @@
 """A database outage while a token is checked: 503 with Retry-After, never 401 (the token is fine; a client
-told otherwise would drop it), and the same token works again once the database is back."""
+told otherwise would drop it), and the same token works again once the database is back. The server waits 2 s for
+the database to come back (`ZAPOMNI_DB_RECOVERY_S`), not the default 15, before it answers so."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from tests.helpers import wait_for
@@ -26,13 +28,16 @@ def test_a_token_that_cannot_be_checked_gets_503_and_works_again_after(tmp_path:
         "FALKORDB_HOST": "127.0.0.1",
         "FALKORDB_PORT": str(database.port),
         "FALKORDB_PASSWORD": PASSWORD,
+        "ZAPOMNI_DB_RECOVERY_S": "2",
     }
     try:
         token = create_token(child_env(env), "outage", "read")
         with http_server(tmp_path / "replica", tmp_path / "server.log", **env) as server:
             assert server.post(LIST_WORKSPACES, token).status_code == 200
             database.kill()
+            asked = time.monotonic()
             down = server.post(LIST_WORKSPACES, token)
+            assert time.monotonic() - asked < 10  # the setting's 2 s, not the default's 15
             assert down.status_code == 503, (down.status_code, down.text)
             assert down.headers["Retry-After"].isdigit()
             assert "could not be checked" in down.json()["error"]["message"]
