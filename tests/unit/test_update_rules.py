@@ -275,6 +275,10 @@ def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer:
         ("The Kubernetes ingress ran out of disk space.", "The Kubernetes ingress was upgraded to version 2.2."),
         ("The CI runners ran out of disk space.", "The CI runners started timing out under load."),
         ("- Lives in Oslo\n- Works at Equinor as a geologist", "Spent a week in Bergen visiting friends."),  # a visit
+        # a part of the thing is not the thing
+        ("Uses a Pixel 6 as their phone.", "Upgraded the phone's storage to 256 GB."),
+        ("Drives a Honda Civic.", "Replaced the car's tyres with Michelins."),
+        ("Uses a ThinkPad X1 as their laptop.", "Replaced the laptop's keyboard last week."),
     ],
 )
 def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, newer: str) -> None:

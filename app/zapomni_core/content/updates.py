@@ -1248,16 +1248,27 @@ def _attributes(lower: str) -> frozenset[str]:
             continue
         qualifier = _QUALIFIER.get(name)
         narrowed = qualifier.search(lower) if qualifier else None
-        found.add(f"{name}:{narrowed.group(1)}" if narrowed else name)
+        found.add(f"{name}:{next(g for g in narrowed.groups() if g)}" if narrowed else name)
     return frozenset(found)
 
 
 # Words that name another thing's attribute: "a dog named Bruno" is the dog's name, not its owner's.
 _NOT_THE_ATTRIBUTE = {"name": re.compile(r"\b(?:a|an|the|two|three|\d+)\s+(?:[\w-]+\s+){1,2}(?:named|called)\s+\S+")}
+# A part of a thing is not the thing: "Upgraded the phone's storage" or "Replaced the car's tyres" changes no phone
+# or car ("Uses a Pixel 6 as their phone", "Drives a Honda Civic"); the part's own values still replace each other.
+_PART = (
+    r"(?:'s|’s)?\s+(storage|battery|batteries|screen|case|charger|cover|memory|ram|ssd|hard drive|keyboard|trackpad|"
+    r"wallpaper|ringtone|camera|tyres?|tires?|wheels?|brakes?|engine|oil|seats?|paint(?:work)?|windscreen|windshield|"
+    r"exhaust|clutch|headlights?|wipers?)\b"
+)
 _QUALIFIER = {
     "favourite": re.compile(r"\bfavou?rite\s+([a-z]+)"),
-    "phone": re.compile(r"\b(work|home|office|personal|private|business|landline|mobile)\s+(?:phone|number|line)"),
+    "phone": re.compile(
+        rf"\b(work|home|office|personal|private|business|landline|mobile)\s+(?:phone|number|line)|\bphone{_PART}"
+    ),
     "email": re.compile(r"\b(work|home|personal|private|business|school)\s+e-?mail"),
+    "tool": re.compile(rf"\b(?:phone|laptop|computer|pc|mac|macbook|tablet|ipad){_PART}"),
+    "vehicle": re.compile(rf"\b(?:car|van|truck|bike|motorbike|motorcycle|scooter){_PART}"),
 }
 
 
