@@ -14,6 +14,9 @@ Measured, each (engine, size) in a process of its own so that memory and open ti
   visible before the next (the interactive case: an add, then a search that must find it), a batch of 1,000
   adds made visible at once (a catch-up), 200 single deletes each made visible, the process's RSS growth, the
   saved index on disk, and the open time of a fresh process (open + first query);
+- `tantivy_stored` (not run unless named): tantivy also keeping what a search hit shows, the chunk's text and its
+  memory's fields, so that it could answer without the database (decision 0045, "Not done", step 2); its queries
+  read those fields back for each hit, as such an answer would;
 - a crash mid-write: a child process adds chunks in a loop (tantivy: commit every 500; hand-written: save every
   500) and is killed with SIGKILL; the parent opens what is on disk and searches it.
 
@@ -44,14 +47,18 @@ from zapomni_core.search.analyzer import Analyzer
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ENGINES = ("handwritten", "tantivy")
+STORED = "tantivy_stored"
 DEPTH = 40  # the keyword leg's depth for a search of limit 20 (SearchPipeline: 2 x limit)
 SINGLE = 200
 BATCH = 1_000
 _ANALYZER = Analyzer()
 
 
+Item = tuple[str, list[str], str]  # a chunk's id, its terms and its text
+
+
 class Engine(Protocol):
-    def add(self, items: Sequence[tuple[str, list[str]]]) -> None: ...
+    def add(self, items: Sequence[Item]) -> None: ...
     def visible(self) -> None: ...  # what was added or removed is searched from now on
     def remove(self, chunk_id: str) -> None: ...
     def search(self, terms: list[str], k: int) -> list[str]: ...
@@ -69,8 +76,8 @@ class Handwritten:
     def open(cls, directory: Path) -> Handwritten:
         return cls(directory, Bm25Index.from_state(load_state(directory / "keyword.npz")))
 
-    def add(self, items: Sequence[tuple[str, list[str]]]) -> None:
-        for chunk_id, terms in items:
+    def add(self, items: Sequence[Item]) -> None:
+        for chunk_id, terms, _text in items:
             counts: dict[str, int] = {}
             for term in terms:
                 counts[term] = counts.get(term, 0) + 1
@@ -92,6 +99,8 @@ class Handwritten:
 class Tantivy:
     """tantivy: segments on disk, a commit makes what was added or deleted visible, atomically."""
 
+    stored = False  # what a hit shows kept too (`tantivy_stored`)
+
     def __init__(self, directory: Path, *, create: bool = True) -> None:
         import tantivy
 
@@ -99,6 +108,9 @@ class Tantivy:
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("id", stored=True, tokenizer_name="raw")
         builder.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="freq")
+        if self.stored:  # kept, not searched
+            builder.add_bytes_field("text", stored=True, indexed=False)
+            builder.add_bytes_field("memory", stored=True, indexed=False)
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema, path=str(directory), reuse=not create)
         self._writer = self._index.writer(heap_size=64_000_000, num_threads=1)
@@ -108,9 +120,10 @@ class Tantivy:
     def open(cls, directory: Path) -> Tantivy:
         return cls(directory, create=False)
 
-    def add(self, items: Sequence[tuple[str, list[str]]]) -> None:
-        for chunk_id, terms in items:
-            self._writer.add_document(self._t.Document(id=chunk_id, body=" ".join(terms)))
+    def add(self, items: Sequence[Item]) -> None:
+        for chunk_id, terms, text in items:
+            shown = {"text": text.encode(), "memory": _memory_fields(chunk_id)} if self.stored else {}
+            self._writer.add_document(self._t.Document(id=chunk_id, body=" ".join(terms), **shown))
 
     def visible(self) -> None:
         self._writer.commit()
@@ -128,15 +141,33 @@ class Tantivy:
         )
         searcher = self._index.searcher()
         hits = searcher.search(query, limit=k).hits
-        return [str(searcher.doc(address)["id"][0]) for _score, address in hits]
+        docs = [searcher.doc(address) for _score, address in hits]
+        if self.stored:  # what an answer without the database would read of each hit
+            for doc in docs:
+                json.loads(doc["memory"][0]), bytes(doc["text"][0]).decode()
+        return [str(doc["id"][0]) for doc in docs]
 
     def save(self) -> None:
         self.visible()  # a commit is tantivy's save: segments and their metadata, fsynced
 
 
+class TantivyStored(Tantivy):
+    stored = True
+
+
+def _memory_fields(chunk_id: str) -> bytes:
+    """What a hit shows of its memory, at the size such a record has (one-chunk notes: no tags, source, speaker)."""
+    return json.dumps({
+        "memory_id": f"00000000-0000-4000-8000-{chunk_id[-12:]:0>12}", "tags": [], "source": None,
+        "date": "2024-05-01T00:00:00+00:00", "created_at": 1714521600.0, "updated_at": 1714521600.0,
+        "chunk_count": 1, "kind": "note", "speaker": None, "thread": None,
+    }).encode()  # fmt: skip
+
+
 def engine(name: str, directory: Path, *, open_existing: bool = False) -> Engine:
-    if name == "tantivy":
-        return Tantivy.open(directory) if open_existing else Tantivy(directory)
+    if name in ("tantivy", STORED):
+        kind = TantivyStored if name == STORED else Tantivy
+        return kind.open(directory) if open_existing else kind(directory)
     return Handwritten.open(directory) if open_existing else Handwritten(directory)
 
 
@@ -151,8 +182,8 @@ def disk_mb(directory: Path) -> float:
     return round(sum(p.stat().st_size for p in directory.rglob("*") if p.is_file()) / 1e6, 1)
 
 
-def analysed(texts: Sequence[str], prefix: str) -> list[tuple[str, list[str]]]:
-    return [(f"{prefix}{i}", _ANALYZER.terms(text)) for i, text in enumerate(texts)]
+def analysed(texts: Sequence[str], prefix: str) -> list[Item]:
+    return [(f"{prefix}{i}", _ANALYZER.terms(text), text) for i, text in enumerate(texts)]
 
 
 # -- one engine in one process --------------------------------------------------------------------------------
@@ -163,7 +194,7 @@ def quality(name: str, limit_docs: int | None) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="kw-quality-") as tmp:
         index = engine(name, Path(tmp))
         documents = zip(scifact.doc_ids, scifact.doc_texts, strict=True)
-        index.add([(doc_id, _ANALYZER.terms(text)) for doc_id, text in documents])
+        index.add([(doc_id, _ANALYZER.terms(text), text) for doc_id, text in documents])
         index.visible()
         rankings = [index.search(_ANALYZER.query_terms(q), 100) for q in scifact.query_texts]
     return {
@@ -193,7 +224,7 @@ def at_size(name: str, size: int, directory: Path) -> dict[str, Any]:
     batch = analysed(texts[size + SINGLE : size + SINGLE + BATCH], "b")
     out["add_1000_visible_ms"] = round(timed(lambda: _add(index, batch)), 1)
     out["delete_visible_ms"] = summary_ms(
-        [timed(lambda chunk_id=chunk_id: _remove(index, chunk_id)) for chunk_id, _ in singles]
+        [timed(lambda chunk_id=chunk_id: _remove(index, chunk_id)) for chunk_id, _, _ in singles]
     )
     found = index.search(singles[0][1], DEPTH)
     out["deleted_never_found"] = singles[0][0] not in found
@@ -203,7 +234,7 @@ def at_size(name: str, size: int, directory: Path) -> dict[str, Any]:
     return out
 
 
-def _add(index: Engine, items: Sequence[tuple[str, list[str]]]) -> None:
+def _add(index: Engine, items: Sequence[Item]) -> None:
     index.add(items)
     index.visible()
 
@@ -325,7 +356,7 @@ def report(results: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 300_000])
-    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
+    parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=[*ENGINES, STORED])
     parser.add_argument("--crash-runs", type=int, default=5, help="writers killed per engine")
     parser.add_argument("--limit-docs", type=int, default=None, help="SciFact documents indexed (all by default)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
