@@ -1255,7 +1255,8 @@ def _attributes(lower: str) -> frozenset[str]:
 # Words that name another thing's attribute: "a dog named Bruno" is the dog's name, not its owner's.
 _NOT_THE_ATTRIBUTE = {"name": re.compile(r"\b(?:a|an|the|two|three|\d+)\s+(?:[\w-]+\s+){1,2}(?:named|called)\s+\S+")}
 # A part of a thing is not the thing: "Upgraded the phone's storage" or "Replaced the car's tyres" changes no phone
-# or car ("Uses a Pixel 6 as their phone", "Drives a Honda Civic"); the part's own values still replace each other.
+# or car ("Uses a Pixel 6 as their phone", "Drives a Honda Civic"): the part qualifies the attribute, as "work" does a
+# phone, so two values of one part are one attribute (`vehicle:tyres`) and neither is the thing's.
 _PART = (
     r"(?:'s|’s)?\s+(storage|battery|batteries|screen|case|charger|cover|memory|ram|ssd|hard drive|keyboard|trackpad|"
     r"wallpaper|ringtone|camera|tyres?|tires?|wheels?|brakes?|engine|oil|seats?|paint(?:work)?|windscreen|windshield|"
