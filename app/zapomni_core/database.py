@@ -22,6 +22,7 @@ from zapomni_db import (
     EmbeddedDatabase,
     GraphClient,
     connect,
+    reachable,
 )
 from zapomni_db.embedded_layout import EmbeddedPaths
 
@@ -87,6 +88,7 @@ async def _connect(settings: Settings, stack: AsyncExitStack) -> OpenDatabase:
     if settings.db_mode == "server":
         target = database_target(settings)
         location = f"falkordb://{settings.falkordb_host}:{settings.falkordb_port}"
+        await reachable(target)  # a server that is down is said at once (the embedded one was just waited for)
     else:
         embedded = EmbeddedDatabase.for_directory(settings.data_dir, appendfsync=settings.appendfsync)
         await asyncio.to_thread(embedded.open)

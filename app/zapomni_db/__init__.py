@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         DatabaseTarget,
         WriteFence,
         connect,
+        reachable,
     )
     from zapomni_db.disk_state import (
         WriteSuspension,
@@ -144,6 +145,7 @@ _HOMES = {
     "DatabaseTarget": "zapomni_db.connection",
     "WriteFence": "zapomni_db.connection",
     "connect": "zapomni_db.connection",
+    "reachable": "zapomni_db.connection",
     "WriteSuspension": "zapomni_db.disk_state",
     "read_suspension": "zapomni_db.disk_state",
     "EmbeddedDatabase": "zapomni_db.embedded",
@@ -332,6 +334,7 @@ __all__ = [
     "indexes_building",
     "migrate",
     "open_early",
+    "reachable",
     "read_suspension",
     "repair_vector_index",
     "rewrite_append_only_file",

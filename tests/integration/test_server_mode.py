@@ -16,6 +16,7 @@ from tests.helpers import open_core, wait_for
 from tests.processes import FalkorDB
 from zapomni_core import Settings, StorageUnavailable
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
+from zapomni_db import CredentialsRefused, DatabaseTarget, DatabaseUnavailable, reachable
 
 pytestmark = pytest.mark.anyio
 PASSWORD = "s3cret-pass"
@@ -73,6 +74,20 @@ async def test_a_wrong_password_is_reported_with_the_server_named(falkordb_serve
         message = str(caught.value)
         assert f"FALKORDB_HOST=127.0.0.1 FALKORDB_PORT={port}: {told}" in message
         assert PASSWORD not in message and "not-the-password" not in message
+
+
+async def test_a_server_that_is_down_is_told_at_once_and_one_that_answers_is_reachable(
+    falkordb_server: FalkorDB,
+) -> None:
+    # Asked before the FalkorDB client is built, whose own check of a server that is down blocks for seconds.
+    target = DatabaseTarget("team", "team", host="127.0.0.1", port=falkordb_server.port, password=PASSWORD)
+    with pytest.raises(DatabaseUnavailable) as caught:
+        await reachable(target)
+    assert f"127.0.0.1:{falkordb_server.port}" in str(caught.value.__cause__)
+    falkordb_server.start()
+    await reachable(target)
+    with pytest.raises(CredentialsRefused):
+        await reachable(DatabaseTarget("team", "team", host="127.0.0.1", port=falkordb_server.port, password="nope"))
 
 
 async def test_queries_wait_while_the_server_is_loading(falkordb_server: FalkorDB, data_dir: Path) -> None:
