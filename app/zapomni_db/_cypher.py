@@ -1,5 +1,23 @@
 """Cypher fragments more than one store uses. Values always travel as parameters."""
 
+from collections.abc import Sequence
+
+
+class VectorParam:
+    """A vector as a query parameter, written once as the text the query carries. The FalkorDB client writes
+    parameters into the query text value by value (`stringify_param_value`: 0.38-0.59 ms for 384 floats, on every
+    add, search and update detection); nine significant digits are a float32's exact value, 0.14 ms and a third
+    shorter. The client writes a value that is not a string, list, dict or None as `str(value)`."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self._text = "[" + ",".join([f"{x:.9g}" for x in values]) + "]"
+
+    def __str__(self) -> str:
+        return self._text
+
+
 # FalkorDB runs write queries one at a time, so this counter orders every change a graph sees:
 # a memory made visible, updated or deleted takes the next number. The keyword index of every
 # process catches up by reading what changed above the number it has seen.

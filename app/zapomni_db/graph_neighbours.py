@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from zapomni_db._cypher import VectorParam
 from zapomni_db.client import GraphClient
 
 # Chunk first (indexed by id), then its entities.
@@ -84,7 +85,7 @@ class GraphNeighbours:
         if not keys or per_entity <= 0:
             return []
         rows = await self._client.ro_query(
-            _MENTIONING, {"keys": list(dict.fromkeys(keys)), "vector": vector, "per": per_entity}
+            _MENTIONING, {"keys": list(dict.fromkeys(keys)), "vector": VectorParam(vector), "per": per_entity}
         )
         return [MentioningChunk(row[0], row[1], row[2], float(row[3])) for row in rows]
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from zapomni_db._cypher import VectorParam
 from zapomni_db.client import GraphClient
 from zapomni_db.errors import SchemaMismatch
 from zapomni_db.records.maintenance import Counts, EmbedderClaim, ReembedState
@@ -274,7 +275,10 @@ class Maintenance:
             "SET c.embedding = vecf32(r.embedding), c.embedding_model = $model, "
             # Chunks stored before decision 0031 carry term arrays nothing reads: the rewrite drops them.
             "c.terms = null, c.term_counts = null, c.term_length = null RETURN count(c)",
-            {"model": model, "rows": [{"id": cid, "embedding": vector} for cid, vector in vectors.items()]},
+            {
+                "model": model,
+                "rows": [{"id": cid, "embedding": VectorParam(vector)} for cid, vector in vectors.items()],
+            },
         )
         return int(rows[0][0]) if rows else 0
 

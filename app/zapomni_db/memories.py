@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from zapomni_db._cypher import CHUNK_PROPERTIES, DROP_UNMENTIONED, JOB_PROPERTIES, NEXT_SEQ, PURGE_EVIDENCE
+from zapomni_db._cypher import CHUNK_PROPERTIES, DROP_UNMENTIONED, JOB_PROPERTIES, NEXT_SEQ, PURGE_EVIDENCE, VectorParam
 from zapomni_db.client import GraphClient
 from zapomni_db.memory_reads import stored_head
 from zapomni_db.records.jobs import JobRecord
@@ -292,7 +292,7 @@ def chunk_param(chunk: ChunkRow) -> dict[str, Any]:
         "id": chunk.id,
         "idx": chunk.index,
         "text": chunk.text,
-        "embedding": chunk.embedding,
+        "embedding": VectorParam(chunk.embedding),
         "page": chunk.place.page,
         "section": chunk.place.section,
         "line_start": chunk.place.line_start,

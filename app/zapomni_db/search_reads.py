@@ -7,7 +7,7 @@ from typing import Any
 
 import structlog
 
-from zapomni_db._cypher import FILTER, at_numbers
+from zapomni_db._cypher import FILTER, VectorParam, at_numbers
 from zapomni_db.client import GraphClient
 from zapomni_db.errors import QueryFailed, QueryTimedOut, VectorIndexBuilding
 from zapomni_db.records.memories import ChunkPlace, MemoryInfo, SearchFilter
@@ -100,7 +100,7 @@ class SearchReads:
 
         `exact_within_ms`: how long comparing every stored chunk may take (VectorIndexBuilding, saying why, beyond
         it; not tried when even the fastest rate measured could not do it)."""
-        params = {"vector": vector, "k": k, "limit": limit, **filters.as_params()}
+        params = {"vector": VectorParam(vector), "k": k, "limit": limit, **filters.as_params()}
         try:
             rows = await self._client.ro_query(_VECTOR_SEARCH, params)
         except QueryFailed:
@@ -130,7 +130,7 @@ class SearchReads:
 
         `nodes`: each id's node number as the keyword index knows it; the ids not found by it are looked for by id.
         """
-        params = {"vector": vector, **filters.as_params()}
+        params = {"vector": VectorParam(vector), **filters.as_params()}
         by_id: dict[str, ChunkHit] = {}
         missing = list(ids)
         if nodes is not None:
@@ -152,7 +152,7 @@ class SearchReads:
         """The first chunk of each of `memory_ids` that passes `filters` (with its distance to `vector`), in the
         order of `memory_ids`."""
         rows = await self._client.ro_query(
-            _FIRST_CHUNKS, {"memory_ids": list(memory_ids), "vector": vector, **filters.as_params()}
+            _FIRST_CHUNKS, {"memory_ids": list(memory_ids), "vector": VectorParam(vector), **filters.as_params()}
         )
         by_memory = {hit.memory.id: hit for hit in map(_hit, rows)}
         return [by_memory[i] for i in memory_ids if i in by_memory]
@@ -181,7 +181,7 @@ class SearchReads:
         legs = ["nearest", *(["ranked"] if ranked else []), *(["unread"] if unread_after is not None else [])]
         params = {
             "memory_id": memory_id,
-            **({"vector": list(vector)} if vector is not None else {}),
+            **({"vector": VectorParam(vector)} if vector is not None else {}),
             "k": k,
             "ids": [chunk_id for chunk_id, _ in ranked],
             "nodes": [node for _, node in ranked],
