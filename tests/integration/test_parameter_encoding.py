@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import examples, wait_for
 from zapomni_db import DatabaseTarget, GraphClient, QueryFailed, connect
+from zapomni_db._cypher import VectorParam
 from zapomni_db.server import direct_client, is_ready
 from zapomni_db.server_commands import falkordb_command
 
@@ -65,6 +66,24 @@ async def test_what_the_query_text_cannot_carry_is_a_db_error_naming_the_paramet
         with pytest.raises(QueryFailed):
             await graph.ro_query("RETURN $map", {"map": {value: 1}})
     assert await graph.ro_query("MATCH (t:T) RETURN count(t)") == [[0]]  # nothing was written
+
+
+async def test_a_vector_sent_as_text_is_stored_as_the_float32_values_it_holds(graph: GraphClient) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    values = np.concatenate([
+        rng.standard_normal(380).astype(np.float32) / 20,
+        np.array([1e-45, -3.4e38, 1.17549435e-38, -0.0], dtype=np.float32),  # the smallest, largest, tiniest normal
+    ])  # fmt: skip
+    vector = [float(x) for x in values]  # what an embedder hands over: float32 values as Python floats
+    rows = await graph.query(
+        "CREATE (c:V {e: vecf32($v)}) WITH c UNWIND $rows AS r RETURN c.e, vecf32(r.e)",
+        {"v": VectorParam(vector), "rows": [{"e": VectorParam(vector)}]},  # alone, and in a map (as chunk rows)
+    )
+    [[stored, in_map]] = rows
+    assert np.array_equal(np.asarray(stored, dtype=np.float32), values)
+    assert np.array_equal(np.asarray(in_map, dtype=np.float32), values)
 
 
 @pytest.mark.property
