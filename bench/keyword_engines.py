@@ -143,8 +143,7 @@ class Tantivy:
         hits = searcher.search(query, limit=k).hits
         docs = [searcher.doc(address) for _score, address in hits]
         if self.stored:  # what an answer without the database would read of each hit
-            for doc in docs:
-                json.loads(doc["memory"][0]), bytes(doc["text"][0]).decode()
+            _shown = [(json.loads(doc["memory"][0]), bytes(doc["text"][0]).decode()) for doc in docs]
         return [str(doc["id"][0]) for doc in docs]
 
     def save(self) -> None:
