@@ -110,7 +110,7 @@ async def search_all(
     for text in texts:
         hits = (await core.memories.search(SearchRequest(query=text[:1000], limit=limit, mode=mode))).results
         rankings.append([memory_to_doc[hit.memory_id] for hit in hits])
-        similarities.append([hit.similarity_score for hit in hits])
+        similarities.append([hit.similarity_score or 0.0 for hit in hits])  # None only before a load: not here
     return Run(rankings, similarities)
 
 

@@ -30,6 +30,7 @@ from structlog.testing import capture_logs
 
 from zapomni_core import RuntimeInfo, Settings, ZapomniCore
 from zapomni_core import open_core as open_engine
+from zapomni_core.memories.replies import SearchHit
 from zapomni_db.embedded_layout import EmbeddedPaths
 
 if TYPE_CHECKING:
@@ -86,6 +87,12 @@ async def open_core(
         yield opened
 
 
+def similarity(hit: SearchHit) -> float:
+    """A hit's similarity score, which only an answer given before the database has loaded leaves out."""
+    assert hit.similarity_score is not None, hit
+    return hit.similarity_score
+
+
 def configured(settings: Settings, **variables: str) -> Settings:
     """`settings` (a test's data directory and graph) with more settings named as in the environment
     (ZAPOMNI_GRAPH_AUTO="true", OLLAMA_HOST=...): what `zapomni serve` would run with those variables set."""
@@ -102,11 +109,11 @@ async def local_session(settings: Settings, *, background_jobs: bool = True) -> 
     from mcp import Client
 
     from zapomni_mcp.handlers import build_server
-    from zapomni_mcp.tools import build_registry
+    from zapomni_mcp.opening import Opening
     from zapomni_mcp.transport import STDIO_IS_LOCAL
 
     async with open_core(settings, background_jobs=background_jobs) as (core, _info):
-        server = build_server(core, build_registry(core), local=STDIO_IS_LOCAL)
+        server = build_server(Opening.of(core), local=STDIO_IS_LOCAL)
         async with Client(server, mode="legacy") as client:
             yield client.session
 
@@ -188,9 +195,10 @@ def logged_events() -> Iterator[list[MutableMapping[str, Any]]]:
 
 def keyword_index_dirs(settings: Settings) -> list[Path]:
     """The keyword index directories beside the embedded database, one per graph
-    (`zapomni_core.search.keyword_index`)."""
+    (`zapomni_core.search.keyword_index`; its dot-named entries are the processes present, not graphs)."""
     root = settings.data_dir / "keyword-index"
-    return sorted(path for path in root.iterdir() if path.is_dir()) if root.is_dir() else []
+    graphs = (path for path in root.iterdir() if path.is_dir() and not path.name.startswith("."))
+    return sorted(graphs) if root.is_dir() else []
 
 
 def free_port() -> int:

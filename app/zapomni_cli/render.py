@@ -136,7 +136,7 @@ def _search(result: SearchResult, out: Console) -> None:
     table.add_column("source")
     for hit in result.results:
         table.add_row(
-            f"{hit.similarity_score:.2f}",
+            "" if hit.similarity_score is None else f"{hit.similarity_score:.2f}",
             short_id(hit.memory_id),
             Text(clip(hit.text)),
             Text(clip(", ".join(hit.tags), tags_width)),

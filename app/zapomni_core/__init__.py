@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         embedded_paths,
         falkordb_password,
         open_database,
+        withdraw_index_proof,
     )
     from zapomni_core.early_start import (
         start_database_early,
@@ -122,6 +123,7 @@ if TYPE_CHECKING:
         configure_logging,
         route_stdlib_logs,
     )
+    from zapomni_core.memories.early_search import EarlySearch
     from zapomni_core.memories.replies import (
         AddMemoryResult,
         ChunkOut,
@@ -249,6 +251,7 @@ _HOMES = {
     "embedded_paths": "zapomni_core.database",
     "falkordb_password": "zapomni_core.database",
     "open_database": "zapomni_core.database",
+    "withdraw_index_proof": "zapomni_core.database",
     "build_embedder": "zapomni_core.embedders",
     "ZapomniCore": "zapomni_core.engine",
     "Cancelled": "zapomni_core.errors",
@@ -294,6 +297,7 @@ _HOMES = {
     "JobState": "zapomni_core.jobs.requests",
     "configure_logging": "zapomni_core.logs",
     "route_stdlib_logs": "zapomni_core.logs",
+    "EarlySearch": "zapomni_core.memories.early_search",
     "AddMemoryResult": "zapomni_core.memories.replies",
     "ChunkOut": "zapomni_core.memories.replies",
     "DeleteMemoryResult": "zapomni_core.memories.replies",
@@ -403,6 +407,7 @@ __all__ = [
     "DeleteMemoryResult",
     "DeleteWorkspaceRequest",
     "DeleteWorkspaceResult",
+    "EarlySearch",
     "EmbedderUnavailable",
     "ExportReport",
     "ExtractorUnavailable",
@@ -496,4 +501,5 @@ __all__ = [
     "sanitise",
     "schema_status",
     "start_database_early",
+    "withdraw_index_proof",
 ]

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zapomni_core.errors import StorageUnavailable
+from zapomni_core.search.index_files import Presence
+from zapomni_core.search.keyword_index import KeywordIndexDirs
 from zapomni_core.settings import Settings
 from zapomni_db import (
     Connection,
@@ -34,6 +36,9 @@ class OpenDatabase:
     location: str  # what to tell a person: the data directory, or falkordb://host:port
     started_here: bool
     embedded: EmbeddedDatabase | None  # None in server mode
+    # The keyword indexes kept beside the embedded database, and this process's presence among their writers.
+    keyword_dirs: KeywordIndexDirs | None = None
+    presence: Presence | None = None
 
 
 def embedded_paths(settings: Settings) -> EmbeddedPaths:
@@ -48,6 +53,13 @@ def database_disk(settings: Settings) -> Path | None:
     if settings.db_mode == "server":
         return settings.falkordb_data_dir.expanduser() if settings.falkordb_data_dir else None
     return embedded_paths(settings).data_dir
+
+
+def withdraw_index_proof(settings: Settings) -> None:
+    """For what replaces the embedded store's files (a restore, its undo): the keyword indexes beside them say
+    nothing of the new files, so no search may be answered from them before the database has loaded them."""
+    if settings.db_mode == "embedded":
+        KeywordIndexDirs.beside(embedded_paths(settings).data_dir).forget_proof()
 
 
 def falkordb_password(settings: Settings) -> str | None:
@@ -105,7 +117,12 @@ async def _connect(settings: Settings, stack: AsyncExitStack) -> OpenDatabase:
     )
     stack.push_async_callback(connection.close)
     client = GraphClient(connection, settings.graph_name)
-    return OpenDatabase(connection, client, location, embedded.started_here if embedded else False, embedded)
+    if embedded is None:
+        return OpenDatabase(connection, client, location, False, None)
+    dirs = KeywordIndexDirs.beside(embedded.paths.data_dir)
+    presence = await dirs.arrive()  # before this process writes anything (decision 0045)
+    stack.callback(presence.end)
+    return OpenDatabase(connection, client, location, embedded.started_here, embedded, dirs, presence)
 
 
 def database_target(settings: Settings) -> DatabaseTarget:

@@ -39,7 +39,7 @@ from zapomni_core.memories.supersession import UpdateLinker
 from zapomni_core.memories.updates_job import FindUpdates
 from zapomni_core.search import KeywordRetriever, SearchPipeline, VectorRetriever
 from zapomni_core.search.analyzer import Analyzer
-from zapomni_core.search.keyword_index import KeywordIndex, KeywordIndexDirs
+from zapomni_core.search.keyword_index import KeywordIndex
 from zapomni_core.settings import Settings
 from zapomni_core.transfer.import_job import ImportSource
 from zapomni_core.transfer.service import TransferService
@@ -138,9 +138,8 @@ async def open_core(
             embedder=EmbedderIdentity(embedder.name, embedder.dimension),
             search_for=search_for,
             # Kept beside the embedded database only: every process that writes to it shares its directory.
-            keyword_dirs=KeywordIndexDirs(database.embedded.paths.data_dir / "keyword-index")
-            if database.embedded
-            else None,
+            keyword_dirs=database.keyword_dirs,
+            presence=database.presence,
         )
         # After the writes drain, before the database closes.
         stack.push_async_callback(workspaces.close_keyword_indexes)

@@ -22,6 +22,15 @@ class VectorParam:
 # a memory made visible, updated or deleted takes the next number. The keyword index of every
 # process catches up by reading what changed above the number it has seen.
 NEXT_SEQ = "MERGE (q:Sequence {id: 'chunks'}) SET q.value = coalesce(q.value, 0) + 1 WITH q.value AS seq "
+# For memories bound to `m` whose fields a hit shows changed (their chunks did not): a change-log entry naming their
+# chunks, so the keyword index, which keeps those fields, reads them again (`SearchReads.changes_between`).
+REINDEX_CHUNKS = (
+    "OPTIONAL MATCH (m)-[:HAS_CHUNK]->(c:Chunk) WITH m, collect(c.id) AS reread "
+    "WITH collect(m) AS ms, collect(reread) AS rereads WHERE size(ms) > 0 "
+    "MERGE (q:Sequence {id: 'chunks'}) SET q.value = coalesce(q.value, 0) + 1 "
+    "CREATE (:Change {seq: q.value, removed: [], added: reduce(acc = [], ids IN rereads | acc + ids), at: $now}) "
+    "WITH ms UNWIND ms AS m "
+)
 
 # A memory's kind as every listing shows it and the kind filter reads it (`ListedKind`), for a memory bound to
 # `m`: a file's (document, code), else a conversation turn when it has a speaker or a thread (the agent's or the

@@ -17,6 +17,7 @@ import ctypes
 import ctypes.util
 import json
 import os
+import shlex
 import signal
 import stat
 import subprocess
@@ -79,7 +80,10 @@ def server_command(paths: EmbeddedPaths, appendfsync: str) -> list[str]:
     # A failed background snapshot (no room for the RDB) would otherwise refuse every write with
     # MISCONF until a later snapshot succeeds, which Redis retries only when a save point is due
     # (minutes after the space is back). Every write is in the fsynced AOF; the RDB only loads faster.
-    return [*command, "--shutdown-on-sigterm", "force", "--stop-writes-on-bgsave-error", "no"]
+    command += ["--shutdown-on-sigterm", "force", "--stop-writes-on-bgsave-error", "no"]
+    # More redis-server options, as the appliance's database takes them (ops/supervisor/databases.conf); normally
+    # none. Tests slow a load down with them (`--key-load-delay`).
+    return [*command, *shlex.split(os.environ.get("FALKORDB_EXTRA_ARGS", ""))]
 
 
 def run(paths: EmbeddedPaths, appendfsync: str) -> int:

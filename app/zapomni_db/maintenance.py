@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from zapomni_db._cypher import VectorParam
+from zapomni_db._cypher import REINDEX_CHUNKS, VectorParam
 from zapomni_db.client import GraphClient
 from zapomni_db.errors import SchemaMismatch
 from zapomni_db.records.maintenance import Counts, EmbedderClaim, ReembedState
@@ -34,13 +34,15 @@ class Derivation:
     # Most memories have none (a note has no speaker): absent is no sign of a memory still to do, so every memory
     # is read. A field every memory has (a hash, a head) is still to do exactly where it is absent.
     sparse: bool = False
+    # Search hits show it, and the keyword index keeps what they show: setting it logs a change (decision 0045).
+    shown: bool = False
 
 
 DERIVED: dict[DerivedField, Derivation] = {
     "content_hash": Derivation(("text",)),
     "head": Derivation(("text",)),
     # The agent's speaker (in the metadata JSON), else the one inferred from a `Name:` lead (decision 0023).
-    "speaker": Derivation(("metadata", "inferred"), sparse=True),
+    "speaker": Derivation(("metadata", "inferred"), sparse=True, shown=True),
 }
 
 
@@ -165,9 +167,13 @@ class Maintenance:
         sparse = DERIVED[field].sparse
         unchanged = f"{_sources(field)} = r[2]" if sparse else f"m.{field} IS NULL"
         # Memory nodes are not vector-indexed: setting a property on them is safe.
+        reread = f"WITH m {REINDEX_CHUNKS}RETURN count(m)" if DERIVED[field].shown else ""
         await self._client.query(
-            f"UNWIND $rows AS r MATCH (m:Memory {{id: r[0]}}) WHERE {unchanged} SET m.{field} = r[1]",
-            {"rows": [[memory_id, value, sources if sparse else []] for memory_id, value, sources in values]},
+            f"UNWIND $rows AS r MATCH (m:Memory {{id: r[0]}}) WHERE {unchanged} SET m.{field} = r[1] {reread}",
+            {
+                "rows": [[memory_id, value, sources if sparse else []] for memory_id, value, sources in values],
+                "now": time.time(),
+            },
         )
 
     async def database_size_bytes(self) -> int:

@@ -12,7 +12,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from zapomni_db._cypher import CHUNK_PROPERTIES, DROP_UNMENTIONED, JOB_PROPERTIES, NEXT_SEQ, PURGE_EVIDENCE, VectorParam
+from zapomni_db._cypher import (
+    CHUNK_PROPERTIES,
+    DROP_UNMENTIONED,
+    JOB_PROPERTIES,
+    NEXT_SEQ,
+    PURGE_EVIDENCE,
+    REINDEX_CHUNKS,
+    VectorParam,
+)
 from zapomni_db.client import GraphClient
 from zapomni_db.memory_reads import stored_head
 from zapomni_db.records.jobs import JobRecord
@@ -100,7 +108,8 @@ _UPDATE = (
     "FOREACH (x IN CASE WHEN s IS NULL THEN [] ELSE [s] END | CREATE (m)-[:HAS_CHUNK]->(x)) "
     f"WITH DISTINCT m FOREACH (c IN $chunks | CREATE (m)-[:HAS_CHUNK]->(:Chunk {CHUNK_PROPERTIES})) RETURN m.id"
 )
-_UPDATE_FIELDS = f"MATCH (m:Memory {{id: $memory_id}}) SET {_SET_FIELDS} RETURN m.id"
+# The keyword index keeps what a hit shows (decision 0045): the change log names the chunks, so it reads them again.
+_UPDATE_FIELDS = f"MATCH (m:Memory {{id: $memory_id}}) SET {_SET_FIELDS} WITH m {REINDEX_CHUNKS}RETURN DISTINCT m.id"
 
 # The memories' knowledge-graph evidence goes first, in the same write (`_cypher.PURGE_EVIDENCE`).
 _DELETE = (
@@ -206,8 +215,9 @@ class MemoryWrites:
         return done
 
     async def update_fields(self, memory: MemoryRecord) -> bool:
-        """Change only the Memory node's own fields: its chunks, and so every index, stay as they are."""
-        return bool(await self._client.query(_UPDATE_FIELDS, _memory_params(memory, 0)))
+        """Change only the Memory node's own fields: its chunks stay as they are, and only the keyword index, which
+        keeps what a hit shows, reads them again."""
+        return bool(await self._client.query(_UPDATE_FIELDS, {**_memory_params(memory, 0), "now": time.time()}))
 
     async def delete(self, memory_ids: Sequence[str]) -> list[str]:
         """Delete these memories and their chunks (from every index) and their knowledge-graph evidence

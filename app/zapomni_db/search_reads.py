@@ -84,8 +84,10 @@ _FIRST_CHUNKS = (
 )
 # What the keyword index counts of a chunk `c` of a memory `m`, and the chunk's place in its memory's thread. The
 # terms are counted in process (`KeywordIndex`), not stored: term arrays were a sixth of the database's
-# memory (decision 0031).
-_INDEXED = "c.id, coalesce(c.text, m.text), c.context, m.thread, m.date_ts, m.created_at, c.idx, ID(c)"
+# memory (decision 0031). Then what a hit on the chunk shows, which the index keeps (decision 0045).
+_INDEXED = f"c.id, coalesce(c.text, m.text), c.context, m.date_ts, c.idx, ID(c), {MemoryInfo.PROJECTION}, " + (
+    ChunkPlace.projection("c")
+)
 
 
 class SearchReads:
@@ -250,13 +252,16 @@ def _candidates_query(legs: Sequence[str], by_vector: bool) -> str:
 
 
 def _indexed(row: list[Any]) -> IndexedChunk:
+    memory = MemoryInfo.from_row(row, 6)
     return IndexedChunk(
         chunk_id=row[0],
         text=row[1] or "",
         context=row[2],
-        thread=row[3],
-        order=(float(row[4] or 0.0), float(row[5] or 0.0), int(row[6] or 0)),
-        node=int(row[7]),
+        thread=memory.thread,
+        order=(float(row[3] or 0.0), memory.created_at, int(row[4] or 0)),
+        node=int(row[5]),
+        memory=memory,
+        place=ChunkPlace.from_row(row, 6 + MemoryInfo.WIDTH),
     )
 
 

@@ -32,6 +32,7 @@ from zapomni_http.oauth_routes import authorization_routes, resource_metadata
 from zapomni_http.replies import FORBIDDEN, refusal
 from zapomni_http.security import OriginCheck, transport_security, with_cors
 from zapomni_mcp.handlers import build_server
+from zapomni_mcp.opening import Opening
 from zapomni_mcp.tools import build_registry
 
 MCP_PATH = "/mcp"
@@ -42,7 +43,7 @@ def build_app(core: ZapomniCore, settings: Settings) -> ASGIApp:
     url = public_url(settings)
     registry = build_registry(core)
     metrics = Metrics(core)
-    server = build_server(core, registry, local=False, observer=metrics.observe_call)
+    server = build_server(Opening.of(core, registry), local=False, observer=metrics.observe_call)
     security = transport_security(settings, url)
     auth = auth_settings(url)
     assert auth.resource_server_url is not None

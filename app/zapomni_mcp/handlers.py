@@ -13,11 +13,12 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from zapomni_core import Progress, ProgressSink, RequestContext, ZapomniCore, for_remote, package_version
+from zapomni_core import Progress, ProgressSink, RequestContext, for_remote, package_version
 from zapomni_mcp import resources
 from zapomni_mcp.access import current_grant
 from zapomni_mcp.errors import INVALID_ARGUMENTS, describe_validation_error, error_kind, failure_message
-from zapomni_mcp.registry import ToolRegistry
+from zapomni_mcp.opening import Opening
+from zapomni_mcp.registry import Tool
 
 log = structlog.get_logger(__name__)
 
@@ -36,26 +37,26 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(
-    core: ZapomniCore, registry: ToolRegistry, *, local: bool, observer: CallObserver | None = None
-) -> Server[Any]:
-    """`local`: the transport's client runs on this machine (stdio), so error messages may name server paths."""
+def build_server(opening: Opening, *, local: bool, observer: CallObserver | None = None) -> Server[Any]:
+    """`opening`: the engine, perhaps still opening (then requests wait for it, unless it can answer early).
+    `local`: the transport's client runs on this machine (stdio), so error messages may name server paths."""
+    catalog = opening.catalog
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=registry.definitions())
+        return types.ListToolsResult(tools=catalog.definitions())
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        tool = registry.get(params.name)
+        tool = catalog.get(params.name)
         if tool is None:
             raise MCPError(
                 types.INVALID_PARAMS,
-                f"Unknown tool {params.name!r}; available tools: {', '.join(registry.names())}",
+                f"Unknown tool {params.name!r}; available tools: {', '.join(catalog.names())}",
             )
         request_id = str(ctx.request_id)
         with structlog.contextvars.bound_contextvars(request_id=request_id, tool=tool.name):
             started = time.perf_counter()
             context = RequestContext(request_id=request_id, progress_sink=_progress_sink(ctx), client=_client(ctx))
-            result, error = await _run(tool, params.arguments or {}, context, local=local)
+            result, error = await _run(opening, tool, params.arguments or {}, context, local=local)
             elapsed = time.perf_counter() - started
             log.info("tool.called", ok=error is None, duration_ms=round(elapsed * 1000, 2))
             if observer is not None:
@@ -63,6 +64,7 @@ def build_server(
             return result
 
     async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        core, _ = await opening.engine()
         return await resources.list_page(core, params.cursor if params else None)
 
     async def list_resource_templates(
@@ -71,6 +73,7 @@ def build_server(
         return resources.templates()
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        core, _ = await opening.engine()
         return await resources.read(core, str(params.uri), local=local)
 
     return Server(
@@ -82,12 +85,12 @@ def build_server(
         on_list_resources=list_resources,
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
-        get_tool_input_schema=registry.input_schema,
+        get_tool_input_schema=catalog.input_schema,
     )
 
 
 async def _run(
-    tool: Any, arguments: dict[str, Any], ctx: RequestContext, *, local: bool
+    opening: Opening, tool: type[Tool[Any, Any]], arguments: dict[str, Any], ctx: RequestContext, *, local: bool
 ) -> tuple[types.CallToolResult, str | None]:
     """The call's result, and the kind of error it reports (None: it succeeded)."""
     try:
@@ -95,7 +98,7 @@ async def _run(
     except ValidationError as exc:
         return error_result(describe_validation_error(tool.name, tool.input_model, exc)), INVALID_ARGUMENTS
     try:
-        output = await tool.execute(validated, ctx)
+        output = opening.early(tool.name, validated) or await (await opening.tool(tool.name)).execute(validated, ctx)
     except Exception as exc:
         return error_result(failure_message(tool.name, exc, ctx.request_id, local=local)), error_kind(exc)
     if not local:  # as an error reply does: no server paths or hosts for a client on another machine

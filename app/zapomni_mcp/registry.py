@@ -32,8 +32,9 @@ class Tool(ABC, Generic[InputT, OutputT]):
     @abstractmethod
     async def execute(self, arguments: InputT, ctx: RequestContext) -> OutputT: ...
 
+    @staticmethod
     @abstractmethod
-    def render(self, result: OutputT) -> str:
+    def render(result: Any) -> str:
         """A readable text block beside the structured result."""
 
     async def workspace(self, arguments: Mapping[str, Any], default: str) -> str | None:
@@ -41,37 +42,54 @@ class Tool(ABC, Generic[InputT, OutputT]):
         single one. Tools that take `workspace` act on it, or on the server's default without one."""
         return named(arguments.get("workspace"), default)
 
-    def definition(self) -> types.Tool:
+    @classmethod
+    def definition(cls) -> types.Tool:
         # Nothing a tool does reaches outside this machine's store.
-        annotations = (self.annotations or types.ToolAnnotations()).model_copy(update={"open_world_hint": False})
+        annotations = (cls.annotations or types.ToolAnnotations()).model_copy(update={"open_world_hint": False})
         return types.Tool(
-            name=self.name,
-            description=self.description,
-            input_schema=json_schema(self.input_model),
-            output_schema=json_schema(self.output_model),
+            name=cls.name,
+            description=cls.description,
+            input_schema=json_schema(cls.input_model),
+            output_schema=json_schema(cls.output_model),
             annotations=annotations,
         )
 
 
-class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool[Any, Any]]) -> None:
-        self._tools = {tool.name: tool for tool in tools}
+class ToolCatalog:
+    """The tools' names, definitions and input models: known before the engine they act on is open."""
+
+    def __init__(self, tools: Iterable[type[Tool[Any, Any]]]) -> None:
+        self._classes = {tool.name: tool for tool in tools}
         # Built once: a schema costs milliseconds, and over HTTP the SDK checks each call's argument headers
         # against its tool's input schema.
-        self._definitions = [tool.definition() for tool in self._tools.values()]
+        self._definitions = [tool.definition() for tool in self._classes.values()]
         self._input_schemas = {d.name: d.input_schema for d in self._definitions}
 
-    def get(self, name: str) -> Tool[Any, Any] | None:
-        return self._tools.get(name)
+    def get(self, name: str) -> type[Tool[Any, Any]] | None:
+        return self._classes.get(name)
 
     def names(self) -> list[str]:
-        return list(self._tools)
+        return list(self._classes)
 
     def definitions(self) -> list[types.Tool]:
         return list(self._definitions)
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         return self._input_schemas.get(name)
+
+
+class ToolRegistry:
+    """The tools acting on one engine."""
+
+    def __init__(self, tools: Iterable[Tool[Any, Any]], catalog: ToolCatalog | None = None) -> None:
+        self._tools = {tool.name: tool for tool in tools}
+        self.catalog = catalog or ToolCatalog(type(tool) for tool in self._tools.values())
+
+    def get(self, name: str) -> Tool[Any, Any] | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
 
 
 def named(value: Any, default: str) -> str:

@@ -17,10 +17,11 @@ from typing import Any
 
 import anyio
 import structlog
+from mcp.server.lowlevel import Server
 
-from zapomni_core import RuntimeInfo, Settings, ZapomniCore, ZapomniError, open_core, package_version
+from zapomni_core import EarlySearch, RuntimeInfo, Settings, ZapomniCore, ZapomniError, open_core, package_version
 from zapomni_mcp.handlers import build_server
-from zapomni_mcp.tools import build_registry
+from zapomni_mcp.opening import Opening
 from zapomni_mcp.transport import STDIO_IS_LOCAL, stdio_transport
 
 log = structlog.get_logger(__name__)
@@ -29,9 +30,9 @@ log = structlog.get_logger(__name__)
 def run(settings: Settings, transport: Transport | None = None) -> int:
     """Serve until the client goes away or a signal arrives; the exit status (1: could not start).
 
-    `transport`: what serves the engine once it is open (default: stdio)."""
+    `transport`: what serves the engine once it is open (default: stdio, which serves while it opens)."""
     try:
-        asyncio.run(serve(settings, transport or serve_stdio))
+        asyncio.run(serve(settings, transport))
     except KeyboardInterrupt:
         pass
     except (ZapomniError, BaseExceptionGroup) as exc:
@@ -50,7 +51,8 @@ def _zapomni_error(exc: BaseException) -> ZapomniError | None:
     return exc if isinstance(exc, ZapomniError) else None
 
 
-async def serve(settings: Settings, transport: Transport) -> None:
+async def serve(settings: Settings, transport: Transport | None = None) -> None:
+    """Serve with `transport` once the engine is open; None: over stdio, from the start (`_serve_stdio`)."""
     log.info("server.config", **settings.masked())
     # Signals are ours until the process ends, not only while serving: a client that finds the stop slow
     # (the SDK waits 2 s after closing stdin, e.g. while spaCy is still loading for a job) signals the whole
@@ -61,7 +63,10 @@ async def serve(settings: Settings, transport: Transport) -> None:
         async with anyio.create_task_group() as watch:
             watch.start_soon(_stop_on_signals, signals, stop)
             try:
-                await _serve(settings, stop, transport)
+                if transport is None:
+                    await _serve_stdio(settings, stop)
+                else:
+                    await _serve(settings, stop, transport)
             finally:
                 watch.cancel_scope.cancel()
     log.info("server.stopped")
@@ -112,11 +117,31 @@ async def _serve(settings: Settings, stop: Stop, transport: Transport) -> None:
         # group closed; leaving open_core closes the embedder and pool and releases the database.
 
 
-async def serve_stdio(core: ZapomniCore, info: RuntimeInfo, stop: Stop) -> None:
-    server = build_server(core, build_registry(core), local=STDIO_IS_LOCAL)
-    announce(info)
-    async with stdio_transport(on_eof=stop.begin_shutdown) as (read_stream, write_stream):
+async def _serve_stdio(settings: Settings, stop: Stop) -> None:
+    """Serve stdio at once, while the engine opens: a request waits for it, except a search the keyword index
+    answers alone before the database has loaded (decision 0045). A signal during the start-up ends it as it ends
+    the serving; stdin closed ends the serving once the engine is open."""
+    opening = Opening(EarlySearch.for_settings(settings))
+    server = build_server(opening, local=STDIO_IS_LOCAL)
+    async with contextlib.AsyncExitStack() as stack, anyio.create_task_group() as tasks:
+        stop.scope = tasks.cancel_scope
+        tasks.start_soon(_stdio, server, opening, stop)
+        core, info = await stack.enter_async_context(open_core(settings))
+        stop.begin_shutdown = lambda: core.begin_shutdown(settings.shutdown_grace_s)
+        if stop.requested:  # during the start-up: the engine winds down as it leaves the stack
+            return
+        opening.open(core)
+        announce(info)
+    # The task group ended with the serving (stdin closed, or a signal); in-flight writes finished (or were
+    # abandoned at the grace deadline) before it closed. Leaving the stack closes the engine and releases the database.
+
+
+async def _stdio(server: Server[Any], opening: Opening, stop: Stop) -> None:
+    async with stdio_transport(on_eof=lambda: stop.begin_shutdown()) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
+    # A start-up is not cut short by a client that leaves (as it was not before serving began): the engine opens,
+    # then closes in order, which a start-up cancelled half way (a signal's) cannot promise of every step.
+    await opening.engine()
     stop("stdin closed")
 
 

@@ -23,6 +23,7 @@ from zapomni_core import (
     ZapomniError,
     embedded_paths,
     falkordb_password,
+    withdraw_index_proof,
 )
 from zapomni_db import DatabaseError, DatabaseUnavailable
 from zapomni_db.backup import (
@@ -93,6 +94,7 @@ def restore_backup(settings: Settings, reference: str, *, directory: Path | None
     backup = resolve_backup(settings, reference, directory=directory)
     files = db_files_dir(settings)
     with _operator_errors("restore"):
+        withdraw_index_proof(settings)  # first: a restore stopped half way has changed the files too
         return restore(backup, files, **_owner(settings))
 
 
@@ -111,6 +113,7 @@ def undo_restore(settings: Settings, safety_copy: Path) -> Path | None:
     """Put the files a restore replaced back (the database must be stopped, as for a restore)."""
     files = db_files_dir(settings)
     with _operator_errors("restore --undo"):
+        withdraw_index_proof(settings)
         return reinstate(files, safety_copy, **_owner(settings))
 
 

@@ -29,6 +29,7 @@ from tests.processes import child_env
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.graph.requests import GetRelatedRequest, GraphStatusRequest
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
+from zapomni_core.search.keyword_index import KeywordIndexDirs
 from zapomni_db import EmbeddedDatabase
 from zapomni_db.backup import (
     MANIFEST_NAME,
@@ -213,8 +214,11 @@ async def test_restore_over_live_data_keeps_a_safety_copy(
         await writes_resumed(core)
         extra = await core.memories.add(AddMemoryRequest(text="Written after the backup was taken."))
     files_before = tree_digest(data_dir / "db")
+    assert KeywordIndexDirs.beside(data_dir).proven(settings.graph_name) is not None  # left by the last to close
 
     result = restore_backup(settings, str(store_backup))
+    # The index beside the data is the replaced files': no search is answered from it before the next load.
+    assert KeywordIndexDirs.beside(data_dir).proven(settings.graph_name) is None
     assert result.safety_copy is not None and leftovers(data_dir) == [result.safety_copy]
     assert tree_digest(result.safety_copy) == files_before  # the replaced files, byte for byte
     async with open_core(settings) as (core, _info):
@@ -242,7 +246,9 @@ async def test_check_compares_the_running_database_and_undo_puts_the_safety_copy
     assert f"memories: expected {MEMORIES}, found {MEMORIES + 1}" in differences
 
     assert result.safety_copy is not None
+    assert KeywordIndexDirs.beside(data_dir).proven(settings.graph_name) is not None
     aside = undo_restore(settings, result.safety_copy)
+    assert KeywordIndexDirs.beside(data_dir).proven(settings.graph_name) is None
     assert aside is not None and aside.is_dir()  # the restored files are kept too, never deleted
     async with open_core(settings) as (core, _info):
         found = await core.memories.search(SearchRequest(query="Written after the backup was taken.", limit=1))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import all_chunk_ids, graph_client, open_core, until
+from tests.helpers import all_chunk_ids, graph_client, open_core, similarity, until
 from zapomni_core import Settings, ZapomniCore
 from zapomni_core.memories.requests import AddMemoryRequest, SearchRequest
 from zapomni_core.search.keyword import KeywordRetriever
@@ -119,7 +119,7 @@ async def test_min_score_and_best_chunk_per_memory(core: ZapomniCore) -> None:
     strict = (await core.memories.search(SearchRequest(query="verify the canary", limit=10, min_score=0.99))).results
     assert strict == []
     some = (await core.memories.search(SearchRequest(query="verify the canary", limit=10, min_score=0.5))).results
-    assert some and all(r.similarity_score >= 0.5 for r in some)
+    assert some and all(similarity(r) >= 0.5 for r in some)
 
 
 @pytest.mark.own_database

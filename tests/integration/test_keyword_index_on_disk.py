@@ -96,9 +96,9 @@ async def test_a_server_catches_up_with_what_was_written_after_the_last_commit(s
         first = await add_all(writer, TEXTS[:2])
         assert await keyword_ids(writer, "pottery workshop") == [first[1]]  # a catch-up commits the first two
         later = await add_all(writer, TEXTS[2:])  # stored, not yet in the index: nothing searched since
-    with capture_logs() as logs:
-        async with open_core(settings) as (reader, _):
-            found = {q: await keyword_ids(reader, q) for q in QUERIES}
+        with capture_logs() as logs:  # while the writer is open (the last to close would catch the index up)
+            async with open_core(settings) as (reader, _):
+                found = {q: await keyword_ids(reader, q) for q in QUERIES}
     assert events(logs, "keyword_index.opened")[0]["chunks"] == 2
     assert found["pottery workshop"] == [first[1]]
     assert found["zebrafinch sensor readings"] == [later[1]]

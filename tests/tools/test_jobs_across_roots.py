@@ -18,6 +18,7 @@ from zapomni_core.errors import REDACTED_PATH
 from zapomni_core.files.requests import IngestPathRequest
 from zapomni_core.jobs import JobStatusRequest
 from zapomni_mcp.handlers import build_server
+from zapomni_mcp.opening import Opening
 from zapomni_mcp.tools import build_registry
 
 pytestmark = pytest.mark.anyio
@@ -59,8 +60,8 @@ async def local_and_remote(settings: Settings) -> AsyncIterator[tuple[ClientSess
     async with open_core(settings) as (core, _info):
         registry = build_registry(core)
         async with (
-            Client(build_server(core, registry, local=True), mode="legacy") as local,
-            Client(build_server(core, registry, local=False), mode="legacy") as remote,
+            Client(build_server(Opening.of(core, registry), local=True), mode="legacy") as local,
+            Client(build_server(Opening.of(core, registry), local=False), mode="legacy") as remote,
         ):
             yield local.session, remote.session
 

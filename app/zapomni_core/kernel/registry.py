@@ -22,6 +22,7 @@ import structlog
 from zapomni_core.errors import ConfigurationError, NotFound
 from zapomni_core.kernel.settling import indexes_still_building, settle, settle_after_build
 from zapomni_core.search import SearchPipeline
+from zapomni_core.search.index_files import Presence
 from zapomni_core.search.keyword_index import KeywordIndex, KeywordIndexDirs
 from zapomni_db import (
     Connection,
@@ -37,6 +38,9 @@ from zapomni_db import (
 from zapomni_db.workspaces import drop_keyword_stamp, drop_workspace_graph, existing_workspaces, graph_for
 
 log = structlog.get_logger(__name__)
+
+# How long the last process to close waits for its keyword indexes to catch up and be proven; past it, none is.
+PROVE_WITHIN_S = 10.0
 
 
 def in_progress_message(state: ReembedState) -> str:
@@ -73,6 +77,7 @@ class Workspaces:
         embedder: EmbedderIdentity,
         search_for: Callable[[GraphStores, KeywordIndex], SearchPipeline],
         keyword_dirs: KeywordIndexDirs | None = None,
+        presence: Presence | None = None,
     ) -> None:
         self._connection = connection
         self._base = base_graph
@@ -81,6 +86,7 @@ class Workspaces:
         self._embedder = embedder
         self._search_for = search_for
         self._keyword_dirs = keyword_dirs  # keyword indexes beside the embedded database; None: in memory
+        self._presence = presence  # this process's, among the writers of those indexes' store
         self._open: dict[str, Workspace] = {}
         self._settling: dict[str, asyncio.Task[None]] = {}  # workspaces whose writes wait for an index build
         self._lock = asyncio.Lock()
@@ -151,7 +157,15 @@ class Workspaces:
             return dropped
 
     async def close_keyword_indexes(self) -> None:
-        """Let go of each open workspace's keyword index (every catch-up committed it: nothing is left to save)."""
+        """Let go of each open workspace's keyword index (every catch-up committed it: nothing is left to save).
+        The last process to leave the store first proves those indexes complete, for the next start (decision 0045);
+        within a limit, as a database gone at shutdown must not hold the exit up."""
+        if self._keyword_dirs is not None and self._presence is not None:
+            indexes = [workspace.keyword_index for workspace in self.opened()]
+            try:
+                await asyncio.wait_for(self._keyword_dirs.leave(self._presence, indexes), PROVE_WITHIN_S)
+            except TimeoutError:
+                log.warning("keyword_index.not_proven", reason=f"not caught up within {PROVE_WITHIN_S} s")
         for workspace in self.opened():
             await workspace.keyword_index.close()
 

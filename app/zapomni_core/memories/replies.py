@@ -213,7 +213,12 @@ class HitEntity(BaseModel):
 class SearchHit(MemoryFields):
     chunk_id: str
     text: str = Field(description="The matching chunk.")
-    similarity_score: float = Field(ge=0.0, le=1.0, description="Cosine similarity to the query, clamped to [0, 1].")
+    similarity_score: float | None = Field(
+        ge=0.0,
+        le=1.0,
+        description="Cosine similarity to the query, clamped to [0, 1]; null only in an answer given before the "
+        "database had loaded (see the result's note).",
+    )
     rank_score: float = Field(description="The fused score the results are ordered by (on RRF's scale).")
     page: int | None = Field(None, description="A document's chunk: the PDF page it is on.")
     section: str | None = Field(

@@ -14,6 +14,11 @@ the directory was made (a restored or re-created store carries another), and its
 store's nor before the point the change log was pruned to. Otherwise, or when tantivy cannot open it, it is made
 again from every stored chunk.
 
+Each chunk's entry also keeps what a hit on it shows (its text, place and memory's fields), and the processes
+that use the embedded database say so beside the indexes (`arrive`, `leave`): the last to leave catches its indexes
+up and records that they hold every change of the store. Until the next process arrives, that proof lets a search
+be answered from an index alone, before the database has loaded the store (`KeywordIndexAlone`, decision 0045).
+
 Analysis is Zapomni's own (`Analyzer`: stopwords, Snowball stems), run once per text; tantivy indexes the terms
 with its whitespace tokenizer, so queries and documents agree on what a word is. A turn of a conversation thread
 is indexed with the terms of the `THREAD_WINDOW` turns before it, so a reply is found by the words of the
@@ -32,7 +37,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar, cast
@@ -42,14 +47,20 @@ import tantivy
 
 from zapomni_core.content.conversation import THREAD_WINDOW, indexed_text
 from zapomni_core.search.analyzer import Analyzer
+from zapomni_core.search.index_files import Presence, others_present, unlink_durably, write_durably
+from zapomni_core.search.shown import ShownChunk, read_shown, shown
 from zapomni_core.search.types import LegUnavailable
 from zapomni_db import IndexChanges, IndexedChunk, Maintenance, SearchReads
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
-FORMAT = 2  # 2: each chunk's node number is kept (1 had none: made again from the store)
+FORMAT = 3  # 3: what a hit shows is kept; 2: each chunk's node number. An older format is made again from the store
 _RECORD = "zapomni.json"
+# Beside the graphs' directories: an entry per process that may write to the store, and the proof that none has
+# since the indexes named in it were caught up (decision 0045).
+_PRESENT = ".present"
+_PROOF = "closed.json"
 # Sequence numbers read per round trip while catching up (one per memory, so pages stay whole).
 _SYNC_WINDOW = 2000
 # A long catch-up (a rebuild) commits and records how far it got this often, so a killed one resumes there.
@@ -74,6 +85,8 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="freq")
     # A turn's own terms, place and window, to index its neighbours again when the thread changes.
     builder.add_bytes_field("turn", stored=True, indexed=False)
+    # What a hit on the chunk shows (its text, place and memory's fields): an answer before the database has loaded.
+    builder.add_bytes_field("shown", stored=True, indexed=False)
     return builder.build()
 
 
@@ -85,6 +98,11 @@ class KeywordIndexDirs:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+
+    @classmethod
+    def beside(cls, data_dir: Path) -> KeywordIndexDirs:
+        """The keyword indexes of the embedded database in `data_dir`."""
+        return cls(data_dir / "keyword-index")
 
     def path(self, graph: str) -> Path:
         # A graph name is any string; the directory is named by its digest and its record holds the name itself.
@@ -108,6 +126,55 @@ class KeywordIndexDirs:
         finally:
             os.close(lock)  # closing the descriptor releases the lock
 
+    async def arrive(self) -> Presence:
+        """Say this process may write to the store, before it does: until it leaves, no index here is proven the
+        store's (`proven`). Its entry stays locked while it lives, so one it left behind by dying is seen gone."""
+        async with self.locked():
+            entries = self.root / _PRESENT
+            entries.mkdir(mode=0o700, exist_ok=True)
+            path = entries / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+            entry = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(entry, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else holds it
+            await _to_the_end(lambda: unlink_durably(self.root / _PROOF))
+        return Presence(path, entry)
+
+    async def leave(self, presence: Presence, indexes: Sequence[KeywordIndex] = ()) -> None:
+        """End this process's presence. When no other process is present, catch each of `indexes` up and record
+        those that then hold every change of the store: the proof a later start reads before the database has
+        loaded. All under the lock, so no process arrives (and writes) in between."""
+        async with self.locked():
+            presence.end()
+            if not indexes or await _to_the_end(lambda: others_present(self.root / _PRESENT)):
+                return
+            proven: dict[str, int] = {}
+            for index in indexes:
+                if index.building:  # made again in the background: not complete, and its catch-up wants this lock
+                    continue
+                try:
+                    await index.sync(dirs_locked=True)
+                    seq = await index.complete_to()
+                except Exception as exc:  # not proven, that is all: the next start waits for the database
+                    log.warning("keyword_index.not_proven", graph=index.graph, error=str(exc))
+                    continue
+                if seq is not None:
+                    proven[index.graph] = seq
+            if proven:
+                await _to_the_end(lambda: write_durably(self.root, _PROOF, {"graphs": proven}))
+
+    def proven(self, graph: str) -> int | None:
+        """The change number up to which the proof says `graph`'s index holds every change of the store (no process
+        has opened the store since it was recorded); None without such a proof."""
+        try:
+            proof = json.loads((self.root / _PROOF).read_text())
+        except (OSError, ValueError):
+            return None
+        seq = proof.get("graphs", {}).get(graph) if isinstance(proof, dict) else None
+        return seq if isinstance(seq, int) else None
+
+    def forget_proof(self) -> None:
+        """For what replaces the store under the indexes (a restore): nothing here is proven any more."""
+        unlink_durably(self.root / _PROOF)
+
     async def discard(self, graph: str) -> None:
         """Remove a deleted graph's index (after the graph: a catch-up under the lock then finds no graph)."""
         async with self.locked():
@@ -126,6 +193,7 @@ class _Turn:
     own: str  # its terms, space-joined
     window: tuple[str, ...] | None  # the ids of the turns before it it was indexed with; None: not indexed yet
     node: int
+    shown: bytes
 
 
 @dataclass
@@ -160,10 +228,24 @@ class KeywordIndex:
     def __len__(self) -> int:
         return self._searcher.num_docs if self._searcher is not None else 0
 
-    async def sync(self) -> int:
-        """Apply every change stored since the last sync (by any process); return how many chunks changed."""
+    async def sync(self, *, dirs_locked: bool = False) -> int:
+        """Apply every change stored since the last sync (by any process); return how many chunks changed.
+        `dirs_locked`: the caller holds the directories' lock already."""
         async with self._lock:
-            return await self._sync()
+            return await self._sync(dirs_locked=dirs_locked)
+
+    @property
+    def graph(self) -> str:
+        return self._graph
+
+    async def complete_to(self) -> int | None:
+        """The store's latest change number when this index, as committed in its directory, holds every change up
+        to it; else None. The caller holds the directory's lock."""
+        if self._directory is None or self.building:
+            return None
+        latest, _ = await self._reads.sequence()
+        record = await asyncio.to_thread(_read_record, self._directory)
+        return latest if record.get("format") == FORMAT and record.get("seq") == latest else None
 
     @property
     def building(self) -> bool:
@@ -221,18 +303,10 @@ class KeywordIndex:
                 except (OSError, ValueError) as exc:  # a full disk, a damaged file: tantivy's errors are ValueErrors
                     log.warning("keyword_index.catch_up_failed", error=str(exc))
                     raise LegUnavailable(f"its index could not be brought up to date ({exc})") from exc
-        unique = list(dict.fromkeys(terms))
-        if not unique or k <= 0 or self._searcher is None:
+        if self._searcher is None:
             return []
-        searcher = self._searcher
-        query = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(_SCHEMA, "body", term)) for term in unique]
-        )
-        found = []
-        for score, address in searcher.search(query, limit=k).hits:
-            doc = searcher.doc(address)
-            found.append(KeywordHit(str(doc["chunk_id"][0]), int(doc["node"][0]), float(score)))
-        return found
+        best = _best(self._searcher, terms, k)
+        return [KeywordHit(str(doc["chunk_id"][0]), int(doc["node"][0]), score) for score, doc in best]
 
     def _refresh(self) -> None:
         if self._refreshing is None or self._refreshing.done():
@@ -254,12 +328,12 @@ class KeywordIndex:
         async with self._lock:
             self._index = self._searcher = None
 
-    async def _sync(self) -> int:
+    async def _sync(self, *, dirs_locked: bool = False) -> int:
         self._synced_at = time.monotonic()  # what was written before this is read now
         latest, pruned_upto = await self._reads.sequence()
         if self._index is not None and latest == self._seq:
             return 0
-        if self._dirs is None:
+        if self._dirs is None or dirs_locked:
             return await self._catch_up(latest, pruned_upto)
         async with self._dirs.locked():
             return await self._catch_up(latest, pruned_upto)
@@ -371,9 +445,11 @@ class KeywordIndex:
         for chunk, terms in zip(chunks, counted, strict=True):
             if chunk.thread is None or THREAD_WINDOW == 0:
                 writer.delete_documents_by_term("chunk_id", chunk.chunk_id)
-                writer.add_document(tantivy.Document(chunk_id=chunk.chunk_id, node=chunk.node, body=terms))
+                document = tantivy.Document(chunk_id=chunk.chunk_id, node=chunk.node, body=terms, shown=shown(chunk))
+                writer.add_document(document)
             else:
-                self._thread(threads, chunk.thread)[chunk.chunk_id] = _Turn(chunk.order, terms, None, chunk.node)
+                turn = _Turn(chunk.order, terms, None, chunk.node, shown(chunk))
+                self._thread(threads, chunk.thread)[chunk.chunk_id] = turn
                 threads.thread_of[chunk.chunk_id] = chunk.thread
         for chunk_id in changes.removed:
             writer.delete_documents_by_term("chunk_id", chunk_id)
@@ -412,7 +488,8 @@ class KeywordIndex:
             if not doc["turn"]:
                 continue
             stored = json.loads(bytes(doc["turn"][0]))
-            turn = _Turn(tuple(stored["order"]), stored["own"], tuple(stored["window"]), int(doc["node"][0]))
+            window, node, seen = tuple(stored["window"]), int(doc["node"][0]), bytes(doc["shown"][0])
+            turn = _Turn(tuple(stored["order"]), stored["own"], window, node, seen)
             yield str(doc["chunk_id"][0]), str(stored["thread"]), turn
 
     def _reindex_turns(self, writer: tantivy.IndexWriter, threads: _Threads) -> None:
@@ -429,10 +506,62 @@ class KeywordIndex:
                 writer.delete_documents_by_term("chunk_id", chunk_id)
                 writer.add_document(
                     tantivy.Document(
-                        chunk_id=chunk_id, node=turn.node, thread=thread, body=body, turn=json.dumps(stored).encode()
+                        chunk_id=chunk_id,
+                        node=turn.node,
+                        thread=thread,
+                        body=body,
+                        turn=json.dumps(stored).encode(),
+                        shown=turn.shown,
                     )
                 )
                 turn.window = window
+
+
+class KeywordIndexAlone:
+    """A graph's keyword index read without the database, while the proof its last writer left holds (decision
+    0045): what answers a search before the database has loaded."""
+
+    def __init__(self, dirs: KeywordIndexDirs, graph: str, seq: int, index: tantivy.Index) -> None:
+        self._dirs = dirs
+        self._graph = graph
+        self._seq = seq
+        self._searcher = index.searcher()
+
+    @classmethod
+    def open(cls, dirs: KeywordIndexDirs, graph: str) -> KeywordIndexAlone | None:
+        """`graph`'s index when a proof says it holds every change of the store; None otherwise."""
+        seq = dirs.proven(graph)
+        if seq is None:
+            return None
+        directory = dirs.path(graph)
+        record = _read_record(directory)
+        if _unusable(record, graph=graph, stamp=record.get("stamp"), latest=seq, pruned=0) or record["seq"] != seq:
+            return None
+        try:
+            return cls(dirs, graph, seq, tantivy.Index(_SCHEMA, path=str(directory), reuse=True))
+        except ValueError:  # missing or damaged files
+            return None
+
+    def search(self, terms: list[str], k: int) -> list[tuple[str, float, ShownChunk]] | None:
+        """The `k` best chunks for `terms` by BM25 (id, score, what a hit shows), best first. None once the proof is
+        gone: a process has opened the store since, and may have written to it."""
+        if self._dirs.proven(self._graph) != self._seq:
+            return None
+        return [
+            (str(doc["chunk_id"][0]), score, read_shown(bytes(doc["shown"][0])))
+            for score, doc in _best(self._searcher, terms, k)
+        ]
+
+
+def _best(searcher: tantivy.Searcher, terms: list[str], k: int) -> list[tuple[float, tantivy.Document]]:
+    """The `k` chunks BM25 ranks best for `terms` (any of them), best first, with their scores."""
+    unique = list(dict.fromkeys(terms))
+    if not unique or k <= 0:
+        return []
+    query = tantivy.Query.boolean_query(
+        [(tantivy.Occur.Should, tantivy.Query.term_query(_SCHEMA, "body", term)) for term in unique]
+    )
+    return [(float(score), searcher.doc(address)) for score, address in searcher.search(query, limit=k).hits]
 
 
 async def _to_the_end(work: Callable[[], T]) -> T:
@@ -476,9 +605,4 @@ def _read_record(directory: Path) -> dict[str, Any]:
 
 def _write_record(directory: Path, record: dict[str, Any]) -> None:
     """Replace the record atomically and durably (it says how far the committed index goes)."""
-    temporary = directory / f".{_RECORD}.{os.getpid()}.tmp"
-    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
-        json.dump(record, out)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temporary, directory / _RECORD)
+    write_durably(directory, _RECORD, record)

@@ -41,16 +41,20 @@ class Candidates:
 
 @dataclass(frozen=True)
 class IndexedChunk:
-    """What the keyword index reads of a chunk: the text it counts terms in (with its context) and where it sits."""
+    """What the keyword index reads of a chunk: the text it counts terms in (with its context), where it sits, and
+    what a hit on it shows (its memory's fields and its place), which the index keeps to answer before the database
+    has loaded."""
 
     chunk_id: str
     # The database's own number for the chunk's node: found by it without an index (`SearchReads.fetch_chunks`).
     node: int
     text: str
+    memory: MemoryInfo
     context: str | None = None
     thread: str | None = None
     # Where the chunk sits in its thread: (memory date, memory created_at, chunk index).
     order: tuple[float, float, int] = (0.0, 0.0, 0)
+    place: ChunkPlace = field(default_factory=ChunkPlace)
 
 
 @dataclass(frozen=True)

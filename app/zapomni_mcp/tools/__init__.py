@@ -1,7 +1,7 @@
 """The MCP tools Zapomni offers, one module each."""
 
 from zapomni_core import ZapomniCore
-from zapomni_mcp.registry import ToolRegistry
+from zapomni_mcp.registry import ToolCatalog, ToolRegistry
 from zapomni_mcp.tools.add_memory import AddMemoryTool
 from zapomni_mcp.tools.code import FindSymbolTool, GetCalleesTool, GetCallersTool
 from zapomni_mcp.tools.delete_memory import DeleteMemoryTool
@@ -43,8 +43,8 @@ TOOLS = (
 )
 
 
-def build_registry(core: ZapomniCore) -> ToolRegistry:
-    return ToolRegistry([tool(core) for tool in TOOLS])
+def build_registry(core: ZapomniCore, catalog: ToolCatalog | None = None) -> ToolRegistry:
+    return ToolRegistry([tool(core) for tool in TOOLS], catalog)
 
 
-__all__ = ["build_registry"]
+__all__ = ["TOOLS", "SearchMemoryTool", "build_registry"]

@@ -36,7 +36,8 @@ class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
     async def execute(self, arguments: AddMemoryRequest, ctx: RequestContext) -> AddMemoryResult:
         return await self.core.memories.add(arguments, ctx)
 
-    def render(self, result: AddMemoryResult) -> str:
+    @staticmethod
+    def render(result: AddMemoryResult) -> str:
         if result.status == "indexing":
             return (
                 f"Stored memory {result.memory_id} in {result.workspace!r}; it becomes searchable when job "

@@ -30,7 +30,8 @@ class FindSymbolTool(Tool[FindSymbolRequest, SymbolList]):
     async def execute(self, arguments: FindSymbolRequest, ctx: RequestContext) -> SymbolList:
         return await self.core.code.find(arguments)
 
-    def render(self, result: SymbolList) -> str:
+    @staticmethod
+    def render(result: SymbolList) -> str:
         if not result.symbols:
             return f"No symbol matches in {result.workspace!r}."
         return "\n".join(symbol_line(s) for s in result.symbols)
@@ -41,7 +42,8 @@ class _CallsTool(Tool[SymbolRequest, CallGraph]):
     output_model = CallGraph
     role = "read"
 
-    def render(self, result: CallGraph) -> str:
+    @staticmethod
+    def render(result: CallGraph) -> str:
         names = ", ".join(s.qualified_name for s in result.matched)
         if not result.symbols:
             return f"No {result.direction} of {names} found in the indexed code."

@@ -26,7 +26,8 @@ class DeleteMemoryTool(Tool[DeleteMemoryRequest, DeleteMemoryResult]):
     async def execute(self, arguments: DeleteMemoryRequest, ctx: RequestContext) -> DeleteMemoryResult:
         return await self.core.memories.delete(arguments)
 
-    def render(self, result: DeleteMemoryResult) -> str:
+    @staticmethod
+    def render(result: DeleteMemoryResult) -> str:
         verb = "Would delete" if result.dry_run else "Deleted"
         lines = [f"{verb} {result.deleted_count} memor{'y' if result.deleted_count == 1 else 'ies'} "
                  f"from workspace {result.workspace!r}."]  # fmt: skip

@@ -36,7 +36,8 @@ class IngestPathTool(Tool[IngestPathRequest, WalkQueued]):
     async def execute(self, arguments: IngestPathRequest, ctx: RequestContext) -> WalkQueued:
         return await self.core.files.ingest(arguments)
 
-    def render(self, result: WalkQueued) -> str:
+    @staticmethod
+    def render(result: WalkQueued) -> str:
         return _queued(result, "reading documents under")
 
 
@@ -59,5 +60,6 @@ class IndexCodebaseTool(Tool[IndexCodebaseRequest, WalkQueued]):
     async def execute(self, arguments: IndexCodebaseRequest, ctx: RequestContext) -> WalkQueued:
         return await self.core.files.index_codebase(arguments)
 
-    def render(self, result: WalkQueued) -> str:
+    @staticmethod
+    def render(result: WalkQueued) -> str:
         return _queued(result, "indexing the code under")

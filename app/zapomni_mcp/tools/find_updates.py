@@ -27,7 +27,8 @@ class FindUpdatesTool(Tool[FindUpdatesRequest, FindUpdatesResult]):
     async def execute(self, arguments: FindUpdatesRequest, ctx: RequestContext) -> FindUpdatesResult:
         return await self.core.memories.find_updates(arguments)
 
-    def render(self, result: FindUpdatesResult) -> str:
+    @staticmethod
+    def render(result: FindUpdatesResult) -> str:
         how = "Queued" if result.queued else "Already queued:"
         return (
             f"{how} job {result.job_id}: it reads the {result.memories} memories of {result.workspace!r} and links "

@@ -23,7 +23,8 @@ class GetMemoryTool(Tool[GetMemoryRequest, MemoryDetail]):
     async def execute(self, arguments: GetMemoryRequest, ctx: RequestContext) -> MemoryDetail:
         return await self.core.memories.get(arguments)
 
-    def render(self, result: MemoryDetail) -> str:
+    @staticmethod
+    def render(result: MemoryDetail) -> str:
         labels = ", ".join(filter(None, [result.source, *result.tags]))
         return (
             f"Memory {result.memory_id} in {result.workspace!r}"

@@ -30,5 +30,6 @@ class GetStatsTool(Tool[StatsRequest, Stats]):
         seen = [name for name in await self.core.workspaces.names() if grant.sees(name)]
         return stats.model_copy(update={"workspaces": len(seen), "database_size_mb": None})
 
-    def render(self, result: Stats) -> str:
+    @staticmethod
+    def render(result: Stats) -> str:
         return "\n".join(f"{key}: {value}" for key, value in result.model_dump().items())

@@ -39,7 +39,8 @@ class BuildGraphTool(Tool[BuildGraphRequest, BuildGraphResult]):
     async def execute(self, arguments: BuildGraphRequest, ctx: RequestContext) -> BuildGraphResult:
         return await self.core.graph.build(arguments)
 
-    def render(self, result: BuildGraphResult) -> str:
+    @staticmethod
+    def render(result: BuildGraphResult) -> str:
         if result.job_id is None:
             return f"No job queued in {result.workspace!r}: {result.note}."
         if result.note is not None:
@@ -65,7 +66,8 @@ class GraphStatusTool(Tool[GraphStatusRequest, GraphStatus]):
     async def execute(self, arguments: GraphStatusRequest, ctx: RequestContext) -> GraphStatus:
         return await self.core.graph.status(arguments, ctx)
 
-    def render(self, result: GraphStatus) -> str:
+    @staticmethod
+    def render(result: GraphStatus) -> str:
         g = result.graph
         types_ = ", ".join(f"{kind} {n}" for kind, n in sorted(g.entities_by_type.items(), key=lambda kv: -kv[1]))
         lines = [
@@ -105,7 +107,8 @@ class GetRelatedTool(Tool[GetRelatedRequest, RelatedResult]):
     async def execute(self, arguments: GetRelatedRequest, ctx: RequestContext) -> RelatedResult:
         return await self.core.graph.related(arguments)
 
-    def render(self, result: RelatedResult) -> str:
+    @staticmethod
+    def render(result: RelatedResult) -> str:
         code = [_code_lines(n) for n in result.code]
         if result.matched is None:
             others = ", ".join(c.name for c in result.candidates)

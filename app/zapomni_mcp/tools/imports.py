@@ -29,7 +29,8 @@ class ImportMemoriesTool(Tool[ImportSourceRequest, ImportQueued]):
     async def execute(self, arguments: ImportSourceRequest, ctx: RequestContext) -> ImportQueued:
         return await self.core.transfer.queue_import(arguments)
 
-    def render(self, result: ImportQueued) -> str:
+    @staticmethod
+    def render(result: ImportQueued) -> str:
         return (
             f"Queued job {result.job_id}: importing {result.path} ({result.format}) into {result.workspace!r}. "
             "Follow it with job_status."

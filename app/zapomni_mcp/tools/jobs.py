@@ -62,7 +62,8 @@ class JobStatusTool(_ActsOnTheJobsWorkspace, Tool[JobStatusRequest, JobInfo]):
     async def execute(self, arguments: JobStatusRequest, ctx: RequestContext) -> JobInfo:
         return await self.core.jobs.status(arguments, ctx)
 
-    def render(self, result: JobInfo) -> str:
+    @staticmethod
+    def render(result: JobInfo) -> str:
         return describe(result)
 
 
@@ -77,7 +78,8 @@ class ListJobsTool(Tool[ListJobsRequest, JobList]):
     async def execute(self, arguments: ListJobsRequest, ctx: RequestContext) -> JobList:
         return await self.core.jobs.list(arguments)
 
-    def render(self, result: JobList) -> str:
+    @staticmethod
+    def render(result: JobList) -> str:
         if not result.jobs:
             return f"No jobs in {result.workspace!r}."
         return "\n".join(describe(job) for job in result.jobs)
@@ -97,7 +99,8 @@ class CancelJobTool(_ActsOnTheJobsWorkspace, Tool[CancelJobRequest, CancelJobRes
     async def execute(self, arguments: CancelJobRequest, ctx: RequestContext) -> CancelJobResult:
         return await self.core.jobs.cancel(arguments)
 
-    def render(self, result: CancelJobResult) -> str:
+    @staticmethod
+    def render(result: CancelJobResult) -> str:
         if not result.cancelled:
             return f"Nothing to cancel: {describe(result.job)}"
         withdrawn = f"; memory {result.job.memory_id} was deleted" if result.memory_deleted else ""

@@ -26,7 +26,8 @@ class ListMemoriesTool(Tool[ListMemoriesRequest, MemoryPage]):
     async def execute(self, arguments: ListMemoriesRequest, ctx: RequestContext) -> MemoryPage:
         return await self.core.memories.page(arguments)
 
-    def render(self, result: MemoryPage) -> str:
+    @staticmethod
+    def render(result: MemoryPage) -> str:
         if not result.memories:
             return f"No memories in workspace {result.workspace!r}" + (" match." if result.next_cursor else ".")
         lines = [f"{result.count} memor{'y' if result.count == 1 else 'ies'} in workspace {result.workspace!r}:"]

@@ -29,7 +29,8 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
     async def execute(self, arguments: SearchRequest, ctx: RequestContext) -> SearchResult:
         return await self.core.memories.search(arguments)
 
-    def render(self, result: SearchResult) -> str:
+    @staticmethod
+    def render(result: SearchResult) -> str:
         note = [f"Note: {result.note}."] if result.note else []
         if not result.results:
             return "\n".join([f"No memories matched in workspace {result.workspace!r}.", *note])
@@ -38,6 +39,7 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
             labels = ", ".join(filter(None, [hit.location(), *hit.tags]))
             suffix = f" [{labels}]" if labels else ""
             found = "+".join(hit.matched_by)
-            lines.append(f"{rank}. ({hit.similarity_score:.3f}, {found}) {hit.text}{suffix} — memory {hit.memory_id}")
+            score = "" if hit.similarity_score is None else f"{hit.similarity_score:.3f}, "
+            lines.append(f"{rank}. ({score}{found}) {hit.text}{suffix} — memory {hit.memory_id}")
             lines += link_lines(hit)
         return "\n".join(lines)

@@ -28,21 +28,21 @@ class UpdateMemoryTool(Tool[UpdateMemoryRequest, UpdateMemoryResult]):
     async def execute(self, arguments: UpdateMemoryRequest, ctx: RequestContext) -> UpdateMemoryResult:
         return await self.core.memories.update(arguments, ctx)
 
-    def render(self, result: UpdateMemoryResult) -> str:
+    @staticmethod
+    def render(result: UpdateMemoryResult) -> str:
         unlinked = (
             f"Memory {result.memory_id} is no longer linked as replaced by {', '.join(result.unlinked)}."
             if (result.unlinked)
             else ""
         )
-        return "\n".join(filter(None, [self._changed(result), unlinked, *link_lines(result, indent="")]))
+        return "\n".join(filter(None, [_changed(result), unlinked, *link_lines(result, indent="")]))
 
-    def _changed(self, result: UpdateMemoryResult) -> str:
-        if not result.text_changed and not result.metadata_changed:
-            return "" if result.unlinked else f"Memory {result.memory_id} already says that; nothing changed."
-        changed = " and ".join(
-            n for n, c in (("text", result.text_changed), ("metadata", result.metadata_changed)) if c
-        )
-        return (
-            f"Updated the {changed} of memory {result.memory_id}: {result.chunk_count} chunk(s), "
-            f"{result.chunks_embedded} re-embedded, {result.chunks_kept} kept."
-        )
+
+def _changed(result: UpdateMemoryResult) -> str:
+    if not result.text_changed and not result.metadata_changed:
+        return "" if result.unlinked else f"Memory {result.memory_id} already says that; nothing changed."
+    changed = " and ".join(n for n, c in (("text", result.text_changed), ("metadata", result.metadata_changed)) if c)
+    return (
+        f"Updated the {changed} of memory {result.memory_id}: {result.chunk_count} chunk(s), "
+        f"{result.chunks_embedded} re-embedded, {result.chunks_kept} kept."
+    )

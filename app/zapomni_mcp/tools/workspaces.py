@@ -37,7 +37,8 @@ class ListWorkspacesTool(Tool[NoArguments, WorkspaceList]):
         listed = await self.core.workspaces.list()
         return listed.model_copy(update={"workspaces": [w for w in listed.workspaces if visible(w.name)]})
 
-    def render(self, result: WorkspaceList) -> str:
+    @staticmethod
+    def render(result: WorkspaceList) -> str:
         lines = [f"{len(result.workspaces)} workspace(s); default: {result.default!r}"]
         lines += [f"- {w.name}: {w.memories} memories, {w.chunks} chunks" for w in result.workspaces]
         return "\n".join(lines)
@@ -58,5 +59,6 @@ class DeleteWorkspaceTool(Tool[DeleteWorkspaceRequest, DeleteWorkspaceResult]):
     async def execute(self, arguments: DeleteWorkspaceRequest, ctx: RequestContext) -> DeleteWorkspaceResult:
         return await self.core.workspaces.delete(arguments)
 
-    def render(self, result: DeleteWorkspaceResult) -> str:
+    @staticmethod
+    def render(result: DeleteWorkspaceResult) -> str:
         return f"Deleted workspace {result.name!r}: {result.deleted_memories} memories, {result.deleted_chunks} chunks."

@@ -1,0 +1,61 @@
+"""The engine an MCP server serves, which `zapomni serve` starts serving before it has opened (decision 0045).
+
+Until the engine is open, every request waits for it, except a search that the keyword index kept beside the
+embedded database answers alone (`EarlySearch`): at a million chunks FalkorDB decodes the store for seconds before
+it answers anything, and the index opens in milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import structlog
+from pydantic import BaseModel
+
+from zapomni_core import EarlySearch, SearchRequest, ZapomniCore
+from zapomni_mcp.registry import Tool, ToolCatalog, ToolRegistry
+from zapomni_mcp.tools import TOOLS, SearchMemoryTool, build_registry
+
+log = structlog.get_logger(__name__)
+
+
+class Opening:
+    def __init__(self, early: EarlySearch | None = None, catalog: ToolCatalog | None = None) -> None:
+        self.catalog = catalog or ToolCatalog(TOOLS)  # the tools' names and schemas, known before the engine
+        self._early = early
+        self._opened = anyio.Event()
+        self._core: ZapomniCore | None = None
+        self._registry: ToolRegistry | None = None
+
+    @classmethod
+    def of(cls, core: ZapomniCore, registry: ToolRegistry | None = None) -> Opening:
+        """An engine already open (HTTP, tests); `registry` when several servers share one."""
+        opening = cls(catalog=registry.catalog if registry else None)
+        opening.open(core, registry)
+        return opening
+
+    def open(self, core: ZapomniCore, registry: ToolRegistry | None = None) -> None:
+        self._core, self._registry = core, registry or build_registry(core, self.catalog)
+        self._early = None
+        self._opened.set()
+
+    async def engine(self) -> tuple[ZapomniCore, ToolRegistry]:
+        await self._opened.wait()
+        assert self._core is not None and self._registry is not None
+        return self._core, self._registry
+
+    async def tool(self, name: str) -> Tool[Any, Any]:
+        _, registry = await self.engine()
+        tool = registry.get(name)
+        assert tool is not None, name  # the catalog knew it
+        return tool
+
+    def early(self, tool: str, arguments: BaseModel) -> BaseModel | None:
+        """What answers `tool` before the engine is open, without it; None: the call waits for the engine."""
+        if self._early is None or tool != SearchMemoryTool.name or not isinstance(arguments, SearchRequest):
+            return None
+        answer = self._early.answer(arguments)
+        if answer is not None:
+            log.info("memory.searched_early", workspace=answer.workspace, results=answer.count)
+        return answer
