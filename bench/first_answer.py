@@ -62,6 +62,7 @@ async def one_start(store: Path, log_path: Path, searches: list[str]) -> dict[st
         "database_load_s": decoded[0] if decoded else None,
         "server_ready_ms": server["ready_ms"],
         "first_search_in_server_ms": server["search_ms"],
+        "before_load": server["early"],
         "legs": first.get("legs"),
         "note": first.get("note"),
         "results": first.get("count"),
@@ -72,19 +73,22 @@ async def one_start(store: Path, log_path: Path, searches: list[str]) -> dict[st
 
 def _server_log(log_path: Path) -> dict[str, Any]:
     ready = search = None
+    early = False
     later: list[str] = []
     for line in log_path.read_text().splitlines():
         if not line.startswith("{"):
             continue
         event = json.loads(line)
-        if event.get("event") == "server.ready" and ready is None:
+        name = event.get("event")
+        if name == "server.ready" and ready is None:
             ready = round(event["startup_s"] * 1000, 1)
-        elif event.get("event") == "memory.searched":
+        elif name in ("memory.searched", "memory.searched_early"):
+            before_load = name == "memory.searched_early"  # from the keyword index alone (decision 0045)
             if search is None:
-                search = event.get("duration_ms")
+                search, early = event.get("duration_ms"), before_load
             else:
-                later.append(",".join(sorted(event.get("unavailable", {}))) or "both")
-    return {"ready_ms": ready, "search_ms": search, "later_legs": later}
+                later.append("before the load" if before_load else ",".join(sorted(event.get("unavailable", {}))))
+    return {"ready_ms": ready, "search_ms": search, "early": early, "later_legs": [leg or "both" for leg in later]}
 
 
 async def opened(store: Path, work: Callable[[ZapomniCore], Awaitable[T]]) -> T:
@@ -125,14 +129,19 @@ def render(results: dict[str, Any]) -> str:
         "- later searches: hybrid, one after another, while the database builds its indexes; which legs "
         "did not answer in each.",
         "",
+        "- before the load: the first search was answered from the keyword index alone, the database still loading "
+        "the store (decision 0045); later searches 'before the load' were too.",
+        "",
         "| start | load (1 min) | first search answered, ms | FalkorDB's load, s | server ready, ms | first search "
-        "in the server, ms | legs | results | later searches p50, ms | later: legs that did not answer |",
-        "|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
+        "in the server, ms | before the load | legs | results | later searches p50, ms | later: legs that did not "
+        "answer |",
+        "|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|",
     ]
     for i, run in enumerate(results["runs"], start=1):
         lines.append(
             f"| {i} | {run['load'][0]} | {run['first_search_ms']:,} | {run['database_load_s']} | "
-            f"{run['server_ready_ms']:,} | {run['first_search_in_server_ms']} | {', '.join(run['legs'] or [])} | "
+            f"{run['server_ready_ms']:,} | {run['first_search_in_server_ms']} | "
+            f"{'yes' if run.get('before_load') else 'no'} | {', '.join(run['legs'] or [])} | "
             f"{run['results']} | {run['more_searches_p50_ms']} | {', '.join(run['more_searches_legs']) or '–'} |"
         )
     notes = {run["note"] for run in results["runs"] if run["note"]}

@@ -98,7 +98,9 @@ async def _run(
     except ValidationError as exc:
         return error_result(describe_validation_error(tool.name, tool.input_model, exc)), INVALID_ARGUMENTS
     try:
-        output = opening.early(tool.name, validated) or await (await opening.tool(tool.name)).execute(validated, ctx)
+        output = await opening.early(tool.name, validated)
+        if output is None:
+            output = await (await opening.tool(tool.name)).execute(validated, ctx)
     except Exception as exc:
         return error_result(failure_message(tool.name, exc, ctx.request_id, local=local)), error_kind(exc)
     if not local:  # as an error reply does: no server paths or hosts for a client on another machine

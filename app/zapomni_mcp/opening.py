@@ -7,6 +7,7 @@ it answers anything, and the index opens in milliseconds.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import anyio
@@ -51,11 +52,17 @@ class Opening:
         assert tool is not None, name  # the catalog knew it
         return tool
 
-    def early(self, tool: str, arguments: BaseModel) -> BaseModel | None:
-        """What answers `tool` before the engine is open, without it; None: the call waits for the engine."""
-        if self._early is None or tool != SearchMemoryTool.name or not isinstance(arguments, SearchRequest):
+    async def early(self, tool: str, arguments: BaseModel) -> BaseModel | None:
+        """What answers `tool` before the engine is open, without it: a search while the database is still loading
+        the store. None: the call waits for the engine."""
+        early = self._early
+        if early is None or tool != SearchMemoryTool.name or not isinstance(arguments, SearchRequest):
             return None
-        answer = self._early.answer(arguments)
+        if not await early.database_loading() or self._opened.is_set():
+            return None
+        started = time.perf_counter()
+        answer = early.answer(arguments)
         if answer is not None:
-            log.info("memory.searched_early", workspace=answer.workspace, results=answer.count)
+            elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
+            log.info("memory.searched_early", workspace=answer.workspace, results=answer.count, duration_ms=elapsed_ms)
         return answer

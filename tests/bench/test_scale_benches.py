@@ -98,9 +98,14 @@ async def test_first_answer_bench_times_a_cold_start_and_says_where_it_went(tmp_
     runs = report["runs"]
     assert len(runs) == 2
     for run in runs:
-        # Each start loaded the store itself (FalkorDB's log says how long) and answered from both legs.
-        assert run["first_search_ms"] > run["server_ready_ms"] > 0 and run["database_load_s"] is not None
-        assert run["legs"] == ["vector", "keyword"] and run["more_searches_legs"] == ["both", "both"]
+        # Each start loaded the store itself (FalkorDB's log says how long) and answered from both legs; a search
+        # that came while the database was still loading this small store was answered from the keyword index.
+        assert run["server_ready_ms"] > 0 and run["database_load_s"] is not None
+        if run["before_load"]:
+            assert run["legs"] == ["keyword"]
+        else:
+            assert run["legs"] == ["vector", "keyword"] and run["first_search_ms"] > run["server_ready_ms"]
+        assert set(run["more_searches_legs"]) <= {"both", "before the load"} and len(run["more_searches_legs"]) == 2
         assert run["first_search_in_server_ms"] > 0 and run["more_searches_p50_ms"] > 0
     assert "| 2 |" in out.read_text() and "| hybrid |" in out.read_text()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import open_core
+from tests.helpers import open_core, server_pids, wait_for
 from zapomni_core import EarlySearch, Settings, ZapomniCore
 from zapomni_core.memories.early_search import NOTE
 from zapomni_core.memories.replies import SearchHit
@@ -121,3 +121,12 @@ async def test_what_the_index_alone_cannot_answer_waits(settings: Settings) -> N
     assert early(settings, "pottery workshop", graph_context=True) is None
     assert early(settings, "pottery workshop", workspace="elsewhere") is None  # no proof for that one
     assert early(settings, "pottery workshop", mode="keyword", limit=1) is not None
+
+
+async def test_a_search_waits_for_the_engine_once_the_database_answers(settings: Settings) -> None:
+    search = EarlySearch.for_settings(settings)
+    assert search is not None
+    async with open_core(settings):
+        assert not await search.database_loading()  # it answers: the engine is moments away, with both legs
+    assert wait_for(lambda: not server_pids(settings.data_dir), 60)
+    assert await search.database_loading()  # stopped: the next server starts it and waits for its load

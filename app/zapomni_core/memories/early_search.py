@@ -4,10 +4,14 @@ FalkorDB decodes a large store for seconds (8.9 s and more at a million chunks) 
 keyword index beside it opens in milliseconds, and it keeps what a hit shows; a proof left by the last process
 that closed the store says it holds every change. Until the engine is ready, a search that the index can answer
 alone is answered from it: the keyword leg only, no similarity scores, no update links, and a note saying so.
-Anything else waits for the engine.
+Anything else waits for the engine, and so does a search once the database answers (the engine is then moments
+away, and both legs are better than one).
 """
 
 from __future__ import annotations
+
+import asyncio
+from pathlib import Path
 
 from zapomni_core.database import embedded_paths
 from zapomni_core.memories.replies import SearchHit, SearchResult
@@ -15,7 +19,11 @@ from zapomni_core.memories.requests import SearchRequest
 from zapomni_core.search.analyzer import Analyzer
 from zapomni_core.search.keyword_index import KeywordIndexAlone, KeywordIndexDirs
 from zapomni_core.settings import Settings
+from zapomni_db.embedded_layout import probe
 from zapomni_db.workspaces import graph_for
+
+# How long the database may take to answer a PING before it counts as loading (a loading one may hold the connection).
+_PROBE_S = 0.2
 
 NOTE = (
     "the database is still loading: these results are the keyword index's alone, as the store was when it was last "
@@ -25,9 +33,17 @@ NOTE = (
 
 class EarlySearch:
     def __init__(
-        self, dirs: KeywordIndexDirs, *, base_graph: str, default_workspace: str, rrf_k: int, leg_depth: int
+        self,
+        dirs: KeywordIndexDirs,
+        socket: Path,
+        *,
+        base_graph: str,
+        default_workspace: str,
+        rrf_k: int,
+        leg_depth: int,
     ) -> None:
         self._dirs = dirs
+        self._socket = socket
         self._base = base_graph
         self._default = default_workspace
         self._rrf_k = rrf_k
@@ -41,13 +57,20 @@ class EarlySearch:
         keyword indexes are held in memory, and it is not this process that loads it)."""
         if settings.db_mode != "embedded":
             return None
+        paths = embedded_paths(settings)
         return cls(
-            KeywordIndexDirs.beside(embedded_paths(settings).data_dir),
+            KeywordIndexDirs.beside(paths.data_dir),
+            paths.socket,
             base_graph=settings.graph_name,
             default_workspace=settings.workspace,
             rrf_k=settings.rrf_k,
             leg_depth=settings.search_leg_depth,
         )
+
+    async def database_loading(self) -> bool:
+        """Whether the database is still starting or loading the store. Once it answers, the engine is open in
+        moments: a search then waits for it and is answered by both legs."""
+        return await asyncio.to_thread(probe, self._socket, _PROBE_S) != "ready"
 
     def answer(self, request: SearchRequest) -> SearchResult | None:
         """The answer from the keyword index alone; None when it cannot give one (filters or a mode it does not
