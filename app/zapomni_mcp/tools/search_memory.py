@@ -19,7 +19,9 @@ class SearchMemoryTool(Tool[SearchRequest, SearchResult]):
         "Memories neither leg finds relevant are left out (fewer than limit results is normal); "
         "include_unrelated: true returns them too. A memory that a newer one replaced (a new address, job, number, "
         "plan...) says so in superseded_by and comes right after the one that replaced it, unless the query asks "
-        "about the past ('before', 'used to', 'old'); filters.current_only leaves replaced memories out."
+        "about the past ('before', 'used to', 'old'); filters.current_only leaves replaced memories out. Right after "
+        "the server starts, while the database still loads, a search without filters may be answered from the "
+        "keyword index alone: legs ['keyword'], similarity_score null, and a note saying so."
     )
     input_model = SearchRequest
     output_model = SearchResult
