@@ -20,8 +20,12 @@ from zapomni_mcp.tools import TOOLS, SearchMemoryTool, build_registry
 
 log = structlog.get_logger(__name__)
 
+_START_POLL_S = 0.05
+
 
 class Opening:
+    """What the MCP handlers serve: the tools' catalog at once, the engine and its tools once it is open."""
+
     def __init__(self, early: EarlySearch | None = None, catalog: ToolCatalog | None = None) -> None:
         self.catalog = catalog or ToolCatalog(TOOLS)  # the tools' names and schemas, known before the engine
         self._early = early
@@ -40,6 +44,17 @@ class Opening:
         self._core, self._registry = core, registry or build_registry(core, self.catalog)
         self._early = None
         self._opened.set()
+
+    @property
+    def is_open(self) -> bool:
+        return self._opened.is_set()
+
+    async def started(self) -> None:
+        """Return once the engine is open, or, when a search may be answered before it is, once the database has
+        started (it then loads the store): what stops a start-up before that (an unusable data directory, a bad
+        setting) reaches the client as a failed start, not a session that ends."""
+        while not self._opened.is_set() and (self._early is None or await self._early.database_state() == "down"):
+            await anyio.sleep(_START_POLL_S)
 
     async def engine(self) -> tuple[ZapomniCore, ToolRegistry]:
         await self._opened.wait()

@@ -118,9 +118,9 @@ async def _serve(settings: Settings, stop: Stop, transport: Transport) -> None:
 
 
 async def _serve_stdio(settings: Settings, stop: Stop) -> None:
-    """Serve stdio at once, while the engine opens: a request waits for it, except a search the keyword index
-    answers alone before the database has loaded (decision 0045). A signal during the start-up ends it as it ends
-    the serving; stdin closed ends the serving once the engine is open."""
+    """Serve stdio while the engine opens, from when the database has started: a request waits for the engine,
+    except a search the keyword index answers alone before the database has loaded (decision 0045). A signal during
+    the start-up ends it as it ends the serving; stdin closed ends the serving once the engine is open."""
     opening = Opening(EarlySearch.for_settings(settings))
     server = build_server(opening, local=STDIO_IS_LOCAL)
     async with contextlib.AsyncExitStack() as stack, anyio.create_task_group() as tasks:
@@ -137,6 +137,7 @@ async def _serve_stdio(settings: Settings, stop: Stop) -> None:
 
 
 async def _stdio(server: Server[Any], opening: Opening, stop: Stop) -> None:
+    await opening.started()
     async with stdio_transport(on_eof=lambda: stop.begin_shutdown()) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
     # A start-up is not cut short by a client that leaves (as it was not before serving began): the engine opens,

@@ -32,6 +32,8 @@ NOTE = (
 
 
 class EarlySearch:
+    """The searches of one embedded data directory that its keyword indexes can answer alone."""
+
     def __init__(
         self,
         dirs: KeywordIndexDirs,
@@ -67,10 +69,14 @@ class EarlySearch:
             leg_depth=settings.search_leg_depth,
         )
 
+    async def database_state(self) -> str:
+        """ "down" (not started yet), "loading" (started, still loading the store) or "ready" (answering)."""
+        return await asyncio.to_thread(probe, self._socket, _PROBE_S)
+
     async def database_loading(self) -> bool:
         """Whether the database is still starting or loading the store. Once it answers, the engine is open in
         moments: a search then waits for it and is answered by both legs."""
-        return await asyncio.to_thread(probe, self._socket, _PROBE_S) != "ready"
+        return await self.database_state() != "ready"
 
     def answer(self, request: SearchRequest) -> SearchResult | None:
         """The answer from the keyword index alone; None when it cannot give one (filters or a mode it does not
