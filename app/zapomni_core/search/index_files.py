@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from zapomni_db.backup.files import fsync_dir
+
 
 class Presence:
     """A process's entry among those present (`KeywordIndexDirs.arrive`), held locked until it ends."""
@@ -33,7 +35,7 @@ def write_durably(directory: Path, name: str, content: dict[str, Any]) -> None:
         out.flush()
         os.fsync(out.fileno())
     os.replace(temporary, directory / name)
-    sync_directory(directory)
+    fsync_dir(directory)
 
 
 def unlink_durably(path: Path) -> None:
@@ -42,15 +44,7 @@ def unlink_durably(path: Path) -> None:
         path.unlink()
     except FileNotFoundError:
         return
-    sync_directory(path.parent)
-
-
-def sync_directory(directory: Path) -> None:
-    handle = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
+    fsync_dir(path.parent)
 
 
 def others_present(entries: Path) -> bool:
