@@ -53,6 +53,7 @@ async def one_start(store: Path, log_path: Path, searches: list[str]) -> dict[st
     seen = redis_log.read_text().count("\n") if redis_log.exists() else 0
     async with spawned_server(store, log_path) as (session, first_ms, first):
         more = [(await call(session, "search_memory", {"query": q, "mode": "hybrid"}))[1] for q in searches]
+        await _ready(log_path)  # an answer before the load: the load's own figures come once it ends
     server = _server_log(log_path)
     lines = redis_log.read_text().splitlines()[seen:] if redis_log.exists() else []
     decoded = [float(m.group(2)) for line in lines if (m := _LOADED.match(line))]
@@ -69,6 +70,12 @@ async def one_start(store: Path, log_path: Path, searches: list[str]) -> dict[st
         "more_searches_p50_ms": round(statistics.median(more), 1) if more else None,
         "more_searches_legs": server["later_legs"],
     }
+
+
+async def _ready(log_path: Path, within_s: float = 300.0) -> None:
+    deadline = time.monotonic() + within_s
+    while '"server.ready"' not in log_path.read_text() and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
 
 
 def _server_log(log_path: Path) -> dict[str, Any]:
@@ -119,6 +126,10 @@ async def latency(core: ZapomniCore, texts: list[str]) -> dict[str, Any]:
     return {"waited_for_indexes_s": built_s, "load": load_now(), "search_ms": await search_latency(core, texts, "1m")}
 
 
+def _logged(figure: float | None) -> str:
+    return "–" if figure is None else f"{figure:,}"
+
+
 def render(results: dict[str, Any]) -> str:
     lines = [
         "# The first answer after a cold start (database stopped)",
@@ -139,13 +150,15 @@ def render(results: dict[str, Any]) -> str:
     ]
     for i, run in enumerate(results["runs"], start=1):
         lines.append(
-            f"| {i} | {run['load'][0]} | {run['first_search_ms']:,} | {run['database_load_s']} | "
-            f"{run['server_ready_ms']:,} | {run['first_search_in_server_ms']} | "
+            f"| {i} | {run['load'][0]} | {run['first_search_ms']:,} | {_logged(run['database_load_s'])} | "
+            f"{_logged(run['server_ready_ms'])} | {run['first_search_in_server_ms']} | "
             f"{'yes' if run.get('before_load') else 'no'} | {', '.join(run['legs'] or [])} | "
             f"{run['results']} | {run['more_searches_p50_ms']} | {', '.join(run['more_searches_legs']) or '–'} |"
         )
     notes = {run["note"] for run in results["runs"] if run["note"]}
     lines += ["", *(f"- the reply's note: {note}" for note in sorted(notes)), ""]
+    if any(run["server_ready_ms"] is None for run in results["runs"]):
+        lines += ["- –: not in the log, the server was stopped (after its searches) before the load ended.", ""]
     if "latency" in results:
         found = results["latency"]
         lines += [
@@ -206,8 +219,8 @@ def main() -> int:
         args.chunks = args.chunks or "1,000,000 chunks"
     configure_logging("WARNING")
     results = asyncio.run(main_async(args))
+    args.output.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")  # first: an hour's runs
     args.output.write_text(render(results))
-    args.output.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
     print(render(results))
     return 0
 
