@@ -136,14 +136,16 @@ def render(results: dict[str, Any]) -> str:
         "",
         f"- date: {results['date']}; commit {results['commit']}; store {results['store']} ({results['chunks']}); "
         "produced by `python -m bench.first_answer`. Times from spawning `zapomni serve` (official MCP client, "
-        "stdio); FalkorDB's load from its own log; the server's from its log.",
+        "stdio); FalkorDB's load from its own log; the engine's start-up (`server.ready`'s `startup_s`: from opening "
+        "the engine, which `zapomni serve` does after starting the database) and the searches' times from the "
+        "server's log.",
         "- later searches: hybrid, one after another, while the database builds its indexes; which legs "
         "did not answer in each.",
         "",
         "- before the load: the first search was answered from the keyword index alone, the database still loading "
         "the store (decision 0045); later searches 'before the load' were too.",
         "",
-        "| start | load (1 min) | first search answered, ms | FalkorDB's load, s | server ready, ms | first search "
+        "| start | load (1 min) | first search answered, ms | FalkorDB's load, s | engine start-up, ms | first search "
         "in the server, ms | before the load | legs | results | later searches p50, ms | later: legs that did not "
         "answer |",
         "|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|",
