@@ -755,7 +755,8 @@ def chart(results: dict[str, Any], path: Path) -> None:
             ax.set_yscale("log")
         else:
             ax.set_ylim(bottom=0)
-        ax.legend(fontsize=8)
+        if ax.lines:  # a panel with nothing measured at these sizes has no legend to draw
+            ax.legend(fontsize=8)
     for ax in axes.flat[len(names) :]:
         ax.axis("off")
     fig.tight_layout()
