@@ -32,7 +32,30 @@ _FOREIGN = ("ZAPOMNI_", "FALKORDB_", "REDIS_", "OLLAMA_", "EMBEDDING_MODEL", "GR
 def clean_environ() -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith(_FOREIGN)}
     env["LOG_LEVEL"] = "WARNING"
+    env["PYTHONFAULTHANDLER"] = "1"  # a process sent SIGABRT prints its stacks (Appliance.run's timeout)
     return env
+
+
+def _cmdline(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def _descendants(root: int) -> list[int]:
+    """The processes under `root` (its children, theirs, ...), from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
 
 
 def alive(pid: int) -> bool:
@@ -65,14 +88,33 @@ class Appliance:
     # --- commands -----------------------------------------------------------------------------------
 
     def run(self, *command: str | Path, timeout: float = 150, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(part) for part in command],
-            env=self.env | env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
+        """`command` to its end; one still running after `timeout` fails with where its Python processes were."""
+        args = [str(part) for part in command]
+        with subprocess.Popen(
+            args, env=self.env | env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        ) as process:  # fmt: skip
+            try:
+                stdout, stderr = process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                # A hang seen once in CI (`make up-local` stuck after "applying schema migrations", not reproduced):
+                # SIGABRT makes each Python process under the command print its threads' stacks
+                # (PYTHONFAULTHANDLER), so the failure says where it was.
+                for pid in [process.pid, *_descendants(process.pid)]:
+                    argv = _cmdline(pid)
+                    if argv and b"python" in argv[0]:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGABRT)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=5)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                stdout, stderr = process.communicate()
+                raise AssertionError(
+                    f"{' '.join(args)} still running after {timeout} s; its output, then the stacks of its Python "
+                    f"processes:\n{stdout}\n{stderr}"
+                ) from None
+        return subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
 
     def up(self) -> subprocess.CompletedProcess[str]:
         """`make up-local`, the way a person starts it."""
