@@ -99,10 +99,8 @@ async def test_moving_a_turn_to_another_thread_or_speaker_reindexes_it(core: Zap
 async def test_a_turn_moved_to_another_thread_leaves_nothing_in_its_old_neighbours(core: ZapomniCore) -> None:
     ids = await add_chat(core)
     assert set(await keyword_hits(core, "pottery")) == set(ids[1:4])  # the next two turns hold its words
-    same = {"speaker": "Caroline", "date": DATE}  # only the thread changes: nothing is embedded again
-    moved = await core.memories.update(
-        UpdateMemoryRequest(memory_id=ids[1], metadata=MemoryMetadata(**same, thread="chat-2"))
-    )
+    only_the_thread = MemoryMetadata(speaker="Caroline", date=DATE, thread="chat-2")  # nothing is embedded again
+    moved = await core.memories.update(UpdateMemoryRequest(memory_id=ids[1], metadata=only_the_thread))
     assert moved.metadata_changed and moved.chunks_embedded == 0
     assert await keyword_hits(core, "pottery") == [ids[1]]
     # Its old thread closes up: each turn after the gap is found by the two turns now before it.
