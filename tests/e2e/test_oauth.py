@@ -263,23 +263,25 @@ async def test_the_sdk_client_signs_in_through_the_console_and_works_with_its_gr
     assert grant["workspaces"] == ["default"] and grant["state"] == "active"
 
     flow = Flow(server)
-    old_access = storage.tokens.access_token
-    refreshed = flow.token(grant_type="refresh_token", refresh_token=storage.tokens.refresh_token,
-                           client_id=client_id)  # fmt: skip
-    assert refreshed.status_code == 200, refreshed.text
-    new_access = refreshed.json()["access_token"]
-    assert tool_error(rpc(server, new_access, "search_memory", {"query": "falcon"})) is None
-    assert rpc(server, old_access, "search_memory", {"query": "falcon"}).status_code == 401  # replaced
+    # Closed before the server stops: over TLS an idle kept-alive connection holds its stop for 30 s.
+    with flow.http:
+        old_access = storage.tokens.access_token
+        refreshed = flow.token(grant_type="refresh_token", refresh_token=storage.tokens.refresh_token,
+                               client_id=client_id)  # fmt: skip
+        assert refreshed.status_code == 200, refreshed.text
+        new_access = refreshed.json()["access_token"]
+        assert tool_error(rpc(server, new_access, "search_memory", {"query": "falcon"})) is None
+        assert rpc(server, old_access, "search_memory", {"query": "falcon"}).status_code == 401  # replaced
 
-    with http_server(store.data_dir, tmp_path / "replica.err", tls=tls, args=("--oauth",)) as replica:
-        assert tool_error(rpc(replica, new_access, "search_memory", {"query": "falcon"})) is None
-        revoked = run_cli(["token", "revoke", grant["name"]], store.env)
-        assert revoked.returncode == 0, revoked.stderr
-        assert rpc(server, new_access, "search_memory", {"query": "falcon"}).status_code == 401
-        assert rpc(replica, new_access, "search_memory", {"query": "falcon"}).status_code == 401
-    again = flow.token(grant_type="refresh_token", refresh_token=refreshed.json()["refresh_token"],
-                       client_id=client_id)  # fmt: skip
-    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+        with http_server(store.data_dir, tmp_path / "replica.err", tls=tls, args=("--oauth",)) as replica:
+            assert tool_error(rpc(replica, new_access, "search_memory", {"query": "falcon"})) is None
+            revoked = run_cli(["token", "revoke", grant["name"]], store.env)
+            assert revoked.returncode == 0, revoked.stderr
+            assert rpc(server, new_access, "search_memory", {"query": "falcon"}).status_code == 401
+            assert rpc(replica, new_access, "search_memory", {"query": "falcon"}).status_code == 401
+        again = flow.token(grant_type="refresh_token", refresh_token=refreshed.json()["refresh_token"],
+                           client_id=client_id)  # fmt: skip
+        assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
 
 
 # -- attacks ------------------------------------------------------------------------------------------------------
