@@ -24,6 +24,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = structlog.get_logger(__name__)
 
+# How long a TLS connection closed at shutdown may take to exchange close_notify before it is cut.
+TLS_CLOSE_WAIT_S = 1.0
+
 
 class ConnectionGuard:
     def __init__(self, *, idle_timeout_s: float, per_client: int) -> None:
@@ -86,6 +89,19 @@ class GuardedH11Protocol(H11Protocol):
             self._arm()  # a request head under way: it has until the timer, however slowly it drips
         else:
             self._disarm()
+
+    def shutdown(self) -> None:
+        """uvicorn's graceful stop closes an idle connection; over TLS that close waits for the client's close_notify,
+        which a client idling in its pool never reads to send, and the server's stop waited its whole grace (31 s
+        measured, ZAPOMNI_SHUTDOWN_GRACE_S 30) for one such connection. Such a connection is aborted after a
+        moment; a request in progress still finishes within the grace."""
+        super().shutdown()
+        if self.transport.is_closing() and self.transport.get_extra_info("ssl_object") is not None:
+            self.loop.call_later(TLS_CLOSE_WAIT_S, self._abort_if_open)
+
+    def _abort_if_open(self) -> None:
+        if self in self.server_state.connections:
+            self.transport.abort()
 
     def waiting(self) -> bool:
         """No request in progress: only a new request head is awaited."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
@@ -17,6 +18,8 @@ from tests.helpers import free_port, server_pids
 from tests.processes import ZAPOMNI, call, http_server, http_session, server_env
 
 pytestmark = pytest.mark.anyio
+
+GRACE_S = 20
 
 
 def run_zapomni(data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -43,7 +46,9 @@ def test_a_host_beyond_the_loopback_without_tls_is_refused_in_one_line(data_dir:
 
 
 async def test_tls_is_served_with_the_certificate_it_is_given(data_dir: Path, tmp_path: Path) -> None:
-    with http_server(data_dir, tmp_path / "server.log", tls=self_signed(tmp_path)) as server:
+    with http_server(
+        data_dir, tmp_path / "server.log", tls=self_signed(tmp_path), ZAPOMNI_SHUTDOWN_GRACE_S=str(GRACE_S)
+    ) as server:
         assert server.url.startswith("https://")
         # The token as the README makes it.
         made = run_cli(
@@ -58,3 +63,14 @@ async def test_tls_is_served_with_the_certificate_it_is_given(data_dir: Path, tm
             await asyncio.to_thread(httpx.get, f"http://127.0.0.1:{server.port}/healthz", timeout=5)
         ready = next(e for e in server.log_events() if e.get("event") == "server.ready")
         assert ready["tls"] is True and ready["url"] == server.url
+
+        # A client that keeps its connection open and idle (httpx's pool does) must not hold the stop: a TLS close
+        # waits for the peer's close_notify, which an idle client never reads to send, for 30 s (asyncio's default).
+        with httpx.Client(base_url=server.base, verify=server.verify) as idle:
+            assert [idle.get("/healthz").status_code for _ in range(2)] == [200, 200]
+            started = time.monotonic()
+            assert server.terminate() == 0
+            stopped_in_s = time.monotonic() - started
+    waited_out = [e for e in server.log_events() if "graceful shutdown exceeded" in str(e.get("event"))]
+    assert not waited_out, waited_out
+    assert stopped_in_s < GRACE_S / 2, f"the stop took {stopped_in_s:.1f} s with an idle TLS connection open"
