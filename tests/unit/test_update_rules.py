@@ -279,6 +279,7 @@ def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer:
         ("Uses a Pixel 6 as their phone.", "Upgraded the phone's storage to 256 GB."),
         ("Drives a Honda Civic.", "Replaced the car's tyres with Michelins."),
         ("Uses a ThinkPad X1 as their laptop.", "Replaced the laptop's keyboard last week."),
+        ("Lactose intolerant", "Gluten intolerant too"),  # one is intolerant of several things
     ],
 )
 def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, newer: str) -> None:
@@ -356,6 +357,12 @@ def test_what_is_no_count_changed_or_fact_denied(
     older: str, newer: str, speakers: tuple[str | None, str | None]
 ) -> None:
     assert links(older, newer, 0.2, speakers) == []
+
+
+def test_an_allergy_adds_to_the_others_and_ends_when_it_is_said_to_be_gone() -> None:
+    assert links("Allergic to peanuts", "Allergic to shellfish") == []
+    [link] = links("Allergic to cats", "No longer allergic to cats")
+    assert link.attribute == "allergy" and "no longer" in link.cues
 
 
 def test_a_note_without_a_subject_tells_how_its_owners_plan_turned_out() -> None:

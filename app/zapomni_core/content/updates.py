@@ -90,8 +90,10 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
     "health": (
         True,
         r"doctor|dentist|therapist|physio\w*|gp|medication|meds|dose|dosage|injur\w*|surgery|diagnos\w*|"
-        r"allerg\w*|intolerant|\d+\s?mg|prescri\w*|vet|veterinarian",
+        r"\d+\s?mg|prescri\w*|vet|veterinarian",
     ),
+    # one can be allergic to several things: a second allergy adds, unless one is said to be gone
+    "allergy": (False, r"allerg\w*|intolerant"),
     "schedule": (
         True,
         r"meeting|meetings|stand-?up|sync|appointment|shift|schedule|rehears\w*|practice|lessons?|class|classes|"
