@@ -13,12 +13,13 @@ from typing import Any
 
 from zapomni_db._cypher import at_numbers
 from zapomni_db.client import GraphClient
-from zapomni_db.records.updates import LinkRow, StoredLink
+from zapomni_db.records.updates import STATED, LinkRow, StoredLink
 
-# A link is made once, and never where the user undid it.
+# A link is made once, never where the user undid it, and never against one made the other way.
 _LINK = (
     "UNWIND $links AS l MATCH (o:Memory {id: l.older}) MATCH (n:Memory {id: l.newer}) "
     "WITH o, n, l WHERE NOT (o)-[:SUPERSEDED_BY]->(n) AND NOT (o)-[:NOT_SUPERSEDED_BY]->(n) "
+    "AND NOT (n)-[:SUPERSEDED_BY]->(o) "
     "CREATE (o)-[:SUPERSEDED_BY {confidence: l.confidence, attribute: l.attribute, subject: l.subject, "
     "cues: l.cues, evidence: l.evidence, method: l.method, linked_at: $now}]->(n) RETURN count(n)"
 )
@@ -43,9 +44,19 @@ _UNDO = (
     "OPTIONAL MATCH (o)-[r:SUPERSEDED_BY]->(n) WITH o, n, r, r IS NOT NULL AS existed DELETE r "
     "MERGE (o)-[u:NOT_SUPERSEDED_BY]->(n) ON CREATE SET u.at = $now RETURN existed"
 )
+# What the rules found; a link the client stated stays.
 _FORGET = (
-    "MATCH (m:Memory {id: $id}) OPTIONAL MATCH (m)-[r:SUPERSEDED_BY]-(:Memory) WITH collect(r) AS rs "
-    "FOREACH (r IN rs | DELETE r) RETURN size(rs)"
+    "MATCH (m:Memory {id: $id}) OPTIONAL MATCH (m)-[r:SUPERSEDED_BY]-(:Memory) WHERE coalesce(r.method, '') <> $stated "
+    "WITH collect(r) AS rs FOREACH (r IN rs | DELETE r) RETURN size(rs)"
+)
+# The client's word replaces whatever was there: a "no" it said before, a link the other way, a rule's link.
+_STATE = (
+    "MATCH (o:Memory {id: $older}) MATCH (n:Memory {id: $newer}) "
+    "OPTIONAL MATCH (o)-[u:NOT_SUPERSEDED_BY]->(n) DELETE u "
+    "WITH DISTINCT o, n OPTIONAL MATCH (n)-[b:SUPERSEDED_BY]->(o) DELETE b "
+    "WITH DISTINCT o, n MERGE (o)-[r:SUPERSEDED_BY]->(n) "
+    "SET r.confidence = 1.0, r.attribute = $stated, r.subject = '?', r.cues = [], r.evidence = $evidence, "
+    "r.method = $stated, r.linked_at = $now RETURN count(r)"
 )
 _COUNT = "MATCH (:Memory)-[r:SUPERSEDED_BY]->(:Memory) RETURN count(r)"
 _ALL = f"MATCH (o:Memory)-[r:SUPERSEDED_BY]->(n:Memory) RETURN {_FIELDS} ORDER BY o.id, n.id SKIP $skip LIMIT $limit"
@@ -85,10 +96,17 @@ class UpdateLinks:
         rows = await self._client.query(_UNDO, {"older": older, "newer": newer, "now": time.time()})
         return bool(rows[0][0]) if rows else None
 
+    async def state(self, older: str, newer: str, evidence: str) -> bool:
+        """Link `older` as replaced by `newer` because the client said so (`STATED`), whatever was linked or undone
+        between them before; False when either memory does not exist."""
+        params = {"older": older, "newer": newer, "evidence": evidence, "stated": STATED, "now": time.time()}
+        rows = await self._client.query(_STATE, params)
+        return bool(rows and rows[0][0])
+
     async def forget(self, memory_id: str) -> int:
-        """Drop the links a memory is on either side of (its text changed: they are found again); undone links
-        stay undone."""
-        rows = await self._client.query(_FORGET, {"id": memory_id})
+        """Drop the links the rules found on either side of a memory (its text changed: they are found again);
+        undone links stay undone, and stated links stay."""
+        rows = await self._client.query(_FORGET, {"id": memory_id, "stated": STATED})
         return int(rows[0][0]) if rows else 0
 
     async def count(self) -> int:

@@ -19,7 +19,13 @@ from tests.fakes.ollama_server import FakeOllama
 from tests.helpers import graph_client, open_core
 from tests.processes import ZAPOMNI, child_env, run_zapomni
 from zapomni_core import Settings, ZapomniCore
-from zapomni_core.memories.requests import AddMemoryRequest, ListMemoriesRequest, SearchFilters, SearchRequest
+from zapomni_core.memories.requests import (
+    AddMemoryRequest,
+    ListMemoriesRequest,
+    SearchFilters,
+    SearchRequest,
+    UpdateMemoryRequest,
+)
 from zapomni_core.progress import Progress
 from zapomni_core.transfer import TransferError, export, importer
 from zapomni_core.transfer.format import EXPORTING, IMPORTING, VALIDATING
@@ -141,6 +147,8 @@ async def source() -> AsyncIterator[Source]:
                     )
                     assert long.chunks_created > 5
                     ids.append(long.memory_id)
+            # A link the client stated: an export carries it, and an import brings it back as it was.
+            await core.memories.update(UpdateMemoryRequest(memory_id=ids[7], replaces=[ids[3]]))
             stats = await core.workspaces.stats()
             yield Source(
                 data_dir=data_dir,
@@ -185,7 +193,12 @@ async def node_counts(data_dir: Path) -> tuple[int, int]:
 
 async def test_the_export_holds_every_memory_in_order(source: Source) -> None:
     parsed = lines(source.export)
-    header, memories, end = parsed[0], parsed[1:-1], parsed[-1]
+    header, end = parsed[0], parsed[-1]
+    memories = [line for line in parsed[1:-1] if line["type"] == "memory"]
+    [update] = [line for line in parsed if line["type"] == "update"]  # after the memories it names
+    assert parsed.index(update) == len(parsed) - 2
+    assert (update["older"], update["newer"]) == (source.ids[3], source.ids[7])
+    assert (update["method"], update["attribute"], update["confidence"]) == ("stated", "stated", 1.0)
     assert header["type"] == "zapomni-export" and header["format_version"] == 5
     assert header["embedder"] == {"model": "onnx:all-MiniLM-L6-v2-int8", "dimension": 384}
     assert header["schema_version"] >= 2 and header["graph_name"] == "zapomni"
@@ -194,7 +207,7 @@ async def test_the_export_holds_every_memory_in_order(source: Source) -> None:
     # No knowledge graph was built: no entity or relation lines, every memory pending for the graph.
     assert end == {
         "type": "end", "memories": source.memories, "chunks": source.chunks, "entities": 0, "relations": 0,
-        "updates": 0,
+        "updates": 1,
     }  # fmt: skip
     assert {m["graph_state"] for m in memories} == {None}
     assert sum(len(m["chunks"]) for m in memories) == source.chunks
@@ -270,17 +283,21 @@ async def test_an_interrupted_import_is_finished_by_running_it_again(source: Sou
 
 
 async def test_a_version_1_file_imports_into_the_default_workspace(source: Source, core: ZapomniCore) -> None:
-    # Format 1 had no `workspace` on memory lines; such files still import, into the default workspace.
+    # Format 1 had no `workspace` on memory lines (nor update lines); such files still import, into the default
+    # workspace.
     old = []
     for line in lines(source.export):
-        for newer in ("workspace", "graph_state", "entities", "relations"):
+        for newer in ("workspace", "graph_state", "entities", "relations", "updates"):
             line.pop(newer, None)
         if line["type"] == "zapomni-export":
             line["format_version"] = 1
-        old.append(json.dumps(line, ensure_ascii=False))
+        if line["type"] != "update":
+            old.append(json.dumps(line, ensure_ascii=False))
     report = await core.transfer.import_from(io.BytesIO(("\n".join(old) + "\n").encode()))
     assert (report.imported, report.skipped) == (source.memories, 0)
-    assert body(await _export(core)) == body(source.export)
+    imported = lines(await _export(core))[1:]
+    expected = [line for line in lines(source.export)[1:] if line["type"] != "update"]
+    assert imported == [line | {"updates": 0} if line["type"] == "end" else line for line in expected]
 
 
 async def test_a_memory_whose_text_is_already_stored_is_skipped(source: Source, core: ZapomniCore) -> None:

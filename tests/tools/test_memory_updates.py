@@ -240,3 +240,101 @@ async def test_a_turn_finds_the_turn_it_updates_among_many_greetings(settings: S
         [replaced] = accepted["supersedes"]
         assert replaced["memory_id"] == interview["memory_id"] and replaced["attribute"] == "outcome"
         assert "got accepted" in replaced["cues"]
+
+
+# Two terse facts no rule reads as an update: no attribute of the rules' table, no word of change.
+PIZZA = "Favourite pizza topping: anchovies."
+PINEAPPLE = "Goes for pineapple on every pizza."
+
+
+async def test_a_client_states_what_a_memory_replaces_when_the_rules_miss_it(settings: Settings) -> None:
+    async with local_session(settings) as session:
+        old = await add(session, PIZZA, "2026-01-10")
+        unlinked = await add(session, PINEAPPLE, "2026-03-05")
+        assert unlinked["supersedes"] == [], "the rules must miss this pair for the test to mean anything"
+        by_relevance = await search(session, "What pizza topping do I like?")
+        assert [hit["memory_id"] for hit in by_relevance][:2] == [old["memory_id"], unlinked["memory_id"]]
+        await call(session, "delete_memory", {"memory_ids": [unlinked["memory_id"]]})
+
+        new = await call(session, "add_memory", {
+            "text": PINEAPPLE, "metadata": {"date": "2026-03-05"}, "replaces": [old["memory_id"]],
+        })  # fmt: skip
+        [replaced] = new["supersedes"]
+        assert replaced["memory_id"] == old["memory_id"] and replaced["attribute"] == "stated"
+        assert replaced["confidence"] == 1.0 and replaced["evidence"] == PINEAPPLE
+        hits = await search(session, "What pizza topping do I like?")
+        assert [hit["memory_id"] for hit in hits][:2] == [new["memory_id"], old["memory_id"]]
+        reply = await session.call_tool("search_memory", {"query": "What pizza topping do I like?"})
+        assert f"replaced by memory {new['memory_id']} (2026-03-05, stated)" in text_of(reply)
+
+        # The client's word outlives a rewrite of either side (the rules' links are found again, it is kept)...
+        await call(session, "update_memory", {"memory_id": new["memory_id"], "text": PINEAPPLE + " Extra cheese."})
+        got = await call(session, "get_memory", {"memory_id": old["memory_id"]})
+        assert [n["memory_id"] for n in got["superseded_by"]] == [new["memory_id"]]
+        # ...is undone like any link, and stated again through update_memory, which overrides the undo.
+        await call(session, "update_memory", {"memory_id": old["memory_id"], "not_replaced_by": [new["memory_id"]]})
+        assert (await call(session, "get_memory", {"memory_id": old["memory_id"]}))["superseded_by"] == []
+        again = await call(session, "update_memory", {"memory_id": new["memory_id"], "replaces": [old["memory_id"]]})
+        assert again["stated"] == [old["memory_id"]] and not again["text_changed"]
+        assert [o["memory_id"] for o in again["supersedes"]] == [old["memory_id"]]
+        reply = await session.call_tool(
+            "update_memory", {"memory_id": new["memory_id"], "replaces": [old["memory_id"]]}
+        )
+        assert f"now replaces {old['memory_id']}" in text_of(reply) and "nothing changed" not in text_of(reply)
+
+        # Stated the other way round, the link turns: a memory never replaces and is replaced by the same one.
+        turned = await call(session, "update_memory", {"memory_id": old["memory_id"], "replaces": [new["memory_id"]]})
+        assert [o["memory_id"] for o in turned["supersedes"]] == [new["memory_id"]] and turned["superseded_by"] == []
+
+        # A delete takes the link along.
+        await call(session, "delete_memory", {"memory_ids": [old["memory_id"]]})
+        assert (await call(session, "get_memory", {"memory_id": new["memory_id"]}))["superseded_by"] == []
+
+
+async def test_bad_replaces_name_the_field_and_store_nothing(settings: Settings) -> None:
+    async with local_session(settings) as session:
+        old = await add(session, PIZZA, "2026-01-10")
+        absent = "00000000-0000-4000-8000-000000000000"
+        adds: list[tuple[dict[str, Any], str]] = [
+            ({"replaces": [absent]}, f"replaces: no memory {absent}"),
+            ({"replaces": []}, "replaces"),
+            ({"replaces": ["not-an-id"]}, "replaces.0"),
+            ({"replaces": [old["memory_id"]], "workspace": "elsewhere"}, "elsewhere"),
+        ]
+        for extra, expected in adds:
+            reply = await session.call_tool("add_memory", {"text": PINEAPPLE, **extra})
+            assert reply.is_error and expected in text_of(reply), (extra, text_of(reply))
+        # The same text again is the same memory, which cannot replace itself.
+        reply = await session.call_tool("add_memory", {"text": PIZZA, "replaces": [old["memory_id"]]})
+        assert reply.is_error and "replaces: this text is memory" in text_of(reply), text_of(reply)
+        updates = [
+            ({"replaces": [old["memory_id"]]}, "replaces: a memory cannot replace itself"),
+            ({"replaces": [absent]}, f"replaces: no memory {absent}"),
+            ({"replaces": [absent], "not_replaced_by": [absent]}, "replaces and not_replaced_by both name"),
+        ]
+        for extra, expected in updates:
+            reply = await session.call_tool("update_memory", {"memory_id": old["memory_id"], **extra})
+            assert reply.is_error and expected in text_of(reply), (extra, text_of(reply))
+        listed = await call(session, "list_memories", {})
+        assert [m["memory_id"] for m in listed["memories"]] == [old["memory_id"]]
+        workspaces = await call(session, "list_workspaces", {})
+        assert "elsewhere" not in str(workspaces)
+
+
+async def test_a_stated_link_holds_against_the_rules_finding_the_other_way(settings: Settings) -> None:
+    async with local_session(settings) as session:
+        baker = await add(session, BAKER, "2026-01-10")
+        kings = await add(session, KINGS, "2026-03-05")
+        assert [o["memory_id"] for o in kings["supersedes"]] == [baker["memory_id"]]  # the rules' link
+
+        # The user knows better: the Baker Street note is the current one.
+        stated = await call(
+            session, "update_memory", {"memory_id": baker["memory_id"], "replaces": [kings["memory_id"]]}
+        )
+        assert [o["memory_id"] for o in stated["supersedes"]] == [kings["memory_id"]] and stated["superseded_by"] == []
+        # A change of the other memory finds its links again, but none against the user's word.
+        await call(
+            session, "update_memory", {"memory_id": kings["memory_id"], "text": KINGS + " Parking is in the yard."}
+        )
+        got = await call(session, "get_memory", {"memory_id": baker["memory_id"]})
+        assert got["superseded_by"] == [] and [o["memory_id"] for o in got["supersedes"]] == [kings["memory_id"]]

@@ -51,7 +51,8 @@ def test_add_memory_rejections_name_the_field(arguments: dict[str, Any], expecte
     assert expected in message
     assert message.startswith("Invalid arguments for add_memory:")
     # Every scoped request takes an optional workspace (issue 9).
-    assert "Allowed arguments: workspace (optional), text (required), metadata (optional)." in message
+    allowed = "workspace (optional), text (required), metadata (optional), replaces (optional)"
+    assert f"Allowed arguments: {allowed}." in message
 
 
 def test_text_limit_is_ten_megabytes_of_utf8() -> None:

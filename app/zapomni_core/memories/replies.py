@@ -22,7 +22,10 @@ class LinkedMemory(BaseModel):
     memory_id: str
     date: str = Field(description="That memory's date (metadata.date, else when it was added).")
     preview: str
-    attribute: str = Field(description="What changed: home, work, phone, name, favourite, schedule, ...")
+    attribute: str = Field(
+        description="What changed: home, work, phone, name, favourite, schedule, ...; stated: the client said so "
+        "(add_memory or update_memory replaces)."
+    )
     subject: str = Field(description="Whose: a speaker or a name ('self': the workspace's owner).")
     cues: list[str] = Field(description="The words in the newer memory that say the value changed.")
     confidence: float
@@ -173,6 +176,9 @@ class UpdateMemoryResult(BaseModel):
     chunks_kept: int = Field(description="Chunks whose text was unchanged and kept their vectors.")
     unlinked: list[str] = Field(
         default_factory=list, description="With not_replaced_by: the newer memories no longer linked as replacing it."
+    )
+    stated: list[str] = Field(
+        default_factory=list, description="With replaces: the older memories now linked as replaced by it."
     )
     superseded_by: list[LinkedMemory] = _superseded_by()
     supersedes: list[LinkedMemory] = _supersedes()

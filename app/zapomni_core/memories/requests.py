@@ -41,11 +41,22 @@ def _check_text(value: str) -> str:
     return value
 
 
+def _replaces_field() -> Any:
+    return Field(
+        None,
+        min_length=1,
+        max_length=MAX_LIMIT,
+        description="Ids of older memories this one replaces (it states their current value): linked as replaced "
+        "(superseded_by) whatever their wording, kept through later changes, and undone with not_replaced_by.",
+    )
+
+
 class AddMemoryRequest(ScopedRequest):
     text: str = _text_field("The text to remember: 1 byte to 10 MB of UTF-8, not only whitespace.")
     metadata: MemoryMetadata | None = Field(
         None, description="Optional tags, source, date, speaker and thread (a conversation turn) and flat extra keys."
     )
+    replaces: list[MemoryId] | None = _replaces_field()
 
     _text = field_validator("text")(_check_text)
 
@@ -198,6 +209,7 @@ class UpdateMemoryRequest(ScopedRequest):
         description="Undo wrong update links: these newer memories do not replace this one. Their links "
         "(superseded_by) are removed and never made again.",
     )
+    replaces: list[MemoryId] | None = _replaces_field()
 
     @field_validator("text")
     @classmethod
@@ -206,6 +218,8 @@ class UpdateMemoryRequest(ScopedRequest):
 
     @model_validator(mode="after")
     def _something(self) -> UpdateMemoryRequest:
-        if self.text is None and self.metadata is None and self.not_replaced_by is None:
-            raise ValueError("give text, metadata or not_replaced_by: there is nothing to update")
+        if self.text is None and self.metadata is None and self.not_replaced_by is None and self.replaces is None:
+            raise ValueError("give text, metadata, replaces or not_replaced_by: there is nothing to update")
+        if both := set(self.replaces or ()) & set(self.not_replaced_by or ()):
+            raise ValueError(f"replaces and not_replaced_by both name memory {sorted(both)[0]}: give it in one")
         return self

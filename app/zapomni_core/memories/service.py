@@ -46,7 +46,7 @@ from zapomni_core.memories.requests import (
     SearchRequest,
     UpdateMemoryRequest,
 )
-from zapomni_core.memories.supersession import Detection, UpdateLinker, abandon, order_current_first
+from zapomni_core.memories.supersession import Detection, F, UpdateLinker, abandon, order_current_first
 from zapomni_core.memories.updates_job import KIND as FIND_UPDATES
 from zapomni_core.memories.updates_job import find_updates_job
 from zapomni_core.search import RetrievalQuery, SearchOptions
@@ -127,8 +127,7 @@ class MemoryService:
 
     async def _add_in_background(self, request: AddMemoryRequest, ctx: RequestContext) -> AddMemoryResult:
         """Store the text durably with a job that indexes it, and answer before any embedding."""
-        workspace = await self._workspaces.get(request.workspace, create=True)
-        assert workspace is not None
+        workspace = await self._add_workspace(request)
         existing = await workspace.stores.reads.by_content_hash(content_hash(request.text))
         if existing is not None:
             return await self._merge_duplicate(workspace, existing, request)
@@ -143,7 +142,7 @@ class MemoryService:
         self.writes_committed += 1
         self._wake_jobs()
         log.info("memory.queued", workspace=workspace.name, memory_id=record.id, job_id=job.id, bytes=len(record.text))
-        return AddMemoryResult(
+        result = AddMemoryResult(
             memory_id=record.id,
             workspace=workspace.name,
             chunks_created=0,
@@ -151,11 +150,11 @@ class MemoryService:
             status="indexing",
             job_id=job.id,
         )
+        return await self._stated(workspace, result, request.replaces, request.text)
 
     async def _add(self, request: AddMemoryRequest, ctx: RequestContext) -> AddMemoryResult:
         started = time.perf_counter()
-        workspace = await self._workspaces.get(request.workspace, create=True)
-        assert workspace is not None
+        workspace = await self._add_workspace(request)
         existing = await workspace.stores.reads.by_content_hash(content_hash(request.text))
         if existing is not None:
             return await self._merge_duplicate(workspace, existing, request)
@@ -195,7 +194,28 @@ class MemoryService:
             chunks_created=len(chunks),
             text_preview=replies.preview(request.text),
         )
+        if request.replaces:
+            return await self._stated(workspace, result, request.replaces, request.text)
         return (await self._supersession.annotate(workspace.stores, [result]))[0] if linked else result
+
+    async def _add_workspace(self, request: AddMemoryRequest) -> Workspace:
+        """The workspace an add writes to, made when new; with `replaces`, one that holds every memory it names."""
+        if not request.replaces:
+            workspace = await self._workspaces.get(request.workspace, create=True)
+            assert workspace is not None
+            return workspace
+        workspace = await self._workspaces.require(request.workspace)
+        await self._targets(workspace, None, request.replaces, "replaces")
+        return workspace
+
+    async def _stated(self, workspace: Workspace, result: F, replaces: Sequence[str] | None, text: str) -> F:
+        """`result`'s memory linked as replacing each of `replaces` (the client said so), with its links."""
+        for older in replaces or ():
+            await workspace.stores.updates.state(older, result.memory_id, evidence=text[:300])
+        if replaces:
+            self.writes_committed += 1
+            log.info("memory.replaces_stated", workspace=workspace.name, memory_id=result.memory_id, older=replaces)
+        return (await self._supersession.annotate(workspace.stores, [result]))[0]
 
     async def _detect_updates(
         self,
@@ -225,6 +245,10 @@ class MemoryService:
     async def _merge_duplicate(
         self, workspace: Workspace, existing: StoredMemory, request: AddMemoryRequest
     ) -> AddMemoryResult:
+        if existing.info.id in (request.replaces or ()):
+            raise InvalidRequest(
+                f"replaces: this text is memory {existing.info.id} already, which cannot replace itself"
+            )
         merged = _merged_metadata(existing, request.metadata)
         if merged is not None:
             record = memory_record(
@@ -244,7 +268,7 @@ class MemoryService:
                 info = replace(info, status="indexing", job_id=job.id)
                 self._wake_jobs()
         log.info("memory.deduplicated", workspace=workspace.name, memory_id=info.id, merged=merged is not None)
-        return AddMemoryResult(
+        result = AddMemoryResult(
             memory_id=info.id,
             workspace=workspace.name,
             chunks_created=0,
@@ -253,6 +277,7 @@ class MemoryService:
             status=info.status,
             job_id=info.job_id if info.status != "indexed" else None,
         )
+        return await self._stated(workspace, result, request.replaces, existing.text) if request.replaces else result
 
     async def update(self, request: UpdateMemoryRequest, ctx: RequestContext = NO_CONTEXT) -> UpdateMemoryResult:
         """Change a memory's text and/or metadata under the same id; readers see old or new, never a mix."""
@@ -271,7 +296,8 @@ class MemoryService:
                 f"memory_id: memory {stored.info.id} is {stored.info.status} (job {stored.info.job_id}); update it "
                 "once job_status says the job completed, or delete it and add it again"
             )
-        unlink = await self._unlink_targets(workspace, stored.info.id, request.not_replaced_by or [])
+        unlink = await self._targets(workspace, stored.info.id, request.not_replaced_by or [], "not_replaced_by")
+        replaces = await self._targets(workspace, stored.info.id, request.replaces or [], "replaces")
         old_metadata = metadata_of(stored)
         metadata = request.metadata if request.metadata is not None else old_metadata
         text_changed = request.text is not None and content_hash(request.text) != stored.content_hash
@@ -295,7 +321,7 @@ class MemoryService:
             chunks_kept=stored.info.chunk_count,
         )
         if not result.text_changed and not result.metadata_changed:
-            return await self._relink(workspace, record, result, unlink, redetect=False)
+            return await self._relink(workspace, record, result, unlink, replaces, redetect=False)
         context = reading_context(metadata, inferred.speaker)
         # A turn's new speaker, date or thread changes how its chunks are indexed, not only its fields.
         rethread = (metadata.thread or inferred.thread) != (old_metadata.thread or old_inferred.thread)
@@ -323,24 +349,27 @@ class MemoryService:
         log.info("memory.updated", workspace=workspace.name, **result.model_dump(exclude={"workspace"}))
         # What it says, who says it or when changed: the links it had are found again.
         redetect = reindex or (record.date, record.speaker) != (stored.info.date, stored.info.speaker)
-        return await self._relink(workspace, record, result, unlink, redetect=redetect)
+        return await self._relink(workspace, record, result, unlink, replaces, redetect=redetect)
 
-    async def _unlink_targets(self, workspace: Workspace, memory_id: str, others: Sequence[str]) -> list[str]:
-        """`not_replaced_by`, checked before anything changes: every id a memory of this workspace, not itself."""
+    async def _targets(
+        self, workspace: Workspace, memory_id: str | None, others: Sequence[str], field: str
+    ) -> list[str]:
+        """`not_replaced_by` or `replaces`, checked before anything changes: every id a memory of this workspace,
+        not the memory itself."""
         wanted = list(dict.fromkeys(others))
         if memory_id in wanted:
-            raise InvalidRequest("not_replaced_by: a memory cannot replace itself; give the ids of other memories")
+            raise InvalidRequest(f"{field}: a memory cannot replace itself; give the ids of other memories")
         missing = [mid for mid in wanted if mid not in await workspace.stores.reads.existing_ids(wanted)]
         if missing:
-            raise NotFound(f"not_replaced_by: no memory {missing[0]} in workspace {workspace.name!r}")
+            raise NotFound(f"{field}: no memory {missing[0]} in workspace {workspace.name!r}")
         return wanted
 
     async def _relink(
-        self, workspace: Workspace, record: MemoryRecord, result: UpdateMemoryResult, unlink: Sequence[str], *,
-        redetect: bool,
+        self, workspace: Workspace, record: MemoryRecord, result: UpdateMemoryResult, unlink: Sequence[str],
+        replaces: Sequence[str], *, redetect: bool,
     ) -> UpdateMemoryResult:  # fmt: skip
         """The links of an updated memory: those the user undid removed (for good), the rest found again when
-        its text, speaker or date changed."""
+        its text, speaker or date changed, and those the user stated made (kept through later changes)."""
         stores = workspace.stores
         for other in unlink:  # the pair is no update, whichever way it was linked
             removed = [await stores.updates.undo(record.id, other), await stores.updates.undo(other, record.id)]
@@ -353,7 +382,8 @@ class MemoryService:
         if unlink:
             self.writes_committed += 1
             log.info("memory.unlinked", workspace=workspace.name, memory_id=record.id, unlinked=result.unlinked)
-        return (await self._supersession.annotate(stores, [result]))[0]
+        result.stated = list(replaces)
+        return await self._stated(workspace, result, replaces, record.text)
 
     async def find_updates(self, request: FindUpdatesRequest) -> FindUpdatesResult:
         """Queue the job that links a workspace's stored memories as adds do (`updates_job`)."""

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# A link the client made (add_memory or update_memory `replaces`): its attribute and method, kept through changes.
+STATED = "stated"
+
 
 @dataclass(frozen=True)
 class LinkRow:
@@ -16,7 +19,7 @@ class LinkRow:
     subject: str  # whose: a speaker, a name, "self" for the workspace's owner
     cues: tuple[str, ...]  # the words in the newer memory that say it changed
     evidence: str  # the newer memory's sentence that states the change
-    method: str = "rules"  # rules, or imported (a link carried over by an import)
+    method: str = "rules"  # rules, STATED, or imported (a link carried over by an import)
 
 
 @dataclass(frozen=True)

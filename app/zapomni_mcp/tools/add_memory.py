@@ -24,7 +24,8 @@ class AddMemoryTool(Tool[AddMemoryRequest, AddMemoryResult]):
         "(32 KB or more by default) is stored at once and answered with status 'indexing' and a job_id: a background "
         "job makes it searchable within seconds to minutes; job_status follows it. When the text states a new value "
         "of something an older memory said (a move, a new job or number, a changed plan), the older one is linked as "
-        "replaced (supersedes in the reply; update_memory not_replaced_by undoes a wrong link)."
+        "replaced (supersedes in the reply; update_memory not_replaced_by undoes a wrong link). When you know the text "
+        "updates memories you found, pass their ids in replaces: they are linked as replaced whatever the wording."
     )
     input_model = AddMemoryRequest
     output_model = AddMemoryResult

@@ -16,7 +16,8 @@ class UpdateMemoryTool(Tool[UpdateMemoryRequest, UpdateMemoryResult]):
         "(give every tag you want to keep). A metadata-only change re-embeds nothing; a text change "
         "re-embeds only the chunks whose text changed. Searches see the old memory or the new one, never a mix. "
         "not_replaced_by: ids of newer memories wrongly linked as replacing this one (superseded_by); the links "
-        "are removed and never made again."
+        "are removed and never made again. replaces: ids of older memories this one replaces, when the automatic "
+        "links missed it."
     )
     input_model = UpdateMemoryRequest
     output_model = UpdateMemoryResult
@@ -35,12 +36,14 @@ class UpdateMemoryTool(Tool[UpdateMemoryRequest, UpdateMemoryResult]):
             if (result.unlinked)
             else ""
         )
-        return "\n".join(filter(None, [_changed(result), unlinked, *link_lines(result, indent="")]))
+        stated = f"Memory {result.memory_id} now replaces {', '.join(result.stated)}." if result.stated else ""
+        return "\n".join(filter(None, [_changed(result), unlinked, stated, *link_lines(result, indent="")]))
 
 
 def _changed(result: UpdateMemoryResult) -> str:
     if not result.text_changed and not result.metadata_changed:
-        return "" if result.unlinked else f"Memory {result.memory_id} already says that; nothing changed."
+        linked = result.unlinked or result.stated
+        return "" if linked else f"Memory {result.memory_id} already says that; nothing changed."
     changed = " and ".join(n for n, c in (("text", result.text_changed), ("metadata", result.metadata_changed)) if c)
     return (
         f"Updated the {changed} of memory {result.memory_id}: {result.chunk_count} chunk(s), "
