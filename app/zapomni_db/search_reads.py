@@ -168,15 +168,13 @@ class SearchReads:
         ranked: Sequence[tuple[str, int]] = (),
         unread_after: int | None = None,
         unread_within: int = 0,
-        unread_nearest: int = 1_000_000,
         max_distance: float = 2.0,
         max_chars: int,
     ) -> Candidates:
         """The notes and turns of one chunk of at most `max_chars` that the stored memory `memory_id` is compared
         with: among the `k` chunks nearest to its first, the chunks `ranked` (id and node number, as the keyword index
         knows them), and the one-chunk memories made visible after change `unread_after` among the last
-        `unread_within` changes (the `unread_nearest` nearest of them); each with its distance to that first chunk, at
-        most `max_distance`; itself among
+        `unread_within` changes; each with its distance to that first chunk, at most `max_distance`; itself among
         them. With its `vector`, the memory need not be stored yet: read while it is written, itself among them or
         not.
 
@@ -191,7 +189,6 @@ class SearchReads:
             "nodes": [node for _, node in ranked],
             "after": unread_after,
             "within": unread_within,
-            "unread_nearest": unread_nearest,
             "max_distance": max_distance,
             "max_chars": max_chars,
         }
@@ -251,13 +248,7 @@ class SearchReads:
 
 
 def _candidates_query(legs: Sequence[str], by_vector: bool) -> str:
-    # The unread memories come nearest first and only so many: reading and parsing every one of them (73 a LoCoMo
-    # turn that could link, added 85 a second) was most of the client's time on the read.
-    return " UNION ALL ".join(
-        f"{_CANDIDATES[by_vector][leg]} {_COMPARABLE}, '{leg}' AS leg"
-        + (" ORDER BY distance LIMIT $unread_nearest" if leg == "unread" else "")
-        for leg in legs
-    )
+    return " UNION ALL ".join(f"{_CANDIDATES[by_vector][leg]} {_COMPARABLE}, '{leg}' AS leg" for leg in legs)
 
 
 def _indexed(row: list[Any]) -> IndexedChunk:

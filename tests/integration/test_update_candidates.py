@@ -44,19 +44,3 @@ async def test_candidates_read_by_vector_before_storing_are_those_read_by_the_st
 
 def after_id(found: Candidates, text: str) -> str:
     return next(c.memory_id for c in found.nearest if c.text == text)
-
-
-async def test_the_unread_memories_are_read_nearest_first_and_only_so_many(core: ZapomniCore) -> None:
-    for text in STORED:
-        await core.memories.add(AddMemoryRequest(text=text))
-    workspace = await core.workspaces.registry.require(None)
-    reads = workspace.stores.search
-    [vector] = await core.embedder.embed_documents([NEW])
-    every = await reads.update_candidates("new", vector=vector, k=1, unread_after=0, unread_within=100, max_chars=600)
-    assert {c.text for c in every.unread} == set(STORED)  # every memory is a change after the first
-    nearest = sorted(every.unread, key=lambda c: c.distance)[:2]
-    two = await reads.update_candidates(
-        "new", vector=vector, k=1, unread_after=0, unread_within=100, unread_nearest=2, max_chars=600
-    )
-    assert [c.memory_id for c in two.unread] == [c.memory_id for c in nearest]
-    assert len(two.nearest) == len(every.nearest) == 1  # the other legs are not cut

@@ -48,11 +48,6 @@ KEYWORD_CANDIDATES = 8
 # and every 3 s little less than every 2 s. UNREAD_CANDIDATES bounds that read while the index is made anew.
 KEYWORD_STALE_OK_S = 2.0
 UNREAD_CANDIDATES = 256
-# Of those, the nearest so many are read (those that share a word are kept, KEYWORD_CANDIDATES of them). A
-# conversation adds a turn every few seconds, so that is all of them; a stream of 85 turns a second left 73 unread
-# a turn that could link, whose parsing was 0.3 ms of the add (decision 0043, session 35). The latest 24 instead lost
-# a development pair (l009); the nearest 24 kept every figure.
-UNREAD_NEAREST = 24
 # Longer texts are documents, pages, abstracts and files, not facts that replace one another, and the rules compare
 # every sentence of one with every sentence of the other: a long text costs the square of its sentences. LoCoMo's
 # longest turn is 434 characters (more with a photo's caption), the development set's longest statement 208.
@@ -229,7 +224,6 @@ async def _candidates(
         ranked=[(hit.chunk_id, hit.node) for hit in prepared.ranked],
         unread_after=prepared.unread_after,
         unread_within=UNREAD_CANDIDATES,
-        unread_nearest=UNREAD_NEAREST,
         max_distance=1.0 - (MIN_SIMILARITY if new.speaker else NOTE_MIN_SIMILARITY),
         max_chars=MAX_CHARS,
     )
