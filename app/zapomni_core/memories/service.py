@@ -150,7 +150,7 @@ class MemoryService:
             status="indexing",
             job_id=job.id,
         )
-        return await self._stated(workspace, result, request.replaces, request.text)
+        return await self._stated(workspace, result, request.replaces, request.text) if request.replaces else result
 
     async def _add(self, request: AddMemoryRequest, ctx: RequestContext) -> AddMemoryResult:
         started = time.perf_counter()
@@ -196,7 +196,7 @@ class MemoryService:
         )
         if request.replaces:
             return await self._stated(workspace, result, request.replaces, request.text)
-        return (await self._supersession.annotate(workspace.stores, [result]))[0] if linked else result
+        return await self._annotated(workspace, result) if linked else result
 
     async def _add_workspace(self, request: AddMemoryRequest) -> Workspace:
         """The workspace an add writes to, made when new; with `replaces`, one that holds every memory it names."""
@@ -208,13 +208,17 @@ class MemoryService:
         await self._targets(workspace, None, request.replaces, "replaces")
         return workspace
 
-    async def _stated(self, workspace: Workspace, result: F, replaces: Sequence[str] | None, text: str) -> F:
+    async def _stated(self, workspace: Workspace, result: F, replaces: Sequence[str], text: str) -> F:
         """`result`'s memory linked as replacing each of `replaces` (the client said so), with its links."""
-        for older in replaces or ():
-            await workspace.stores.updates.state(older, result.memory_id, evidence=text[:300])
-        if replaces:
+        updates = workspace.stores.updates
+        stated = [older for older in replaces if await updates.state(older, result.memory_id, evidence=text[:300])]
+        if stated:  # one deleted since it was checked is not linked
             self.writes_committed += 1
-            log.info("memory.replaces_stated", workspace=workspace.name, memory_id=result.memory_id, older=replaces)
+            log.info("memory.replaces_stated", workspace=workspace.name, memory_id=result.memory_id, older=stated)
+        return await self._annotated(workspace, result)
+
+    async def _annotated(self, workspace: Workspace, result: F) -> F:
+        """`result` with its memory's update links."""
         return (await self._supersession.annotate(workspace.stores, [result]))[0]
 
     async def _detect_updates(
@@ -382,6 +386,8 @@ class MemoryService:
         if unlink:
             self.writes_committed += 1
             log.info("memory.unlinked", workspace=workspace.name, memory_id=record.id, unlinked=result.unlinked)
+        if not replaces:
+            return await self._annotated(workspace, result)
         result.stated = list(replaces)
         return await self._stated(workspace, result, replaces, record.text)
 
