@@ -19,7 +19,7 @@ questions whose first result is the newer memory (before the change: the order o
 the links hidden from the search, same run).
 
 `--cost` measures what detection adds to a write: LoCoMo's turns added with detection on and off (adds per
-second; three rounds, each comparing its own two runs, the median the figure), and search p95 at a 10K-memory
+second; two stores side by side fed in turn, so the machine's drift falls on both alike), and search p95 at a 10K-memory
 store with the links read and ordered, and without. `--cost-notes` adds the same texts as notes (no speaker, no
 thread): a note is compared whole, with a floor of cosine 0.1 instead of a turn's 0.25.
 
@@ -36,6 +36,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -326,39 +327,54 @@ async def measure_quality(core: ZapomniCore, sets: Sequence[str], limit: int | N
     return out
 
 
-async def adds_per_second(workdir: Path, detection: bool, turns: Sequence[Turn]) -> dict[str, float]:
-    settings = Settings.from_variables(
+def _cost_settings(workdir: Path, detection: bool) -> Settings:
+    return Settings.from_variables(
         ZAPOMNI_DATA_DIR=workdir, LOG_LEVEL="WARNING", ZAPOMNI_GRAPH_AUTO="false",
         ZAPOMNI_UPDATE_DETECTION=str(detection).lower(), ZAPOMNI_APPENDFSYNC="everysec",
     )  # fmt: skip
-    async with open_core(settings) as (core, _info):
-        started = time.perf_counter()
-        for turn in turns:
-            await add(core, "cost", turn)
-        seconds = time.perf_counter() - started
-    return {"adds": len(turns), "seconds": round(seconds, 2), "adds_per_s": round(len(turns) / seconds, 2)}
 
 
-async def adds_cost(work: Path, stream: Sequence[Turn], rounds: int) -> dict[str, Any]:
-    """Adds per second with detection off and on, `rounds` times, which goes first alternating: this machine's
-    speed drifts by more than the difference (one side measured 107.8 s and 131.9 s for the same adds an hour
-    apart), so each round compares its own two runs and the median round is the figure."""
-    runs: dict[str, list[dict[str, float]]] = {"off": [], "on": []}
-    for i in range(rounds):
-        for label in ("off", "on") if i % 2 == 0 else ("on", "off"):
-            runs[label].append(await adds_per_second(work / f"{label}{i}", label == "on", stream))
-    changes = [on["adds_per_s"] / off["adds_per_s"] - 1 for on, off in zip(runs["on"], runs["off"], strict=True)]
+async def adds_cost(
+    work: Path, stream: Sequence[Turn], *, passes: int, block: int, segments: int = 5
+) -> dict[str, Any]:
+    """Adds per second with detection off and on, the two stores open side by side in one process and fed the
+    stream in turn, `block` turns at a time (which side goes first alternating): every block of one side is timed
+    within a second of the same block of the other. The stream is added `passes` times, each into a workspace of
+    its own (an empty graph, as a conversation's store starts).
+
+    Sessions 26 to 35 ran each side's whole stream one after the other, in rounds: this machine's speed drifts by
+    more than the difference (the same 2,760 adds with detection off took 27.5 s, then 37.0 s, minutes apart), so
+    rounds of one code ranged from -7 to -25 %. Interleaved, the drift falls on both sides alike. What one side
+    leaves running when its block ends (a keyword catch-up of 20 to 50 ms, every 2 s with detection on) may finish
+    in the other's block: at most a few tenths of a percent, against detection. `segments`: the change in each
+    equal part of the stream, for its spread."""
+    async with AsyncExitStack() as stack:
+        cores = {
+            label: (await stack.enter_async_context(open_core(_cost_settings(work / label, label == "on"))))[0]
+            for label in ("off", "on")
+        }
+        took: dict[str, list[float]] = {"off": [], "on": []}
+        steps = [(f"cost{n}", first) for n in range(passes) for first in range(0, len(stream), block)]
+        for i, (workspace, first) in enumerate(steps):
+            for label in ("off", "on") if i % 2 == 0 else ("on", "off"):
+                started = time.perf_counter()
+                for turn in stream[first : first + block]:
+                    await add(cores[label], workspace, turn)
+                took[label].append(time.perf_counter() - started)
+    blocks = len(took["on"])
+    parts = [range(blocks * k // segments, blocks * (k + 1) // segments) for k in range(segments)]
+    changes = [sum(took["off"][b] for b in part) / sum(took["on"][b] for b in part) - 1 for part in parts if len(part)]
+    adds = len(stream) * passes
     pooled = {
-        label: {"adds": sum(r["adds"] for r in rs), "seconds": round(sum(r["seconds"] for r in rs), 2)}
-        for label, rs in runs.items()
+        label: {"adds": adds, "seconds": round(sum(seconds), 2), "adds_per_s": round(adds / sum(seconds), 2)}
+        for label, seconds in took.items()
     }
-    for figures in pooled.values():
-        figures["adds_per_s"] = round(figures["adds"] / figures["seconds"], 2)
     return {
         **pooled,
-        "rounds": runs,
+        "block": block,
         "changes": [round(c, 4) for c in changes],
-        "median_change": statistics.median(changes),
+        "change": round(pooled["on"]["adds_per_s"] / pooled["off"]["adds_per_s"] - 1, 4),
+        "ms_per_add": round((sum(took["on"]) - sum(took["off"])) * 1000 / adds, 3),
     }
 
 
@@ -514,10 +530,14 @@ def report(results: dict[str, Any]) -> str:
             lines.append(f"- LoCoMo {added} with detection {label}: {a['adds']} adds in {a['seconds']} s, "
                          f"{a['adds_per_s']} adds/s")  # fmt: skip
         if "adds" in cost:
-            rounds = ", ".join(f"{c:+.1%}" for c in cost["adds"]["changes"])
-            lines.append(f"- adds per second with detection, each round (off and on one after the other): {rounds}")
+            adds = cost["adds"]
+            parts = ", ".join(f"{c:+.1%}" for c in adds["changes"])
             lines.append(
-                f"- **adds per second with detection, the median round: {cost['adds']['median_change']:+.1%}**"
+                f"- the two stores open side by side, fed the stream in turn, {adds['block']} turns at a time; "
+                f"adds per second with detection, in each fifth of the stream: {parts}"
+            )
+            lines.append(
+                f"- **adds per second with detection: {adds['change']:+.1%}** ({adds['ms_per_add']:+.2f} ms an add)"
             )
         s = cost["search"]
         lines.append(
@@ -554,7 +574,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 stream = [Turn(turn.text, None, turn.date) for turn in stream]
             results["cost"] = {
                 "as": "notes" if args.cost_notes else "turns",
-                "adds": await adds_cost(work, stream, args.cost_rounds),
+                "adds": await adds_cost(work / "adds", stream, passes=args.cost_passes, block=args.cost_block),
                 "search": await search_p95(work / "p95", args.store, args.searches),
             }
     return results
@@ -570,8 +590,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also LoCoMo recall@10 and SciFact nDCG@10 with the links and without")  # fmt: skip
     parser.add_argument("--scifact", action=argparse.BooleanOptionalAction, default=True,
                         help="with --regression: SciFact too (most of its time)")  # fmt: skip
-    parser.add_argument("--cost-adds", type=int, default=2760, help="turns added per side and round for --cost")
-    parser.add_argument("--cost-rounds", type=int, default=3, help="rounds of adds with detection off and on")
+    parser.add_argument("--cost-adds", type=int, default=2760, help="turns of the stream --cost adds")
+    parser.add_argument("--cost-passes", type=int, default=5, help="times --cost adds the stream, per side")
+    parser.add_argument("--cost-block", type=int, default=50, help="turns added to one side before the other")
     parser.add_argument("--cost-notes", action="store_true", help="--cost adds the turns' texts as notes")
     parser.add_argument("--store", type=int, default=10_000, help="memories in the store searched for --cost")
     parser.add_argument("--searches", type=int, default=300, help="searches per side for --cost")

@@ -16,7 +16,7 @@ def test_updates_bench_scores_the_cases_and_measures_the_cost(tmp_path: Path) ->
     out, raw = tmp_path / "updates.md", tmp_path / "updates.json"
     run = run_bench(
         "bench.updates",
-        *("--sets", "cases", "--cases", "8", "--cost", "--cost-adds", "12", "--cost-rounds", "2"),
+        *("--sets", "cases", "--cases", "8", "--cost", "--cost-adds", "12", "--cost-passes", "2", "--cost-block", "5"),
         *("--store", "300", "--searches", "6"),
         *("--output", str(out), "--json", str(raw)),
     )
@@ -28,7 +28,8 @@ def test_updates_bench_scores_the_cases_and_measures_the_cost(tmp_path: Path) ->
     assert figures["questions"] == figures["updates"]
     adds = report["cost"]["adds"]
     assert adds["on"]["adds"] == adds["off"]["adds"] == 24 and adds["on"]["adds_per_s"] > 0
-    assert len(adds["changes"]) == 2 and min(adds["changes"]) <= adds["median_change"] <= max(adds["changes"])
+    assert adds["block"] == 5 and len(adds["changes"]) == 5  # 5 blocks a side: one a fifth
+    assert adds["change"] == round(adds["on"]["adds_per_s"] / adds["off"]["adds_per_s"] - 1, 4)
     search = report["cost"]["search"]
     assert search["store"] == 300 and search["with links"]["p95"] >= search["with links"]["p50"] > 0
     assert "| cases | 8 |" in out.read_text()
