@@ -51,7 +51,6 @@ def links(
         ("Pickle's vet is Dr. Pham at Eastside.", "Eastside closed, so Pickle's vet is Dr. Brandt now.", "health"),
         ("Keanu is on the Search team.", "Keanu transferred to Ads Quality.", "team"),
         ("I drive a 2012 Honda Civic.", "Picked up the keys to a used Mazda today! Sold the Civic.", "vehicle"),
-        ("Usual coffee order: oat flat white.", "Actually I've gone off oat milk.", "diet"),
         # a record named in short, and read on another day, is the same record
         ("Cholesterol at last check: 5.9 mmol/L.", "Cholesterol at today's checkup: 4.8 mmol/L.", "measure"),
         ("The wifi password at the farm is tractor77.", "Farm wifi pw: Barley!2026", "same topic"),
@@ -363,6 +362,38 @@ def test_an_allergy_adds_to_the_others_and_ends_when_it_is_said_to_be_gone() -> 
     assert links("Allergic to peanuts", "Allergic to shellfish") == []
     [link] = links("Allergic to cats", "No longer allergic to cats")
     assert link.attribute == "allergy" and "no longer" in link.cues
+
+
+def test_a_schedule_holds_many_things_and_a_thing_moved_to_another_time_replaces_its_old_time() -> None:
+    # two things at one time, or two things that share a time
+    assert links("Meets Anna on Fridays", "Meets her book club on Fridays", 0.78) == []
+    assert links("Has a meeting with Sales on Friday", "Has a meeting with Legal on Friday", 0.63) == []
+    assert links("Has a standup at 9:30", "Has a dentist appointment at 9:30 on Monday", 0.4) == []
+    [link] = links("Daily standup is at 9:30", "Standup moved to 10:15 starting this week", 0.79)
+    assert link.attribute == "schedule"
+    # the thing named once, the change said: "nights" are the shift
+    [link] = links("My shift at the hospital is 7am to 7pm", "Got put on nights, 7pm to 7am, starting this week", 0.5)
+    assert link.attribute == "schedule"
+
+
+def test_one_drinks_several_things_and_a_drink_given_up_ends() -> None:
+    assert links("Drinks green tea", "Drinks black tea", 0.63) == []
+    assert links("Doesn't drink coffee", "Drinks tea every morning", 0.41) == []
+    [link] = links("Drinks three coffees a day", "Quit coffee completely in March", 0.38)  # "coffees" is "coffee"
+    assert link.attribute == "drink" and link.cues == ("quit",)
+
+
+def test_a_value_swapped_without_a_word_of_change_replaces_only_what_there_is_one_of() -> None:
+    assert links("Speaks French", "Speaks German", 0.65) == []
+    assert links("Has a brother named Tom", "Has a brother named Jack", 0.63) == []
+    [link] = links("Timezone is CET", "Timezone is PST", 0.76)
+    assert link.attribute == "same topic"
+
+
+def test_what_is_done_while_driving_says_nothing_of_the_car() -> None:
+    assert links("Listens to podcasts while driving", "Listens to audiobooks while driving", 0.76) == []
+    [link] = links("Commutes by bus", "Commutes by bike", 0.71)
+    assert link.attribute == "vehicle"
 
 
 def test_a_note_without_a_subject_tells_how_its_owners_plan_turned_out() -> None:

@@ -106,11 +106,9 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
         r"team|manager|managers|lead|leads|reports? to|reporting to|mentor|coach|department|squad|club|fc|"
         r"plays? (?:\w+ )?for|signed with|transferred|supports?|roots? for|fan of",
     ),
-    "diet": (
-        True,
-        r"vegetarian|vegan|diet|meat|gluten|keto|dairy|lactose|milk|sugar|caffeine|coffee|tea|alcohol|drinks?|"
-        r"drinking|sober|eats?|eating",
-    ),
+    "diet": (True, r"vegetarian|vegan|diet|meat|gluten|keto|dairy|lactose|sugar|caffeine|alcohol|sober|eats?|eating"),
+    # one drinks several things: green tea and black tea, coffee in the morning and tea at night
+    "drink": (False, r"coffees?|teas?|milk|drinks?|drinking"),
     "pet": (False, r"dogs?|cats?|pets?|puppy|puppies|kitten|parrot|hamster|rabbit|bunny|fish|turtle|horse"),
     "tool": (
         False,
@@ -683,11 +681,7 @@ def _score(
     # An end counts when it is news ("quit" told again is not) and names what ended: an attribute both speak of,
     # or one of the older sentence's values ("no longer at Google").
     named = _overlap(old, new)
-    # Times are of the thing that happens then: "Has a dentist appointment on Friday at 3pm" and "Has a haircut on
-    # Saturday at 11am" are two things, unless a word or a time of it is shared ("shift ... 6am to 6pm", then "Got
-    # put on nights, 6pm to 6am").
-    of_one = named or bool(old.values & new.values)
-    shared = frozenset(a for a in old.attributes & new.attributes if a != "schedule" or of_one)
+    shared = frozenset(a for a in old.attributes & new.attributes if a != "schedule" or _rescheduled(old, new))
     functional = any(a.split(":")[0] in FUNCTIONAL for a in shared)
     # "Used to" ends a value the older states ("I live in Boston"), not an event it told.
     ending = tuple(
@@ -736,7 +730,14 @@ def _score(
                 (strong_cue and similarity >= 0.45 and _states(old))
                 # a record its name says is the same one ("Cabin wifi pw: ..." for "The wifi password at the
                 # cabin is ...") needs no closeness to say its new value
-                or (swapped and (similarity >= 0.6 or _same_record(relation, subject)) and _states(old, new))
+                # and, with no word of change, only a value there is one of: "Timezone is CET", "Grandpa is 88";
+                # "Speaks French", "Has a brother named Tom", "Has a meeting with Sales" may well have another
+                or (
+                    swapped
+                    and (similarity >= 0.6 or _same_record(relation, subject))
+                    and _states(old, new)
+                    and (strong_cue or _ONE_VALUE.search(old.text) is not None)
+                )
             )
         )
     if not stated:
@@ -751,6 +752,32 @@ def _score(
     score += 0.1 if relation == SAME else -0.1
     attribute = _pick(shared) if shared else "same topic"
     return _link(older, newer, new, score, attribute, subject, (*ending, *new.change, *new.news))
+
+
+def _rescheduled(old: _Sentence, new: _Sentence) -> bool:
+    """Whether `new` gives the thing `old` schedules a new time. A schedule holds many things: "Meets her mentor
+    every other Friday" and "Meets her book club every other Friday" are two things at one time, "Has a standup at
+    9:30" and "Has a dentist appointment at 9:30 on Monday" two things that share a time. So the times must differ,
+    and the thing be named in both (a word besides the times), or the newer say it changed ("Got put on nights, 7pm
+    to 7am" for "My shift ... is 7am to 7pm")."""
+    old_times, new_times = _TIME.findall(old.text.lower()), _TIME.findall(new.text.lower())
+    if [_verb(t) for t in old_times] == [_verb(t) for t in new_times]:
+        return False
+    named_in_both = _scheduled_thing(old, old_times) & _scheduled_thing(new, new_times)
+    return bool(named_in_both) or bool(new.change and old.values & new.values)
+
+
+def _scheduled_thing(sentence: _Sentence, times: list[str]) -> frozenset[str]:
+    """The words of a scheduling sentence but its times, numbers and cues, in any of their forms."""
+    return frozenset(_verb(w) for w in sentence.words - _CUE_WORDS if not _DIGIT.search(w)) - {_verb(t) for t in times}
+
+
+_DIGIT = re.compile(r"\d")
+# The times of a schedule: days, clock times, parts of the day.
+_TIME = re.compile(
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b\d{1,2}(?::\d\d)?\s*(?:am|pm)\b|\b\d{1,2}:\d\d\b|"
+    r"\b(?:mornings?|afternoons?|evenings?|nights?|weekdays?|weekends?)\b"
+)
 
 
 def _reframed(old: _Sentence, new: _Sentence) -> bool:
@@ -1001,9 +1028,14 @@ def _stems(verbs: frozenset[str]) -> frozenset[str]:
     return frozenset(_verb(v) for v in verbs)
 
 
+_ES_AFTER = ("ses", "xes", "zes", "ches", "shes")
+
+
 def _verb(word: str) -> str:
     """A verb's stem, the same for "eat", "eats", "eating"; "volunteer", "volunteering"; "run", "running"."""
     for suffix in ("ing", "ed", "es", "s"):
+        if suffix == "es" and not word.endswith(_ES_AFTER):
+            continue  # "teaches", "boxes"; "coffees" is "coffee" and an "s"
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
             if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "aeiouls":
@@ -1052,6 +1084,8 @@ def _owners_fact_lowered(text: str, subject: str | None) -> str:
     return text
 
 
+# A statement of the one value a thing has: "X is Y", "X: Y", "X = Y".
+_ONE_VALUE = re.compile(r":\s|=|\b(?:is|are|am)\b|['’](?:s|re|m)\s", re.IGNORECASE)
 _STATE = re.compile(
     r":\s|['’](?:s|re|m)\s|\b(?:is|are|am|costs?|equals|lives?|works?|drives?|uses?|plays?|stud(?:y|ies)|has|have|"
     r"owns?|rents?|prefers?|loves?|likes?|eats?|teach(?:es)?|goes|weighs?|reports? to|leads?|manages?|belongs?|"
@@ -1255,7 +1289,11 @@ def _attributes(lower: str) -> frozenset[str]:
 
 
 # Words that name another thing's attribute: "a dog named Bruno" is the dog's name, not its owner's.
-_NOT_THE_ATTRIBUTE = {"name": re.compile(r"\b(?:a|an|the|two|three|\d+)\s+(?:[\w-]+\s+){1,2}(?:named|called)\s+\S+")}
+_NOT_THE_ATTRIBUTE = {
+    "name": re.compile(r"\b(?:a|an|the|two|three|\d+)\s+(?:[\w-]+\s+){1,2}(?:named|called)\s+\S+"),
+    # what one does "while driving" says nothing of the car
+    "vehicle": re.compile(r"\b(?:while|when)\s+driving\b"),
+}
 # A part of a thing is not the thing: "Upgraded the phone's storage" or "Replaced the car's tyres" changes no phone
 # or car ("Uses a Pixel 6 as their phone", "Drives a Honda Civic"): the part qualifies the attribute, as "work" does a
 # phone, so two values of one part are one attribute (`vehicle:tyres`) and neither is the thing's.
