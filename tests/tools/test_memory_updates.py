@@ -105,7 +105,7 @@ async def test_the_replacement_of_a_hit_comes_with_it_even_when_the_query_does_n
     settings: Settings,
 ) -> None:
     async with local_session(settings) as session:
-        oat = await add(session, "Usual coffee order: oat flat white, extra hot.", "2024-02-22")
+        oat = await add(session, "Usual coffee order: oat milk flat white, extra hot.", "2024-02-22")
         cortado = await add(session, "Actually I've gone off oat milk. These days it's just a cortado.", "2024-06-18")
         assert [o["memory_id"] for o in cortado["supersedes"]] == [oat["memory_id"]]
 

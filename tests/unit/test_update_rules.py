@@ -381,6 +381,8 @@ def test_one_drinks_several_things_and_a_drink_given_up_ends() -> None:
     assert links("Doesn't drink coffee", "Drinks tea every morning", 0.41) == []
     [link] = links("Drinks three coffees a day", "Quit coffee completely in March", 0.38)  # "coffees" is "coffee"
     assert link.attribute == "drink" and link.cues == ("quit",)
+    [link] = links("Usual coffee order: oat milk flat white.", "Actually I've gone off oat milk.", 0.5)
+    assert link.attribute == "drink" and "gone off" in link.cues
 
 
 def test_a_value_swapped_without_a_word_of_change_replaces_only_what_there_is_one_of() -> None:

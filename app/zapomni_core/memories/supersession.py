@@ -180,8 +180,8 @@ class UpdateLinker:
         query asks about the past. The first hit's replacement comes even when there is no room, in the last hit's
         place (unless that is the first hit itself): the first hit is what an agent reads.
 
-        "What's my usual coffee order?" matches "Usual coffee order: oat flat white" better than "Actually I've gone
-        off oat milk. These days it's just a cortado": the current fact must come with it, not only be named. Only
+        "What's my usual coffee order?" matches "Usual coffee order: oat milk flat white" better than "Actually I've
+        gone off oat milk. These days it's just a cortado": the current fact must come with it, not only be named. Only
         the first hit's replacement takes a matched hit's place: letting every replaced hit's do so lost LoCoMo's
         evidence recall@10 0.006, and a replaced hit names its replacement anyway (decision 0043)."""
         if not hits or asks_about_the_past(query.text):
