@@ -758,8 +758,8 @@ def _rescheduled(old: _Sentence, new: _Sentence) -> bool:
     """Whether `new` gives the thing `old` schedules a new time. A schedule holds many things: "Meets her mentor
     every other Friday" and "Meets her book club every other Friday" are two things at one time, "Has a standup at
     9:30" and "Has a dentist appointment at 9:30 on Monday" two things that share a time. So the times must differ,
-    and the thing be named in both (a word besides the times), or the newer say it changed ("Got put on nights, 7pm
-    to 7am" for "My shift ... is 7am to 7pm")."""
+    and the thing be named in both (a word besides times, numbers and cues: "standup", "bed", "book club"), or the
+    newer say it changed and share a value ("Got put on nights, 7pm to 7am" for "My shift ... is 7am to 7pm")."""
     old_times, new_times = _TIME.findall(old.text.lower()), _TIME.findall(new.text.lower())
     if [_verb(t) for t in old_times] == [_verb(t) for t in new_times]:
         return False
