@@ -1085,9 +1085,10 @@ def _owners_fact_lowered(text: str, subject: str | None) -> str:
 
 
 # A statement of the one value a thing has: "X is Y", "X: Y", "X = Y".
-_ONE_VALUE = re.compile(r":\s|=|\b(?:is|are|am)\b|['’](?:s|re|m)\s", re.IGNORECASE)
+_IS = r":\s|['’](?:s|re|m)\s|\b(?:is|are|am)\b"
+_ONE_VALUE = re.compile(rf"{_IS}|=", re.IGNORECASE)
 _STATE = re.compile(
-    r":\s|['’](?:s|re|m)\s|\b(?:is|are|am|costs?|equals|lives?|works?|drives?|uses?|plays?|stud(?:y|ies)|has|have|"
+    rf"{_IS}|\b(?:costs?|equals|lives?|works?|drives?|uses?|plays?|stud(?:y|ies)|has|have|"
     r"owns?|rents?|prefers?|loves?|likes?|eats?|teach(?:es)?|goes|weighs?|reports? to|leads?|manages?|belongs?|"
     r"doesn't|don't|isn't|aren't|(?:reach|calls?|text) (?:me|us|him|her|them))\b"
 )

@@ -210,12 +210,18 @@ class MemoryService:
 
     async def _stated(self, workspace: Workspace, result: F, replaces: Sequence[str], text: str) -> F:
         """`result`'s memory linked as replacing each of `replaces` (the client said so), with its links."""
-        updates = workspace.stores.updates
-        stated = [older for older in replaces if await updates.state(older, result.memory_id, evidence=text[:300])]
-        if stated:  # one deleted since it was checked is not linked
-            self.writes_committed += 1
-            log.info("memory.replaces_stated", workspace=workspace.name, memory_id=result.memory_id, older=stated)
+        await self._state(workspace, result.memory_id, replaces, text)
         return await self._annotated(workspace, result)
+
+    async def _state(self, workspace: Workspace, memory_id: str, replaces: Sequence[str], text: str) -> list[str]:
+        """Link `memory_id` as replacing each of `replaces` (the client said so); those linked (one deleted since
+        it was checked is not)."""
+        updates = workspace.stores.updates
+        stated = [older for older in replaces if await updates.state(older, memory_id, evidence=text[:300])]
+        if stated:
+            self.writes_committed += 1
+            log.info("memory.replaces_stated", workspace=workspace.name, memory_id=memory_id, older=stated)
+        return stated
 
     async def _annotated(self, workspace: Workspace, result: F) -> F:
         """`result` with its memory's update links."""
@@ -386,10 +392,9 @@ class MemoryService:
         if unlink:
             self.writes_committed += 1
             log.info("memory.unlinked", workspace=workspace.name, memory_id=record.id, unlinked=result.unlinked)
-        if not replaces:
-            return await self._annotated(workspace, result)
-        result.stated = list(replaces)
-        return await self._stated(workspace, result, replaces, record.text)
+        if replaces:
+            result.stated = await self._state(workspace, record.id, replaces, record.text)
+        return await self._annotated(workspace, result)
 
     async def find_updates(self, request: FindUpdatesRequest) -> FindUpdatesResult:
         """Queue the job that links a workspace's stored memories as adds do (`updates_job`)."""
