@@ -59,6 +59,9 @@ def links(
         # a thing's verb of the present states; an adverb before it is not part of the thing's name
         ("The team tracks bugs in Bugzilla.", "The team migrated bug tracking from Bugzilla to GitHub.", "same topic"),
         ("The book club meets on the first Thursday.", "The book club now meets on the last Sunday.", "schedule"),
+        # a thing named without its article; a title's full stop ends no sentence ("Dr. Brennan" is a new value)
+        ("Running club meets on Wednesdays at 7pm", "Running club now meets on Thursdays at 7pm", "schedule"),
+        ("Our dentist is Dr. Alvarez.", "We switched dentists, we see Dr. Brennan now.", "same topic"),
     ],
 )
 def test_a_new_value_of_the_same_thing_replaces_the_old(older: str, newer: str, attribute: str) -> None:
@@ -245,6 +248,13 @@ def test_a_turn_is_looked_up_by_its_topic_not_its_greeting_or_its_opener() -> No
         ),
         # what the owner told is stated ("mentioned living in")
         ("The user mentioned living in Glasgow.", "The user has since bought a house in Edinburgh.", "home"),
+        # stepping down ends a role; "stopped going to" is no plan; a short name ends what it names
+        ("Is treasurer of the rowing club", "Stepped down as treasurer of the rowing club", "team"),
+        ("Goes to choir on Mondays", "Stopped going to choir, no time", "same topic"),
+        ("Owns a Wii", "Sold the Wii to a neighbour", "same topic"),
+        # what the owner was not, did not have or could not do, now stated
+        ("Not married", "Married Tomás in a small ceremony", "relationship"),
+        ("Can't swim", "Learned to swim over the summer", "hobby"),
     ],
 )
 def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer: str, attribute: str) -> None:
@@ -279,6 +289,17 @@ def test_a_note_of_facts_without_a_subject_is_about_its_owner(older: str, newer:
         ("Drives a Honda Civic.", "Replaced the car's tyres with Michelins."),
         ("Uses a ThinkPad X1 as their laptop.", "Replaced the laptop's keyboard last week."),
         ("Lactose intolerant", "Gluten intolerant too"),  # one is intolerant of several things
+        ("Doesn't eat meat", "Doesn't eat fish either"),  # "either" adds
+        # a move to where the older already is tells how it came to be
+        ("Lives in Porto", "Lived in Braga before moving to Porto"),
+        ("Works at Zalando", "Moved to Zalando from SAP in 2021"),
+        # a mentor is no club; a team one works with is not the one one is on
+        ("Meets his mentor on Fridays", "Meets his running club on Fridays"),
+        ("Works on the checkout team", "Works closely with the search team"),
+        # "Not ..." is the owner's: someone else's change is not theirs; nor is another's state
+        ("Not married", "Brother got married last month"),
+        ("Can't swim", "Her son swims twice a week"),
+        ("Can't swim", "Still can't swim, lessons start in May"),
     ],
 )
 def test_what_a_note_of_facts_without_a_subject_does_not_replace(older: str, newer: str) -> None:
@@ -525,3 +546,10 @@ def test_a_replacement_takes_the_place_of_what_it_replaced_which_comes_right_aft
     assert [h.memory_id for h in order_current_first(hits, "How old is Grandpa?")][:2] == ["new", "mid"]
     # A replacement that is not among the hits moves nothing.
     assert [h.memory_id for h in order_current_first([fields("a", "zzz"), fields("b")], "x")] == ["a", "b"]
+
+
+def test_a_move_from_the_old_value_to_a_new_one_links_however_far_apart_they_are() -> None:
+    """A move "from Monzo to Starling" says which value gave way: the rules need not find the two close."""
+    [link] = links("Banks with Monzo", "Moved my salary account from Monzo to Starling", similarity=0.35)
+    assert (link.attribute, link.subject, link.cues) == ("same topic", "self", ("moved",))
+    assert links("Banks with Monzo", "Moved my salary account to Starling", similarity=0.35) == []

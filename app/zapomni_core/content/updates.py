@@ -103,9 +103,11 @@ _ATTRIBUTE_WORDS: dict[str, tuple[bool, str]] = {
     ),
     "team": (
         True,
-        r"team|manager|managers|lead|leads|reports? to|reporting to|mentor|coach|department|squad|club|fc|"
-        r"plays? (?:\w+ )?for|signed with|transferred|supports?|roots? for|fan of",
+        r"team|department|squad|club|fc|plays? (?:\w+ )?for|signed with|transferred|supports?|roots? for|fan of",
     ),
+    # whom one answers to, and who guides one: people, not the group one is in ("meets her mentor" is no club)
+    "manager": (True, r"manager|managers|lead|leads|reports? to|reporting to"),
+    "mentor": (True, r"mentor|coach"),
     "diet": (True, r"vegetarian|vegan|diet|meat|gluten|keto|dairy|lactose|sugar|caffeine|alcohol|sober|eats?|eating"),
     # one drinks several things: green tea and black tea, coffee in the morning and tea at night
     "drink": (False, r"coffees?|teas?|milk|drinks?|drinking"),
@@ -138,7 +140,7 @@ _ANY_ATTRIBUTE = re.compile(
 _ENDING = re.compile(
     r"\b(?:no longer|not anymore|anymore|any more|used to|quit|quitting|left|leaving|"
     r"lost (?:my|our|his|her|their) \w+|laid off|got fired|was fired|broke up|split up|divorced|sold|retired|"
-    r"ended(?! up)|stopped|gave up|passed away|"
+    r"ended(?! up)|stopped|gave up|passed away|step(?:ped|ping) down|resigned|"
     r"died|closed|shut down|former|formerly|ex-\w+|moved out|moved away|cancell?ed|dropped|not with|deleted|graduated|"
     r"uninstalled|gone off|went off|stopped|(?:take|took|taking) a break from|on hold|paused|"
     # the end of a state in progress: "working on my book" is over once it is finished
@@ -175,14 +177,18 @@ _WISH = re.compile(
     r"appl(?:y|ied|ying) (?:to|for)|not sure|let's|lets|let us|shall we)\b"
 )
 _PLAN = re.compile(
-    r"\b(?:plan(?:s|ning)? (?:to|on)|gonna|going to|will|'ll|next (?:year|month|week|spring|summer|fall|autumn|"
+    r"\b(?:plan(?:s|ning)? (?:to|on)|gonna|(?<!stopped )(?<!started )(?<!quit )(?<!been )(?<!kept )going to|will|'ll|"
+    r"next (?:year|month|week|spring|summer|fall|autumn|"
     r"winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b"
 )
 # A plan that says the fact changed is a change: "the launch will be on May 3 instead".
 _PLAN_OVERRIDE = re.compile(
     r"\b(?:instead|changed|moved|rescheduled|postponed|pushed (?:back|to)|brought forward|no longer|now|actually)\b"
 )
-_ALSO = re.compile(r"\b(?:also|too|as well|another|second|in addition|additionally|both|plus)\b")
+_ALSO = re.compile(
+    # "either" as "too" ("Doesn't eat fish either"), not "either the bus or the train"
+    r"\b(?:also|too|as well|another|second|in addition|additionally|both|plus|either(?![\w\s]{0,30}\bor\b))\b"
+)
 _ALSO_OVERRIDE = re.compile(r"\b(?:instead|no longer|replaced|switched|anymore|not anymore)\b")
 _STILL = re.compile(r"\b(?:still|as always|as usual|same as (?:before|ever)|continues? to|keep(?:s)? (?:on )?\w+ing)\b")
 # The past told again (in the newer sentence), or a past that was never a current fact (in the older one).
@@ -372,6 +378,8 @@ _OWNERS_STATE = re.compile(
 # met: "Saw Delphine's blue Fiat" is news of Delphine's.
 _OWNERS_FACT = re.compile(
     rf"{_PRESENT.pattern}|(?i:(?:(?:the )?user(?:['’]s)?|"
+    # what the owner is not, does not or cannot: "Not married", "Can't swim"
+    r"not|never|no longer|doesn['’]t|don['’]t|can['’]t|isn['’]t|hasn['’]t|didn['’]t|"
     r"moved|started|stopped|quit|left|switched|adopted|dropped|gave up|broke up|sold|bought|got|became|began|joined|"
     r"finished|graduated|retired|changed|lost|took up|went|married|divorced|returned|resumed|signed|accepted|"
     r"upgraded|replaced|cancell?ed|ended|passed|completed|launched|opened|closed|hired|promoted|transferred|"
@@ -388,12 +396,15 @@ _OWNERS_FACT = re.compile(
 _OWNERS_RELATIVE = re.compile(
     rf"^(?:(?i:(?:the\s+)?user['’]s)\s+|(?=(?i:(?:best|older|younger|little|big)\s+)?(?i:{_KIN})\b(?!['’]s)))"
 )
+# An adverb between a thing or person and its verb: "the book club now meets".
+_ADVERB = r"(?:now|still|also|just|usually|always|never|finally|recently|often)"
 # A note's opening noun phrase before its verb: a capitalised word and lower-case ones ("Team meeting is"); a name
 # is not followed by lower-case words ("Priya works", "Bruno the dog passed away" are people and pets).
 _THING_FIRST = re.compile(
     r"^(?!(?:The|This|That|These|Those|A|An|My|Our)\b)"
-    r"([A-Z][a-z]+(?:\s+(?!(?:is|are|was|were|has|have|had)\b)[a-z][\w-]*){1,3})"
-    r"(?=\s+(?:is|are|was|were|has|have|had|moved|starts|started|changed|got|gets|will|costs?)\b)"
+    rf"([A-Z][a-z]+(?:\s+(?!(?:is|are|was|were|has|have|had|{_ADVERB})\b)[a-z][\w-]*){{1,3}})"
+    rf"(?=\s+(?:{_ADVERB}\s+)?(?:is|are|was|were|has|have|had|moved|starts|started|changed|got|gets|will|costs?|"
+    r"meets|opens|closes|runs|begins|ends)\b)"
 )
 # "my sister", "our dog", "my dog Rex" (then the name is the subject), "my best friend's"
 _POSSESSED = re.compile(
@@ -424,7 +435,7 @@ _NOT_NAMES = frozenset(
     "how who which if after before since today yesterday tomorrow last next every each some all both our new you "
     "your yours honestly anyway everyone everybody nobody someone somebody people "
     "january february march april may june july august september october november december monday tuesday "
-    "wednesday thursday friday saturday sunday please let lets let's".split()
+    "wednesday thursday friday saturday sunday please let lets let's not never".split()
 )
 _WORD = re.compile(r"[a-z0-9][a-z0-9'@.+_-]*[a-z0-9]|[a-z0-9]")
 _STOP = frozenset(
@@ -652,6 +663,9 @@ def judge(older: Said, newer: Said, similarity: float) -> UpdateLink | None:
             owners = relation == SAME or (relation == MAYBE and old_subject == "@self")
             if link is None and note and replaces and owners and (denied := _denied(old, new)):
                 link = _contradiction(older, newer, new, similarity, new_subject, "denied", denied)
+            if link is None and note and replaces and relation == SAME and (affirmed := _affirmed(old, new)):
+                attribute = _pick(old.attributes) if old.attributes else "state"
+                link = _contradiction(older, newer, new, similarity, new_subject, attribute, affirmed)
             if link is not None and (best is None or link.confidence > best.confidence):
                 best = link
     return best
@@ -680,7 +694,7 @@ def _score(
 ) -> UpdateLink | None:
     # An end counts when it is news ("quit" told again is not) and names what ended: an attribute both speak of,
     # or one of the older sentence's values ("no longer at Google").
-    named = _overlap(old, new)
+    named = _overlap(old, new) or _short_name_shared(old, new)
     shared = frozenset(a for a in old.attributes & new.attributes if a != "schedule" or _rescheduled(old, new))
     functional = any(a.split(":")[0] in FUNCTIONAL for a in shared)
     # "Used to" ends a value the older states ("I live in Boston"), not an event it told.
@@ -691,6 +705,8 @@ def _score(
         and (named or (functional and c not in _NAMING_ENDS))
         and (c != "used to" or _states(old))
     )
+    if new.change and not ending and _arrives_at(old, new):
+        return None  # "Lived in Boston before moving to Denver" tells how "Lives in Denver" came to be
     chat = bool(older.speaker or newer.speaker)
     # Two notes of the subject's that say the same but for its value: "Favourite colour is teal", "... is orange".
     reframed = not chat and relation == SAME and _reframed(old, new)
@@ -724,10 +740,11 @@ def _score(
     else:  # no attribute names what they speak of: the words they share and a stated change must
         stated = (
             not chat
-            and _overlap(old, new)
-            # an older event ("ran out of disk space") is no value a later one replaces: it states one
+            and named
+            # an older event ("ran out of disk space") is no value a later one replaces: it states one; "from
+            # Notion to Obsidian" says which value gave way, however far apart the two are in the embeddings
             and (
-                (strong_cue and similarity >= 0.45 and _states(old))
+                (strong_cue and (similarity >= 0.45 or _from_to(old, new)) and _states(old))
                 # a record its name says is the same one ("Cabin wifi pw: ..." for "The wifi password at the
                 # cabin is ...") needs no closeness to say its new value
                 # and, with no word of change, only a value there is one of: "Timezone is CET", "Grandpa is 88";
@@ -752,6 +769,47 @@ def _score(
     score += 0.1 if relation == SAME else -0.1
     attribute = _pick(shared) if shared else "same topic"
     return _link(older, newer, new, score, attribute, subject, (*ending, *new.change, *new.news))
+
+
+def _short_name_shared(old: _Sentence, new: _Sentence) -> bool:
+    """Whether both sentences name one thing by a name of under four characters ("PS5", "BMW", "Kia"): `_overlap`
+    counts only words of four letters or more, which leaves out such names."""
+    return any(len(v) < 4 and not v.isdigit() and v not in _NOT_NAMES for v in old.strong & new.strong)
+
+
+def _from_to(old: _Sentence, new: _Sentence) -> bool:
+    """Whether `new` says a value of `old` gave way to another: "Moved all notes from Notion to Obsidian"."""
+    for match in _FROM_TO.finditer(new.text.lower()):
+        before, after = set(_WORD.findall(match.group(1))), set(_WORD.findall(match.group(2)))
+        if before & old.values and after - old.words - _STOP:
+            return True
+    return False
+
+
+def _arrives_at(old: _Sentence, new: _Sentence) -> bool:
+    """Whether every move `new` tells ends where `old` already is: "moving to Denver" for "Lives in Denver", "Moved
+    to Zalando from SAP" for "Works at Zalando"."""
+    lower = new.text.lower()
+    places = [_destination(lower, m.end()) for m in _MOVE_TO.finditer(lower)]
+    old_values = {_stem(v) for v in old.values}
+    return bool(places) and all(place and place <= old_values for place in places)
+
+
+def _destination(lower: str, at: int) -> set[str]:
+    """The words (stemmed) of where a move went: from `at` to the next word like "from", "in" or "for", at most
+    four ("the Bay Area", "Denver")."""
+    words: list[str] = []
+    for word in _WORD.findall(_CLAUSE_END.split(lower[at:], maxsplit=1)[0])[:8]:
+        if word in _STOP:
+            if words:
+                break
+            continue
+        words.append(_stem(word))
+    return set(words[:4])
+
+
+_FROM_TO = re.compile(r"\bfrom\s+((?:[\w@.+'-]+\s+){0,3}?[\w@.+'-]+)\s+to\s+([\w@.+'-]+)")
+_MOVE_TO = re.compile(r"\b(?:moved|moving|move|relocated|relocating)\s+(?:back\s+)?to\b")
 
 
 def _rescheduled(old: _Sentence, new: _Sentence) -> bool:
@@ -911,6 +969,25 @@ def _denied(old: _Sentence, new: _Sentence) -> frozenset[str]:
     stated = {_stem(w) for w in old.words - _CUE_WORDS if len(w) >= 3}
     denied = {_stem(w) for m in _DENIAL.finditer(new.text.lower()) for w in _WORD.findall(m.group(1))} & stated
     return frozenset(denied) if stated and len(denied) >= min(2, len(stated)) else frozenset()
+
+
+def _affirmed(old: _Sentence, new: _Sentence) -> frozenset[str]:
+    """The words of what `old` opens by saying its subject is not, has not or cannot, all of which `new` now says
+    without a negation: "Can't swim", then "Learned to swim this summer"; "Not married", then "Married to Sam"."""
+    denial = _OPENING_DENIAL.match(old.text.strip().lower())
+    if denial is None or _ANY_NEGATION.search(new.text.lower()):
+        return frozenset()
+    denied = {w for w in _WORD.findall(denial.group(1)) if w not in _STOP and len(w) >= 3}
+    said = {_verb(w) for w in new.words}
+    return frozenset(denied) if denied and all(_verb(w) in said for w in denied) else frozenset()
+
+
+# A note that opens by denying: "Not vegetarian", "Doesn't have a passport", "Can't cook"; what it denies follows.
+_OPENING_DENIAL = re.compile(
+    r"(?:not|never|doesn['’]t|don['’]t|can['’]t|cannot|isn['’]t|hasn['’]t|didn['’]t)\s+"
+    r"(?:(?:have|has|got|a|an|any|be|been|ever)\s+)*(.+)"
+)
+_ANY_NEGATION = re.compile(r"\b(?:not|no|never|nobody|none|nothing)\b|n['’]t\b|\bcannot\b")
 
 
 def _broken_diet(old: _Sentence, new: _Sentence) -> frozenset[str]:
@@ -1089,8 +1166,8 @@ _IS = r":\s|['’](?:s|re|m)\s|\b(?:is|are|am)\b"
 _ONE_VALUE = re.compile(rf"{_IS}|=", re.IGNORECASE)
 _STATE = re.compile(
     rf"{_IS}|\b(?:costs?|equals|lives?|works?|drives?|uses?|plays?|stud(?:y|ies)|has|have|"
-    r"owns?|rents?|prefers?|loves?|likes?|eats?|teach(?:es)?|goes|weighs?|reports? to|leads?|manages?|belongs?|"
-    r"doesn't|don't|isn't|aren't|(?:reach|calls?|text) (?:me|us|him|her|them))\b"
+    r"owns?|rents?|prefers?|loves?|likes?|eats?|teach(?:es)?|coach(?:es)?|goes|weighs?|reports? to|leads?|manages?|"
+    r"belongs?|doesn't|don't|isn't|aren't|(?:reach|calls?|text) (?:me|us|him|her|them))\b"
 )
 
 
@@ -1259,8 +1336,9 @@ def _thing_states(lower: str, subject: str | None) -> bool:
     ..." states a value as "is" does."""
     if subject is None or not subject.startswith("the "):
         return False
-    at = lower.find(subject)
-    return at >= 0 and _THING_VERB.match(lower, at + len(subject)) is not None
+    name = subject.removeprefix("the ")  # "Book club meets on ...": a note names a thing without its article
+    at = lower.find(name)
+    return at >= 0 and _THING_VERB.match(lower, at + len(name)) is not None
 
 
 _QUOTED = re.compile(r"[\"“”][^\"“”]{1,80}[\"“”]")
@@ -1294,6 +1372,11 @@ _NOT_THE_ATTRIBUTE = {
     "name": re.compile(r"\b(?:a|an|the|two|three|\d+)\s+(?:[\w-]+\s+){1,2}(?:named|called)\s+\S+"),
     # what one does "while driving" says nothing of the car
     "vehicle": re.compile(r"\b(?:while|when)\s+driving\b"),
+    # a team one works with is not the one one is on: "Works closely with the fraud team"
+    "team": re.compile(
+        r"\b(?:work(?:s|ed|ing)?|collaborat\w+|partner(?:s|ed|ing)?)\s+(?:closely\s+)?with\s+"
+        r"(?:the\s+|our\s+|their\s+|a\s+)?(?:[\w-]+\s+){0,2}team\b"
+    ),
 }
 # A part of a thing is not the thing: "Upgraded the phone's storage" or "Replaced the car's tyres" changes no phone
 # or car ("Uses a Pixel 6 as their phone", "Drives a Honda Civic"): the part qualifies the attribute, as "work" does a
@@ -1392,7 +1475,6 @@ def _name_key(name: str) -> str:
 
 
 _IRREGULAR = "ran|went|lost|took|made|left|came|gave|won|met|sold|bought|quit|began|became|grew|fell|broke|hit|kept"
-_ADVERB = r"(?:now|still|also|just|usually|always|never|finally|recently|often)"
 # "the nightly backup job ran ...": the words after the article up to the verb (one to six of them), an adverb
 # before the verb left out ("the book club now meets": the book club).
 _ARTICLE_NOUNS = re.compile(
@@ -1408,11 +1490,15 @@ _THING_VERB = re.compile(
 _TITLES = frozenset("dr dr. mr mr. mrs mrs. ms ms. prof prof. the".split())
 
 
+_TITLE_STOP = re.compile(r"\b(Dr|Mr|Mrs|Ms|Prof|St)\.(?=\s+[A-Z])")
+
+
 def _values(text: str, subject: str | None) -> tuple[frozenset[str], frozenset[str]]:
     """The words that could fill an attribute (names, numbers, and what follows "to", "at", "in", "is"), and the
     strong ones among them (names and numbers)."""
     called = {m.group(1) for m in _VOCATIVE.finditer(text)}  # "Thanks, Jon!": whom a turn speaks to is no value
-    strong = [m.group(1).lower() for m in _CAPITAL.finditer(text) if m.group(1) not in called]
+    titled = _TITLE_STOP.sub(r"\1", text)  # "the kids see Dr. Osei now": Osei is a name, not a sentence's first word
+    strong = [m.group(1).lower() for m in _CAPITAL.finditer(titled) if m.group(1) not in called]
     strong += (m.group(0).lower().strip(".") for m in _DIGITS.finditer(text))
     strong += (m.group(0).lower() for m in _EMAIL.finditer(text))
     slots = [w for match in _VALUE_SLOT.finditer(text) for w in _WORD.findall(match.group(1).lower())]
