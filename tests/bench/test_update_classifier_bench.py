@@ -25,13 +25,13 @@ def test_update_classifier_bench_scores_each_set_left_out_and_leaves_the_held_ou
         + case("c3", True, "Enjoys hiking", "Went to the cinema on Friday")
     )
     (tmp_path / "facts.jsonl").write_text(
-        case("f1", True, "Drives a Ford Focus", "Drives a Kia Niro") + case("f2", False, "Has a cat", "Sister has a dog")
+        case("f1", True, "Drives a Ford Focus", "Drives a Kia Niro")
+        + case("f2", False, "Has a cat", "Sister has a dog")
     )
     (tmp_path / "heldout.jsonl").write_text("this is not JSON: reading it would fail the run\n")
     out, raw = tmp_path / "classifier.md", tmp_path / "classifier.json"
-    run = run_bench(
-        "bench.update_classifier", "--data", str(tmp_path), "--sets", "cases,facts", "--output", str(out), "--json", str(raw)
-    )
+    sets = ("--data", str(tmp_path), "--sets", "cases,facts")
+    run = run_bench("bench.update_classifier", *sets, "--output", str(out), "--json", str(raw))
     assert run.returncode == 0, run.stderr
     left_out = json.loads(raw.read_text())["left_out"]
     assert set(left_out) == {"cases", "facts"}
