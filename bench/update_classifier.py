@@ -5,7 +5,7 @@ never read.
 Pairs: the hand-written `cases`, the terse `facts` (bench/data/updates), LoCoMo's labelled pairs (`locomo`, turns read
 from ../shared/data/locomo-dev) and the `wording` batches; the label is each pair's `link`. A pair's features: the two
 MiniLM vectors' product and absolute difference, the newer minus the older, and their cosine. The classifier is a
-logistic regression (L2, full-batch gradient descent in numpy: 1,545 features, a few hundred pairs). Figures per set
+logistic regression (L2, full-batch gradient descent in numpy: 1,153 features, a few hundred pairs). Figures per set
 left out: precision and recall of the rules (`find_updates`, as bench/update_wording.py judges a pair), of the
 classifier at three thresholds, and of a link made by either, the way a classifier could be added to the rules.
 
