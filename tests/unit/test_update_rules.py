@@ -95,6 +95,7 @@ def test_a_new_value_of_the_same_thing_replaces_the_old(older: str, newer: str, 
         ("Studio door code: 4471.", "Garage door code: 9902.", (None, None)),
         ("The wifi password at the cabin is pinecone42.", "Office wifi pw: Lakeside!2025", (None, None)),
         ("I handed the keys over to the landlord.", "Handed the report over to Jana.", (None, None)),
+        ("Emily lives in York.", "Sam moved to Leeds in May.", (None, None)),  # two people, one named like an adverb
     ],
 )
 def test_near_misses_are_not_updates(older: str, newer: str, speakers: tuple[str | None, str | None]) -> None:
@@ -501,6 +502,9 @@ def test_subjects() -> None:
     assert subject_of("Ahmed moved to Paris.", None) == "ahmed"
     assert subject_of("Mostly reads science fiction.", None) == "@self"
     assert subject_of("James lives in Oslo.", None) == "james" and subject_of("Lucas moved.", None) == "lucas"
+    # a name that ends in "ly" is a name; an adverb is not
+    assert subject_of("Emily lives in York.", None) == "emily" and subject_of("Kimberly moved.", None) == "kimberly"
+    assert subject_of("Finally moved to Leeds.", None) == subject_of("Sadly, the gym closed.", None) != "finally"
     # kin without "my" is the owner's kin; whom the owner deals with, and a record of kin's, are not
     assert subject_of("Sister goes by Jo.", None) == "@self:sister"
     assert subject_of("Best friend Tom broke up with his girlfriend.", None) == "tom<@self"

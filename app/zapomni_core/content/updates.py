@@ -1454,7 +1454,7 @@ def subject_of(sentence: str, speaker: str | None) -> str | None:
     rest = re.sub(r"^[Tt]he\s+(?=[A-Z])", "", rest)  # "The Fairhaven Clinic is ..."
     named = _LEADING_NAME.match(rest)
     first = named.group(1).split()[0].lower() if named is not None else ""
-    if named is not None and first not in _NOT_NAMES and not first.endswith("ly"):
+    if named is not None and first not in _NOT_NAMES and not _adverb(first):
         key = _name_key(named.group(1))
         relative = re.match(rf"['’]s\s+({_RELATIVES})\b", rest[named.end(1) :], re.IGNORECASE)
         if relative is None or _NAMES_THE_RELATIVE.match(rest[named.end(1) + relative.end(1) :]):
@@ -1466,6 +1466,29 @@ def subject_of(sentence: str, speaker: str | None) -> str | None:
     if _FIRST_PERSON.search(lower):
         return me
     return None
+
+
+def _adverb(word: str) -> bool:
+    """Whether a sentence's first word that ends in "ly" is an adverb ("Finally", "Recently", "Sadly") and not a name
+    ("Emily", "Holly", "Kimberly"): by the endings English makes its adverbs with, and a few common ones made
+    otherwise. Read as adverbs, names like these left a note without a subject, so "Emily lives in York" could be
+    replaced by "Sam moved to Leeds"."""
+    if not word.endswith("ly"):
+        return False
+    if word in _PLAIN_ADVERBS:
+        return True
+    short_name = len(word) < 6 and word.endswith(("ally", "ily"))  # "Sally", "Emily", "Lily"; not "easily"
+    return _ADVERB_ENDING.search(word) is not None and not short_name
+
+
+_ADVERB_ENDING = re.compile(
+    r"(?:ally|fully|ously|ively|ently|antly|ably|ibly|ately|ingly|edly|ely|tly|dly|ghly|nly|ply|wly|uly|kly|hly|ily|"
+    r"sly|yly)$"
+)
+_PLAIN_ADVERBS = frozenset(
+    "daily early nearly clearly fairly poorly regularly particularly similarly properly formerly utterly yearly "
+    "hourly quarterly".split()
+)
 
 
 @lru_cache(maxsize=1024)
