@@ -25,10 +25,9 @@ from typing import Any
 import numpy as np
 
 from bench.common import commit, read_jsonl, write_results
+from bench.update_wording import pair_vectors
 from bench.updates import LOCOMO, Turn, load_cases, locomo_cases, locomo_turns
-from zapomni_core import Settings
 from zapomni_core.content.updates import Said, find_updates
-from zapomni_core.embedders.factory import build_embedder
 from zapomni_core.logs import configure_logging
 from zapomni_core.validation import parse_iso8601
 
@@ -110,10 +109,7 @@ def scored(linked: np.ndarray, truth: np.ndarray) -> dict[str, Any]:
 
 
 async def measure(pairs: Sequence[Pair]) -> dict[str, Any]:
-    embedder = await build_embedder(Settings.from_variables(LOG_LEVEL="WARNING"))
-    vectors = np.array(await embedder.embed_documents([t.text for p in pairs for t in (p.older, p.newer)]))
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    older, newer = vectors[0::2], vectors[1::2]
+    older, newer = await pair_vectors([(p.older.text, p.newer.text) for p in pairs])
     similarity = (older * newer).sum(axis=1)
     rules = np.array([rules_link(p, float(s)) for p, s in zip(pairs, similarity, strict=True)])
     x, truth = features(older, newer), np.array([p.link for p in pairs])

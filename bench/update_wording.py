@@ -43,13 +43,20 @@ class Judged:
         return (self.attribute is not None) == bool(self.pair["link"])
 
 
-async def judge_all(pairs: Sequence[dict[str, Any]]) -> list[Judged]:
+async def pair_vectors(pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+    """The embedded model's vectors of each pair's older and newer text, of length 1 (a row a pair): their product
+    summed is the cosine a store compares a memory with a candidate by."""
     embedder = await build_embedder(Settings.from_variables(LOG_LEVEL="WARNING"))
-    vectors = np.array(await embedder.embed_documents([t for p in pairs for t in (p["older"], p["newer"])]))
+    vectors = np.array(await embedder.embed_documents([text for pair in pairs for text in pair]))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors[0::2], vectors[1::2]
+
+
+async def judge_all(pairs: Sequence[dict[str, Any]]) -> list[Judged]:
+    older_vectors, newer_vectors = await pair_vectors([(p["older"], p["newer"]) for p in pairs])
     judged = []
     for i, pair in enumerate(pairs):
-        similarity = float(vectors[2 * i] @ vectors[2 * i + 1])
+        similarity = float(older_vectors[i] @ newer_vectors[i])
         older = Said(memory_id="older", text=pair["older"], speaker=None, when=1.0, added=1.0)
         newer = Said(memory_id="newer", text=pair["newer"], speaker=None, when=2.0, added=2.0)
         links = find_updates(newer, [(older, similarity)])

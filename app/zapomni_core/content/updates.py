@@ -367,6 +367,8 @@ _PRESENT = re.compile(
     r"came|gave|won|met|sold|bought|quit|began|became|grew|fell|broke|hit|kept|saw|felt|found|thought)\b)"
     r"(?![a-z]+s\b|[a-z]+ed\b)[a-z])"
 )
+# The words a note opens with to deny: "Not married", "Doesn't have a passport", "Can't cook".
+_DENYING = r"not|never|doesn['’]t|don['’]t|can['’]t|cannot|isn['’]t|hasn['’]t|didn['’]t"
 # A note's state told by its adjective and what it is of ("Allergic to penicillin", "Fluent in Greek"), or what the
 # owner told ("The user mentioned living in Glasgow").
 _OWNERS_STATE = re.compile(
@@ -379,7 +381,7 @@ _OWNERS_STATE = re.compile(
 _OWNERS_FACT = re.compile(
     rf"{_PRESENT.pattern}|(?i:(?:(?:the )?user(?:['’]s)?|"
     # what the owner is not, does not or cannot: "Not married", "Can't swim"
-    r"not|never|no longer|doesn['’]t|don['’]t|can['’]t|isn['’]t|hasn['’]t|didn['’]t|"
+    rf"{_DENYING}|no longer|"
     r"moved|started|stopped|quit|left|switched|adopted|dropped|gave up|broke up|sold|bought|got|became|began|joined|"
     r"finished|graduated|retired|changed|lost|took up|went|married|divorced|returned|resumed|signed|accepted|"
     r"upgraded|replaced|cancell?ed|ended|passed|completed|launched|opened|closed|hired|promoted|transferred|"
@@ -984,7 +986,7 @@ def _affirmed(old: _Sentence, new: _Sentence) -> frozenset[str]:
 
 # A note that opens by denying: "Not vegetarian", "Doesn't have a passport", "Can't cook"; what it denies follows.
 _OPENING_DENIAL = re.compile(
-    r"(?:not|never|doesn['’]t|don['’]t|can['’]t|cannot|isn['’]t|hasn['’]t|didn['’]t)\s+"
+    rf"(?:{_DENYING})\s+"
     r"(?:(?:have|has|got|a|an|any|be|been|ever)\s+)*(.+)"
 )
 _ANY_NEGATION = re.compile(r"\b(?:not|no|never|nobody|none|nothing)\b|n['’]t\b|\bcannot\b")
@@ -1454,7 +1456,7 @@ def subject_of(sentence: str, speaker: str | None) -> str | None:
     rest = re.sub(r"^[Tt]he\s+(?=[A-Z])", "", rest)  # "The Fairhaven Clinic is ..."
     named = _LEADING_NAME.match(rest)
     first = named.group(1).split()[0].lower() if named is not None else ""
-    if named is not None and first not in _NOT_NAMES and not _adverb(first):
+    if named is not None and first not in _NOT_NAMES and not _ly_adverb(first):
         key = _name_key(named.group(1))
         relative = re.match(rf"['’]s\s+({_RELATIVES})\b", rest[named.end(1) :], re.IGNORECASE)
         if relative is None or _NAMES_THE_RELATIVE.match(rest[named.end(1) + relative.end(1) :]):
@@ -1468,7 +1470,7 @@ def subject_of(sentence: str, speaker: str | None) -> str | None:
     return None
 
 
-def _adverb(word: str) -> bool:
+def _ly_adverb(word: str) -> bool:
     """Whether a sentence's first word that ends in "ly" is an adverb ("Finally", "Recently", "Sadly") and not a name
     ("Emily", "Holly", "Kimberly"): by the endings English makes its adverbs with, and a few common ones made
     otherwise. Read as adverbs, names like these left a note without a subject, so "Emily lives in York" could be
